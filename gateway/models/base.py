@@ -1,0 +1,78 @@
+"""The chat-model interface the swarm runner drives.
+
+Messages use the OpenAI chat shape (plain dicts: ``role`` is system, user, assistant
+or tool; assistant messages may carry ``tool_calls``; tool messages carry
+``tool_call_id``), because that is what every OpenAI-compatible provider speaks and it
+keeps the runner free of translation code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import orjson
+
+ChatMessage = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A function the model may call: name, description and JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    """One complete assistant turn: text, tool calls, or both."""
+
+    content: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    cost_usd: float = 0.0
+
+    def to_message(self) -> ChatMessage:
+        """The assistant message to append to the history."""
+        message: ChatMessage = {"role": "assistant", "content": self.content or None}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": orjson.dumps(c.arguments).decode()}}
+                for c in self.tool_calls
+            ]
+        return message
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    """A piece of assistant text, streamed as the model produces it."""
+
+    text: str
+
+
+ModelStreamItem = TextDelta | ModelResponse
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model with tools. ``stream`` yields TextDelta items and ends with one ModelResponse."""
+
+    async def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse: ...
+
+    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncIterator[ModelStreamItem]: ...
+
