@@ -1,0 +1,81 @@
+"""The wire contract of Switchboard: A2A task models, stream events, NDJSON, tool naming. No I/O."""
+
+from .card import AgentCapabilities, AgentCard, AgentSkill
+from .errors import ErrorBody, ErrorCode, ErrorDetail, ProtocolError
+from .events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent, parse_stream_event
+from .handoff_names import MAX_TOOL_NAME_LENGTH, sanitize_agent_name, transfer_tool_name, transfer_tool_names
+from .jsonrpc import Envelope, EnvelopedProtocolError, ParsedRequest, parse_request
+from .ndjson import (
+    DEFAULT_MAX_LINE_BYTES,
+    MEDIA_TYPE as NDJSON_MEDIA_TYPE,
+    DecodedLine,
+    NDJSONDecoder,
+    OversizedLine,
+    aiter_ndjson,
+    encode_line,
+)
+from .task import (
+    Artifact,
+    DataPart,
+    FileContent,
+    FilePart,
+    Message,
+    Part,
+    Task,
+    TaskIdParams,
+    TaskQueryParams,
+    TaskResubscribeParams,
+    TaskSendParams,
+    TaskState,
+    TaskStatus,
+    TextPart,
+    utc_now_iso,
+)
+from ._wire import WireModel
+
+__all__ = [
+    "AgentCapabilities",
+    "AgentCard",
+    "AgentSkill",
+    "Artifact",
+    "ArtifactEvent",
+    "DEFAULT_MAX_LINE_BYTES",
+    "DataPart",
+    "DecodedLine",
+    "Envelope",
+    "EnvelopedProtocolError",
+    "ErrorBody",
+    "ErrorCode",
+    "ErrorDetail",
+    "FileContent",
+    "FilePart",
+    "HandoffEvent",
+    "HandoffRequest",
+    "MAX_TOOL_NAME_LENGTH",
+    "Message",
+    "NDJSONDecoder",
+    "NDJSON_MEDIA_TYPE",
+    "OversizedLine",
+    "ParsedRequest",
+    "Part",
+    "ProtocolError",
+    "StatusEvent",
+    "StreamEvent",
+    "Task",
+    "TaskIdParams",
+    "TaskQueryParams",
+    "TaskResubscribeParams",
+    "TaskSendParams",
+    "TaskState",
+    "TaskStatus",
+    "TextPart",
+    "WireModel",
+    "aiter_ndjson",
+    "encode_line",
+    "parse_request",
+    "parse_stream_event",
+    "sanitize_agent_name",
+    "transfer_tool_name",
+    "transfer_tool_names",
+    "utc_now_iso",
+]

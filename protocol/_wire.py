@@ -1,0 +1,21 @@
+"""The base model for wire types: snake_case in Python, camelCase on the wire."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class WireModel(BaseModel):
+    """Accepts both spellings on input, emits camelCase and drops unset optionals on output."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def to_json(self) -> bytes:
+        return orjson.dumps(self.to_wire())

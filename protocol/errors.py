@@ -1,0 +1,84 @@
+"""A2A error codes, the error body, and the one exception type for protocol failures."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import ValidationError
+
+from ._wire import WireModel
+
+
+class ErrorCode(enum.IntEnum):
+    PARSE_ERROR = -32700
+    INVALID_REQUEST = -32600
+    METHOD_NOT_FOUND = -32601
+    INVALID_PARAMS = -32602
+    INTERNAL_ERROR = -32603
+    TASK_NOT_FOUND = -32001
+    TASK_NOT_CANCELABLE = -32002
+    UNSUPPORTED_OPERATION = -32004
+    CONTENT_TYPE_NOT_SUPPORTED = -32005
+
+
+_DEFAULT_HTTP_STATUS = {
+    ErrorCode.PARSE_ERROR: 400,
+    ErrorCode.INVALID_REQUEST: 400,
+    ErrorCode.METHOD_NOT_FOUND: 404,
+    ErrorCode.INVALID_PARAMS: 400,
+    ErrorCode.INTERNAL_ERROR: 500,
+    ErrorCode.TASK_NOT_FOUND: 404,
+    ErrorCode.TASK_NOT_CANCELABLE: 409,
+    ErrorCode.UNSUPPORTED_OPERATION: 400,
+    ErrorCode.CONTENT_TYPE_NOT_SUPPORTED: 415,
+}
+
+
+class ErrorDetail(WireModel):
+    code: int
+    message: str
+    data: Any = None
+
+
+class ErrorBody(WireModel):
+    """``{"error": {"code", "message", "data"?}}``, the body of every error response."""
+
+    error: ErrorDetail
+
+
+class ProtocolError(Exception):
+    """A request the binding refuses, or an error answer read back from a peer."""
+
+    def __init__(self, code: int, message: str, *, data: Any = None, http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.code = int(code)
+        self.message = message
+        self.data = data
+        self.http_status = http_status or _DEFAULT_HTTP_STATUS.get(self.code, 400)  # type: ignore[call-overload]
+
+    def to_body(self) -> ErrorBody:
+        return ErrorBody(error=ErrorDetail(code=self.code, message=self.message, data=self.data))
+
+    @classmethod
+    def from_validation_error(cls, exc: ValidationError, what: str = "params") -> ProtocolError:
+        """Names every offending field, e.g. ``invalid params: message.parts: Field required``."""
+        problems = [f"{_dotted(e['loc'])}: {e['msg']}" if e["loc"] else e["msg"] for e in exc.errors()]
+        return cls(
+            ErrorCode.INVALID_PARAMS,
+            f"invalid {what}: " + "; ".join(problems),
+            data=[{"field": _dotted(e["loc"]), "problem": e["msg"]} for e in exc.errors()],
+        )
+
+    def __repr__(self) -> str:
+        return f"ProtocolError(code={self.code}, message={self.message!r})"
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for item in loc:
+        if isinstance(item, int):
+            out += f"[{item}]"
+        else:
+            out += ("." if out else "") + str(item)
+    return out

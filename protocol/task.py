@@ -1,0 +1,150 @@
+"""The A2A task model: messages and their parts, artifacts, task status and the task itself."""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag
+
+from ._wire import WireModel
+
+
+class TaskState(str, enum.Enum):
+    SUBMITTED = "submitted"
+    WORKING = "working"
+    INPUT_REQUIRED = "input-required"
+    COMPLETED = "completed"
+    CANCELED = "canceled"
+    FAILED = "failed"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in _TERMINAL_STATES
+
+
+_TERMINAL_STATES = frozenset({TaskState.COMPLETED, TaskState.CANCELED, TaskState.FAILED})
+
+
+class TextPart(WireModel):
+    type: Literal["text"] = "text"
+    text: str
+    metadata: dict[str, Any] | None = None
+
+
+class DataPart(WireModel):
+    type: Literal["data"] = "data"
+    data: dict[str, Any]
+    metadata: dict[str, Any] | None = None
+
+
+class FileContent(WireModel):
+    name: str | None = None
+    mime_type: str | None = None
+    bytes: str | None = Field(default=None, description="base64 content")
+    uri: str | None = None
+
+
+class FilePart(WireModel):
+    type: Literal["file"] = "file"
+    file: FileContent
+    metadata: dict[str, Any] | None = None
+
+
+def _part_type(value: Any) -> str | None:
+    """A part without ``type`` but with ``text`` is a text part."""
+    if isinstance(value, dict):
+        kind = value.get("type")
+        if kind is None and "text" in value:
+            return "text"
+        return kind
+    return getattr(value, "type", None)
+
+
+Part = Annotated[
+    Annotated[TextPart, Tag("text")] | Annotated[DataPart, Tag("data")] | Annotated[FilePart, Tag("file")],
+    Discriminator(
+        _part_type,
+        custom_error_type="invalid_part",
+        custom_error_message="a part needs a type of 'text', 'data' or 'file'",
+    ),
+]
+
+
+class Message(WireModel):
+    role: Literal["user", "agent"] = "user"
+    parts: list[Part] = Field(min_length=1)
+    metadata: dict[str, Any] | None = None
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls(role="user", parts=[TextPart(text=text)])
+
+    @classmethod
+    def agent(cls, text: str) -> Message:
+        return cls(role="agent", parts=[TextPart(text=text)])
+
+    @property
+    def text(self) -> str:
+        """The concatenated text of the text parts."""
+        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+
+def utc_now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class TaskStatus(WireModel):
+    state: TaskState
+    message: Message | None = None
+    timestamp: str = Field(default_factory=utc_now_iso)
+
+
+class Artifact(WireModel):
+    name: str | None = None
+    description: str | None = None
+    parts: list[Part]
+    index: int = 0
+    append: bool | None = None
+    last_chunk: bool | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class Task(WireModel):
+    id: str
+    session_id: str | None = None
+    status: TaskStatus
+    artifacts: list[Artifact] = Field(default_factory=list)
+    history: list[Message] | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def output_text(self) -> str:
+        """All text the agent produced: artifacts in order, else the status message."""
+        text = "".join(p.text for a in self.artifacts for p in a.parts if isinstance(p, TextPart))
+        if not text and self.status.message is not None:
+            text = self.status.message.text
+        return text
+
+
+class TaskSendParams(WireModel):
+    id: str | None = None
+    session_id: str | None = None
+    message: Message
+    metadata: dict[str, Any] | None = None
+    history_length: int | None = Field(default=None, ge=0)
+
+
+class TaskQueryParams(WireModel):
+    id: str = Field(min_length=1)
+    history_length: int | None = Field(default=None, ge=0)
+
+
+class TaskIdParams(WireModel):
+    id: str = Field(min_length=1)
+
+
+class TaskResubscribeParams(WireModel):
+    id: str = Field(min_length=1)
+    after_seq: int = Field(default=-1, ge=-1)
