@@ -40,12 +40,25 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class TokenUsage:
+    """Token counts a provider reported for one call."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass(frozen=True)
 class ModelResponse:
     """One complete assistant turn: text, tool calls, or both."""
 
     content: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     cost_usd: float = 0.0
+    usage: TokenUsage | None = None
 
     def to_message(self) -> ChatMessage:
         """The assistant message to append to the history."""
