@@ -1,0 +1,105 @@
+"""HTTP plumbing of the agent server: bounded body reading, content types, JSON and NDJSON answers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from protocol import NDJSON_MEDIA_TYPE, Envelope, ErrorCode, ProtocolError
+
+JSON_MEDIA_TYPE = "application/json"
+
+
+def check_content_type(request: Request) -> None:
+    """JSON bodies only: ``application/json`` or any ``application/*+json``; no header counts as JSON."""
+    raw = request.headers.get("content-type", "")
+    media_type = raw.split(";", 1)[0].strip().lower()
+    if not media_type or media_type == JSON_MEDIA_TYPE:
+        return
+    if media_type.startswith("application/") and media_type.endswith("+json"):
+        return
+    raise ProtocolError(
+        ErrorCode.CONTENT_TYPE_NOT_SUPPORTED,
+        f"content type {media_type!r} is not supported; send the JSON body with 'Content-Type: application/json'",
+        http_status=415,
+    )
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it is known to exceed ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            size = int(declared)
+        except ValueError:
+            raise ProtocolError(ErrorCode.INVALID_REQUEST, f"bad Content-Length header: {declared!r}") from None
+        if size > limit:
+            raise _too_large(limit)
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise _too_large(limit)
+    return bytes(body)
+
+
+def _too_large(limit: int) -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.INVALID_REQUEST, f"request body is larger than the limit of {limit} bytes", http_status=413
+    )
+
+
+def json_response(content: Any, status_code: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(content), status_code=status_code, media_type=JSON_MEDIA_TYPE, headers=headers)
+
+
+def error_response(error: ProtocolError, envelope: Envelope | None = None) -> Response:
+    """The error body, in the caller's envelope when it sent one; the HTTP status is the same either way."""
+    body = envelope.wrap_error(error) if envelope is not None else error.to_body().to_wire()
+    return json_response(body, status_code=error.http_status)
+
+
+class NDJSONStreamResponse(Response):
+    """Sends each line as soon as it is produced and stops reading them when the client goes away.
+
+    Unlike Starlette's StreamingResponse, it always watches for ``http.disconnect``, so a
+    dropped client is noticed while the stream is idle, not only at the next write.
+    """
+
+    media_type = NDJSON_MEDIA_TYPE
+
+    def __init__(self, lines: AsyncIterator[bytes], status_code: int = 200) -> None:
+        self.lines = lines
+        self.status_code = status_code
+        self.background = None
+        self.init_headers({"cache-control": "no-store", "x-accel-buffering": "no"})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async with anyio.create_task_group() as task_group:
+
+            async def stream() -> None:
+                await self._stream(send)
+                task_group.cancel_scope.cancel()
+
+            task_group.start_soon(stream)
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            task_group.cancel_scope.cancel()
+
+    async def _stream(self, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        try:
+            async for line in self.lines:
+                await send({"type": "http.response.body", "body": line, "more_body": True})
+        finally:
+            aclose = getattr(self.lines, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True):
+                    await aclose()
+        await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -1,0 +1,110 @@
+"""Turning what an agent yields or returns into artifacts, messages and the end of a send."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from protocol import Artifact, DataPart, HandoffRequest, Message, Part, TaskState, TextPart
+
+from .agent import DataChunk, Handoff, InputRequired, TextChunk
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a send ended: its state, status message and any handoff."""
+
+    state: TaskState
+    message: Message | None = None
+    handoff: HandoffRequest | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One item the agent produced, sorted into what it means."""
+
+    artifact: Artifact | None = None
+    cost_usd: float = 0.0
+    message: Message | None = None
+    handoff: HandoffRequest | None = None
+    input_required: str | None = None
+
+
+_EMPTY = Step()
+
+
+def interpret(item: Any) -> Step:
+    """What one yielded or returned value means; raises TypeError for anything else."""
+    if item is None:
+        return _EMPTY
+    if isinstance(item, str):
+        item = TextChunk(item)
+    elif isinstance(item, dict):
+        item = DataChunk(item)
+    if isinstance(item, TextChunk):
+        return Step(artifact=_chunk([TextPart(text=item.text)]), cost_usd=item.cost_usd)
+    if isinstance(item, DataChunk):
+        return Step(artifact=_chunk([DataPart(data=item.data)]), cost_usd=item.cost_usd)
+    if isinstance(item, Artifact):
+        return Step(artifact=item)
+    if isinstance(item, Message):
+        return Step(message=item)
+    if isinstance(item, InputRequired):
+        return Step(input_required=item.text)
+    if isinstance(item, Handoff):
+        return Step(handoff=HandoffRequest(target=item.target, reason=item.reason, payload=item.payload))
+    raise TypeError(
+        f"the agent produced a {type(item).__name__}; expected str, dict, TextChunk, DataChunk, "
+        "Artifact, Message, InputRequired or Handoff"
+    )
+
+
+def _chunk(parts: list[Part]) -> Artifact:
+    return Artifact(index=0, append=True, parts=parts)
+
+
+def merge_artifact(artifacts: list[Artifact], update: Artifact) -> None:
+    """Fold a streamed artifact into a task's artifacts: ``append`` extends, otherwise replaces."""
+    for position, existing in enumerate(artifacts):
+        if existing.index != update.index:
+            continue
+        if update.append:
+            existing.parts = _joined([*existing.parts, *update.parts])
+            if update.last_chunk is not None:
+                existing.last_chunk = update.last_chunk
+        else:
+            artifacts[position] = _settled(update)
+        return
+    artifacts.append(_settled(update))
+    artifacts.sort(key=lambda a: a.index)
+
+
+def _settled(artifact: Artifact) -> Artifact:
+    settled = artifact.model_copy(deep=True)
+    settled.append = None
+    settled.parts = _joined(settled.parts)
+    return settled
+
+
+def _joined(parts: list[Part]) -> list[Part]:
+    """Adjacent plain text parts become one, so a streamed answer reads as one text."""
+    out: list[Part] = []
+    for part in parts:
+        previous = out[-1] if out else None
+        if _plain_text(part) and previous is not None and _plain_text(previous):
+            out[-1] = TextPart(text=previous.text + part.text)  # type: ignore[union-attr]
+        else:
+            out.append(part)
+    return out
+
+
+def _plain_text(part: Part) -> bool:
+    return isinstance(part, TextPart) and part.metadata is None
+
+
+def reply_message(artifacts: list[Artifact], outcome: Outcome) -> Message | None:
+    """The agent's turn in the task history: what it produced, then its closing words."""
+    parts: list[Part] = [part for artifact in artifacts for part in artifact.parts]
+    if outcome.message is not None and outcome.state in (TaskState.COMPLETED, TaskState.INPUT_REQUIRED):
+        parts.extend(outcome.message.parts)
+    return Message(role="agent", parts=_joined(parts)) if parts else None

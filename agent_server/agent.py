@@ -1,0 +1,147 @@
+"""How an agent is written: an async function or async generator of one ``TaskContext``.
+
+An async generator yields progress as it goes; an async function returns its answer.
+What either may produce:
+
+- ``str`` or ``TextChunk``: text appended to artifact 0 (one stream line each);
+- ``dict`` or ``DataChunk``: a data part appended to artifact 0;
+- ``protocol.Artifact``: sent as given;
+- ``protocol.Message``: the status message of the final state;
+- ``InputRequired``: ends this send in state ``input-required``; the next ``tasks/send``
+  with the same task id calls the agent again with the new message and the history;
+- ``Handoff``: a ``handoff`` stream line and ``metadata.handoff``; the task then completes.
+
+Cancellation reaches the agent as anyio's cancellation exception at its next ``await``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, overload
+
+from protocol import AgentCard, AgentSkill, Message
+
+AgentHandler = Callable[["TaskContext"], Any]
+
+
+@dataclass
+class TaskContext:
+    """What the agent gets for one send: the new message and what came before it."""
+
+    task_id: str
+    session_id: str
+    message: Message
+    history: list[Message] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The text of the new message."""
+        return self.message.text
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    text: str
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class DataChunk:
+    data: dict[str, Any]
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class InputRequired:
+    """Ask the caller for more input; ``text`` becomes the status message."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """Ask the coordinator to hand the conversation to ``target``."""
+
+    target: str
+    reason: str | None = None
+    payload: dict[str, Any] | None = None
+
+
+@dataclass
+class HostedAgent:
+    """An agent handler with the name, description and skills its card advertises."""
+
+    name: str
+    handler: AgentHandler
+    description: str = ""
+    skills: list[AgentSkill] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("an agent needs a non-empty name")
+        if not callable(self.handler):
+            raise TypeError(f"the handler of agent {self.name!r} is not callable: {self.handler!r}")
+        self.skills = [_as_skill(skill) for skill in self.skills]
+
+    def __call__(self, ctx: TaskContext) -> Any:
+        """Call the handler directly, e.g. in a unit test."""
+        return self.handler(ctx)
+
+    def card(self, url: str) -> AgentCard:
+        return AgentCard(name=self.name, description=self.description or None, url=url, skills=self.skills)
+
+
+@overload
+def agent(fn: AgentHandler, /) -> HostedAgent: ...
+
+
+@overload
+def agent(
+    fn: None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    skills: Sequence[AgentSkill | Mapping[str, Any]] | None = None,
+) -> Callable[[AgentHandler], HostedAgent]: ...
+
+
+def agent(
+    fn: AgentHandler | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    skills: Sequence[AgentSkill | Mapping[str, Any]] | None = None,
+) -> HostedAgent | Callable[[AgentHandler], HostedAgent]:
+    """Decorator, bare (``@agent``) or with options (``@agent(name="echo")``)."""
+
+    def wrap(handler: AgentHandler) -> HostedAgent:
+        return HostedAgent(
+            name=name or _name_of(handler),
+            handler=handler,
+            description=description if description is not None else (inspect.getdoc(handler) or ""),
+            skills=list(skills or []),  # type: ignore[arg-type]
+        )
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def as_hosted_agent(obj: HostedAgent | AgentHandler) -> HostedAgent:
+    """A HostedAgent as is; a bare function named by ``__name__`` and described by its docstring."""
+    if isinstance(obj, HostedAgent):
+        return obj
+    if callable(obj):
+        return agent(obj)
+    raise TypeError(f"expected a HostedAgent or an async function, got {type(obj).__name__}")
+
+
+def _name_of(handler: AgentHandler) -> str:
+    return getattr(handler, "__name__", None) or type(handler).__name__
+
+
+def _as_skill(skill: AgentSkill | Mapping[str, Any]) -> AgentSkill:
+    return skill if isinstance(skill, AgentSkill) else AgentSkill.model_validate(skill)

@@ -1,0 +1,272 @@
+"""The Starlette app that hosts one agent behind the A2A-NDJSON binding, and ``serve`` to run it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from functools import wraps
+from typing import Any, TypeVar
+
+import uvicorn
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from protocol import (
+    Envelope,
+    EnvelopedProtocolError,
+    ErrorCode,
+    ParsedRequest,
+    ProtocolError,
+    StreamEvent,
+    TaskIdParams,
+    TaskQueryParams,
+    TaskResubscribeParams,
+    TaskSendParams,
+    encode_line,
+    parse_request,
+)
+
+from ._http import NDJSONStreamResponse, check_content_type, error_response, json_response, read_body
+from .agent import AgentHandler, HostedAgent, as_hosted_agent
+from .stores import TaskStore, open_store
+from .task_manager import TaskManager
+
+logger = logging.getLogger("agent_server")
+
+DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+M = TypeVar("M", bound=BaseModel)
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+_POST_ONLY_NAMES = frozenset({"send", "sendSubscribe", "get", "cancel", "resubscribe"})
+_ROUTES_HELP = (
+    "POST /tasks/send, /tasks/sendSubscribe, /tasks/get, /tasks/cancel, /tasks/resubscribe; "
+    "GET /tasks/{id}, /.well-known/agent.json"
+)
+
+
+def create_app(
+    agent: HostedAgent | AgentHandler,
+    *,
+    store: TaskStore | str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    cancel_on_disconnect: bool = False,
+    public_url: str | None = None,
+) -> Starlette:
+    """An app serving ``agent``; its TaskManager runs for the app's lifespan (``app.state.task_manager``).
+
+    ``store`` is a TaskStore the caller owns, or a spec for ``open_store`` ("memory",
+    "sqlite:PATH") that the app opens at startup and closes at shutdown. Default: memory.
+    """
+    hosted = as_hosted_agent(agent)
+    handlers = _Handlers(hosted, max_body_bytes=max_body_bytes, public_url=public_url)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            task_store = store if isinstance(store, TaskStore) else open_store(store or "memory")
+            if not isinstance(store, TaskStore):
+                stack.push_async_callback(task_store.aclose)
+            manager = TaskManager(hosted, task_store, cancel_on_disconnect=cancel_on_disconnect)
+            await stack.enter_async_context(manager.running())
+            app.state.task_manager = manager
+            yield
+
+    routes = [
+        Route("/tasks/send", _guarded(handlers.send), methods=["POST"]),
+        Route("/tasks/sendSubscribe", _guarded(handlers.send_subscribe), methods=["POST"]),
+        Route("/tasks/get", _guarded(handlers.get), methods=["POST"]),
+        Route("/tasks/cancel", _guarded(handlers.cancel), methods=["POST"]),
+        Route("/tasks/resubscribe", _guarded(handlers.resubscribe), methods=["POST"]),
+        Route("/tasks/{task_id}", _guarded(handlers.get_by_path), methods=["GET"]),
+        Route("/.well-known/agent.json", _guarded(handlers.agent_card), methods=["GET"]),
+    ]
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_exception, Exception: _unexpected_exception},
+    )
+
+
+def serve(
+    agent: HostedAgent | AgentHandler,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    store: TaskStore | str | None = None,
+    *,
+    cancel_on_disconnect: bool = False,
+    public_url: str | None = None,
+    log_level: str = "info",
+    graceful_shutdown_s: int = 5,
+) -> None:
+    """Run the agent's app with uvicorn until interrupted.
+
+    Open streams get ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
+    """
+    app = create_app(agent, store=store, cancel_on_disconnect=cancel_on_disconnect, public_url=public_url)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=graceful_shutdown_s
+    )
+    uvicorn.Server(config).run()
+
+
+def _guarded(endpoint: Endpoint) -> Endpoint:
+    """Every refusal becomes its JSON error; anything unexpected a logged 500."""
+
+    @wraps(endpoint)
+    async def guarded(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except EnvelopedProtocolError as exc:
+            return error_response(exc, exc.envelope)
+        except ProtocolError as exc:
+            return error_response(exc)
+        except HTTPException:
+            raise
+        except Exception as exc:
+            return _internal_error(request, exc)
+
+    return guarded
+
+
+class _Handlers:
+    """The endpoints; each parses its body, asks the TaskManager, and answers in the caller's style."""
+
+    def __init__(self, agent: HostedAgent, *, max_body_bytes: int, public_url: str | None) -> None:
+        self.agent = agent
+        self.max_body_bytes = max_body_bytes
+        self.public_url = public_url
+
+    async def send(self, request: Request) -> Response:
+        parsed = await self._parse(request, TaskSendParams, "tasks/send")
+        with _enveloped(parsed.envelope):
+            task = await _manager(request).send(parsed.params)
+        return _answer(task.to_wire(), parsed.envelope)
+
+    async def send_subscribe(self, request: Request) -> Response:
+        parsed = await self._parse(request, TaskSendParams, "tasks/sendSubscribe")
+        return await _stream(_manager(request).subscribe(parsed.params), parsed.envelope)
+
+    async def resubscribe(self, request: Request) -> Response:
+        parsed = await self._parse(request, TaskResubscribeParams, "tasks/resubscribe")
+        events = _manager(request).resubscribe(parsed.params.id, parsed.params.after_seq)
+        return await _stream(events, parsed.envelope)
+
+    async def get(self, request: Request) -> Response:
+        parsed = await self._parse(request, TaskQueryParams, "tasks/get")
+        with _enveloped(parsed.envelope):
+            task = await _manager(request).get(parsed.params.id, parsed.params.history_length)
+        return _answer(task.to_wire(), parsed.envelope)
+
+    async def get_by_path(self, request: Request) -> Response:
+        task_id = request.path_params["task_id"]
+        if task_id in _POST_ONLY_NAMES:
+            raise HTTPException(405, headers={"Allow": "POST"})
+        query = {"id": task_id}
+        if "historyLength" in request.query_params:
+            query["historyLength"] = request.query_params["historyLength"]
+        try:
+            params = TaskQueryParams.model_validate(query)
+        except ValidationError as exc:
+            raise ProtocolError.from_validation_error(exc, "query") from None
+        task = await _manager(request).get(params.id, params.history_length)
+        return json_response(task.to_wire())
+
+    async def cancel(self, request: Request) -> Response:
+        parsed = await self._parse(request, TaskIdParams, "tasks/cancel")
+        with _enveloped(parsed.envelope):
+            task = await _manager(request).cancel(parsed.params.id)
+        return _answer(task.to_wire(), parsed.envelope)
+
+    async def agent_card(self, request: Request) -> Response:
+        url = self.public_url or str(request.base_url).rstrip("/")
+        return json_response(self.agent.card(url).to_wire())
+
+    async def _parse(self, request: Request, model: type[M], method: str) -> ParsedRequest[M]:
+        check_content_type(request)
+        body = await read_body(request, self.max_body_bytes)
+        return parse_request(body, model, method)
+
+
+def _manager(request: Request) -> TaskManager:
+    manager = getattr(request.app.state, "task_manager", None)
+    if manager is None:
+        raise ProtocolError(
+            ErrorCode.INTERNAL_ERROR, "the agent server was started without its lifespan", http_status=503
+        )
+    return manager
+
+
+@contextmanager
+def _enveloped(envelope: Envelope | None) -> Iterator[None]:
+    """Errors after parsing go back in the envelope the request came in."""
+    try:
+        yield
+    except ProtocolError as exc:
+        if envelope is None or isinstance(exc, EnvelopedProtocolError):
+            raise
+        raise EnvelopedProtocolError(exc, envelope) from None
+
+
+def _answer(result: Any, envelope: Envelope | None) -> Response:
+    return json_response(envelope.wrap_result(result) if envelope is not None else result)
+
+
+async def _stream(events: AsyncIterator[StreamEvent], envelope: Envelope | None) -> Response:
+    """Wait for the first event, so refusals (404, 409) still get their HTTP status, then stream."""
+    with _enveloped(envelope):
+        try:
+            first: StreamEvent | None = await events.__anext__()
+        except StopAsyncIteration:
+            first = None
+        except BaseException:
+            await events.aclose()  # type: ignore[attr-defined]
+            raise
+    return NDJSONStreamResponse(_lines(first, events, envelope))
+
+
+async def _lines(
+    first: StreamEvent | None, events: AsyncIterator[StreamEvent], envelope: Envelope | None
+) -> AsyncIterator[bytes]:
+    def encode(event: StreamEvent) -> bytes:
+        return encode_line(envelope.wrap_result(event.to_wire()) if envelope is not None else event)
+
+    try:
+        if first is None:
+            return
+        yield encode(first)
+        async for event in events:
+            yield encode(event)
+    except Exception:
+        logger.exception("a task event stream broke off")
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = f"no such endpoint: {request.method} {request.url.path}; this agent server serves {_ROUTES_HELP}"
+        code = ErrorCode.METHOD_NOT_FOUND
+    elif exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        message = f"{request.method} is not allowed on {request.url.path}; use {allowed or 'another method'}"
+        code = ErrorCode.INVALID_REQUEST
+    else:
+        message, code = exc.detail, ErrorCode.INVALID_REQUEST
+    body = ProtocolError(code, message).to_body().to_wire()
+    return json_response(body, status_code=exc.status_code, headers=dict(exc.headers or {}))
+
+
+async def _unexpected_exception(request: Request, exc: Exception) -> Response:
+    return _internal_error(request, exc)
+
+
+def _internal_error(request: Request, exc: Exception) -> Response:
+    logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    error = ProtocolError(ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}", http_status=500)
+    return error_response(error)

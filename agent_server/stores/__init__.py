@@ -1,0 +1,22 @@
+"""Task stores: the interface, an in-memory store and a SQLite store, and ``open_store``."""
+
+from __future__ import annotations
+
+from .base import StoreFull, TaskStore
+from .memory import MemoryTaskStore
+from .sqlite import SQLiteTaskStore
+
+
+def open_store(spec: str) -> TaskStore:
+    """``"memory"`` or ``"sqlite:PATH"`` (PATH relative to the working directory or absolute)."""
+    if spec == "memory":
+        return MemoryTaskStore()
+    if spec.startswith("sqlite:"):
+        path = spec.removeprefix("sqlite:")
+        if not path:
+            raise ValueError('a sqlite store needs a path, e.g. "sqlite:tasks.db"')
+        return SQLiteTaskStore(path)
+    raise ValueError(f'unknown task store {spec!r}; use "memory" or "sqlite:PATH"')
+
+
+__all__ = ["MemoryTaskStore", "SQLiteTaskStore", "StoreFull", "TaskStore", "open_store"]

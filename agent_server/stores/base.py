@@ -1,0 +1,53 @@
+"""The task store interface: tasks and their stream events, nothing else.
+
+A store keeps the latest snapshot of each task and the task's events in seq order. It
+never decides anything about task life; "running" means state ``submitted`` or
+``working``, and a store never evicts or expires such a task.
+"""
+
+from __future__ import annotations
+
+import abc
+
+from protocol import StreamEvent, Task, TaskState
+
+RUNNING_STATES = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
+
+
+class StoreFull(Exception):
+    """Raised by ``save_task`` for a new task when the store is full of running tasks."""
+
+
+class TaskStore(abc.ABC):
+    """Where an agent server keeps tasks and their events. All methods are safe to call concurrently."""
+
+    @abc.abstractmethod
+    async def save_task(self, task: Task) -> None:
+        """Insert or replace the snapshot of ``task``."""
+
+    @abc.abstractmethod
+    async def load_task(self, task_id: str) -> Task | None:
+        """The latest snapshot, or None when unknown or expired."""
+
+    @abc.abstractmethod
+    async def append_event(self, task_id: str, event: StreamEvent) -> None:
+        """Store one event; the caller hands events over in seq order."""
+
+    @abc.abstractmethod
+    async def read_events(self, task_id: str, after_seq: int = -1) -> list[StreamEvent]:
+        """The stored events with ``seq > after_seq``, in seq order."""
+
+    @abc.abstractmethod
+    async def delete_task(self, task_id: str) -> None:
+        """Forget a task and its events; unknown ids are ignored."""
+
+    @abc.abstractmethod
+    async def expire(self) -> int:
+        """Drop tasks that are not running and were not updated within the TTL; returns how many."""
+
+    async def aclose(self) -> None:
+        """Release what the store holds (connections, files)."""
+
+
+def is_running(task: Task) -> bool:
+    return task.status.state in RUNNING_STATES

@@ -1,0 +1,397 @@
+"""The transport-free core of an agent server: task runs, their events, cancel and resubscribe.
+
+The HTTP app is a thin layer over this; the gateway uses it in-process for ``local://``
+agents. Runs live in the manager's task group (``async with manager.running()``), so a run
+outlives the request that started it. Per task there is at most one run at a time: one
+writer, so ``seq`` has no gaps and no duplicates. Each send on a task is one run and one
+stream; it ends with exactly one ``final`` status line (a terminal state, or
+``input-required``).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from protocol import (
+    ArtifactEvent,
+    ErrorCode,
+    HandoffEvent,
+    Message,
+    ProtocolError,
+    StatusEvent,
+    StreamEvent,
+    Task,
+    TaskSendParams,
+    TaskState,
+    TaskStatus,
+)
+
+from ._outputs import Outcome, interpret, merge_artifact, reply_message
+from .agent import HostedAgent, TaskContext
+from .stores.base import StoreFull, TaskStore, is_running
+
+logger = logging.getLogger("agent_server")
+
+_FINISH_TIMEOUT_S = 5.0
+_CANCELED_BY_REQUEST = "canceled by request"
+_CANCELED_ON_DISCONNECT = "canceled: the client disconnected"
+_CANCELED_ON_SHUTDOWN = "canceled: the server is shutting down"
+_INTERRUPTED = "failed: the server stopped while this task was running"
+
+
+@dataclass(eq=False)
+class _Run:
+    """One send on one task: the live task snapshot and the events of this send."""
+
+    task: Task
+    context: TaskContext
+    first_seq: int
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    events: list[StreamEvent] = field(default_factory=list)
+    changed: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    cancel_reason: str | None = None
+    closing_message: Message | None = None
+
+    @property
+    def next_seq(self) -> int:
+        return self.first_seq + len(self.events)
+
+    def publish(self, event: StreamEvent) -> None:
+        self.events.append(event)
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    def cancel(self, reason: str) -> None:
+        if self.cancel_reason is None:
+            self.cancel_reason = reason
+        self.scope.cancel()
+
+
+class TaskManager:
+    """Runs one agent's tasks; see the module docstring for the guarantees."""
+
+    def __init__(self, agent: HostedAgent, store: TaskStore, *, cancel_on_disconnect: bool = False) -> None:
+        self.agent = agent
+        self.store = store
+        self.cancel_on_disconnect = cancel_on_disconnect
+        self._task_group: TaskGroup | None = None
+        self._runs: dict[str, _Run] = {}
+        self._busy: set[str] = set()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[TaskManager]:
+        """Own the task group runs live in; on exit, running tasks are canceled and end ``canceled``."""
+        if self._task_group is not None:
+            raise RuntimeError("this TaskManager is already running")
+        async with anyio.create_task_group() as task_group:
+            self._task_group = task_group
+            try:
+                yield self
+            finally:
+                self._task_group = None
+                task_group.cancel_scope.cancel()
+
+    async def send(self, params: TaskSendParams) -> Task:
+        """Run the agent on a new message; returns once the task is terminal or ``input-required``."""
+        run = await self._begin(params)
+        await run.done.wait()
+        return _trimmed(run.task, params.history_length)
+
+    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[StreamEvent]:
+        """Start a run (at the first iteration) and yield its events live; the last one is final.
+
+        Refusals (409, 503) are raised by the first iteration. Closing the iterator early
+        leaves the run going, unless ``cancel_on_disconnect``.
+        """
+        run = await self._begin(params)
+        delivered_final = False
+        try:
+            async for event in self._follow(run, run.first_seq - 1):
+                delivered_final = event.final
+                yield event
+        finally:
+            if not delivered_final and self.cancel_on_disconnect and not run.done.is_set():
+                run.cancel(_CANCELED_ON_DISCONNECT)
+
+    async def resubscribe(self, task_id: str, after_seq: int = -1) -> AsyncIterator[StreamEvent]:
+        """The task's events after ``after_seq``, stored then live, up to the next final line.
+
+        A task that is not running and has nothing after ``after_seq`` gives an empty stream.
+        """
+        run = self._runs.get(task_id)
+        seen = after_seq
+        if run is None or seen + 1 < run.first_seq:
+            if run is None:
+                await self._load(task_id)
+            for event in await self.store.read_events(task_id, seen):
+                if run is not None and event.seq >= run.first_seq:
+                    break
+                seen = event.seq
+                yield event
+                if event.final:
+                    return
+            run = run or self._runs.get(task_id)
+            if run is None:
+                return
+        async for event in self._follow(run, seen):
+            yield event
+
+    async def get(self, task_id: str, history_length: int | None = None) -> Task:
+        run = self._runs.get(task_id)
+        task = run.task if run is not None else await self._load(task_id)
+        return _trimmed(task, history_length)
+
+    async def cancel(self, task_id: str) -> Task:
+        """Stop a working task (its code sees cancellation at once) or close an ``input-required`` one."""
+        run = self._runs.get(task_id)
+        if run is None:
+            task = await self._load(task_id)
+            run = self._runs.get(task_id)
+        if run is not None:
+            run.cancel(_CANCELED_BY_REQUEST)
+            await run.done.wait()
+            return _trimmed(run.task, None)
+        if task.status.state is not TaskState.INPUT_REQUIRED:
+            raise ProtocolError(
+                ErrorCode.TASK_NOT_CANCELABLE,
+                f"task {task_id!r} is already {task.status.state.value}; "
+                "only a working or input-required task can be canceled",
+            )
+        with self._reserved(task_id), anyio.CancelScope(shield=True):
+            task = await self._load_own(task_id) or task
+            if task.status.state is TaskState.INPUT_REQUIRED:
+                task = await self._close_idle(task, TaskState.CANCELED, _CANCELED_BY_REQUEST)
+        return _trimmed(task, None)
+
+    async def _begin(self, params: TaskSendParams) -> _Run:
+        """Check, record and start a run; shielded so a caller that goes away cannot half-start it."""
+        self._task_group_or_fail()
+        if params.id == "":
+            raise ProtocolError(ErrorCode.INVALID_PARAMS, "invalid params: id: must not be empty (omit it to get one)")
+        task_id = params.id or uuid.uuid4().hex
+        with self._reserved(task_id, keep=True), anyio.CancelScope(shield=True):
+            task, first_seq = await self._next_task(await self._load_own(task_id), task_id, params)
+            run = _Run(task=task, context=_context(task, params), first_seq=first_seq)
+            try:
+                await self.store.save_task(task)
+            except StoreFull as exc:
+                raise ProtocolError(
+                    ErrorCode.INTERNAL_ERROR, f"the server is at its task limit ({exc}); retry later", http_status=503
+                ) from None
+            await self._publish(run, self._status_event(run, TaskState.WORKING, None))
+            self._runs[task_id] = run
+            task_group = self._task_group
+            if task_group is None:
+                await self._finish(run, Outcome(TaskState.CANCELED, Message.agent(_CANCELED_ON_SHUTDOWN)))
+                self._task_group_or_fail()
+            else:
+                task_group.start_soon(self._execute, run, name=f"task {task_id}")
+        return run
+
+    def _task_group_or_fail(self) -> TaskGroup:
+        if self._task_group is None:
+            raise ProtocolError(
+                ErrorCode.INTERNAL_ERROR,
+                "the task manager is not running (start it with `async with manager.running():`, "
+                "or run the app with its lifespan)",
+                http_status=503,
+            )
+        return self._task_group
+
+    async def _next_task(self, existing: Task | None, task_id: str, params: TaskSendParams) -> tuple[Task, int]:
+        """The task snapshot for a new send, and the seq its first event gets."""
+        if existing is None:
+            task = Task(
+                id=task_id,
+                session_id=params.session_id or uuid.uuid4().hex,
+                status=TaskStatus(state=TaskState.WORKING),
+                history=[params.message],
+                metadata={"cost_usd": 0.0},
+            )
+            return task, 0
+        state = existing.status.state
+        if state is not TaskState.INPUT_REQUIRED:
+            raise ProtocolError(
+                ErrorCode.INVALID_REQUEST,
+                f"task {task_id!r} is {state.value} and takes no more messages; "
+                "send without an id to start a new task (same sessionId to stay in the session)",
+                http_status=409,
+            )
+        task = existing.model_copy(deep=True)
+        task.status = TaskStatus(state=TaskState.WORKING)
+        task.artifacts = []
+        task.history = [*(task.history or []), params.message]
+        previous = await self.store.read_events(task_id, -1)
+        return task, (previous[-1].seq + 1 if previous else 0)
+
+    async def _execute(self, run: _Run) -> None:
+        outcome = Outcome(TaskState.CANCELED)
+        try:
+            with run.scope:
+                outcome = await self._drive(run)
+        finally:
+            if outcome.state is TaskState.CANCELED and outcome.message is None:
+                outcome = Outcome(TaskState.CANCELED, Message.agent(run.cancel_reason or _CANCELED_ON_SHUTDOWN))
+            with anyio.move_on_after(_FINISH_TIMEOUT_S, shield=True):
+                await self._finish(run, outcome)
+
+    async def _drive(self, run: _Run) -> Outcome:
+        """Call the agent and turn what it produces into events; its failures end the task ``failed``."""
+        try:
+            result = self.agent.handler(run.context)
+            if hasattr(result, "__aiter__"):
+                return await self._consume(run, result)
+            if hasattr(result, "__await__"):
+                result = await result
+            return await self._take(run, result) or Outcome(TaskState.COMPLETED, run.closing_message)
+        except Exception as exc:
+            logger.exception("task %s (agent %s) raised", run.task.id, self.agent.name)
+            return Outcome(TaskState.FAILED, Message.agent(f"{type(exc).__name__}: {exc}"))
+
+    async def _consume(self, run: _Run, items: Any) -> Outcome:
+        """Iterate an async generator agent; the generator is closed when the send ends early."""
+        try:
+            async for item in items:
+                outcome = await self._take(run, item)
+                if outcome is not None:
+                    return outcome
+            return Outcome(TaskState.COMPLETED, run.closing_message)
+        finally:
+            aclose = getattr(items, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _take(self, run: _Run, item: Any) -> Outcome | None:
+        """Apply one thing the agent produced; an Outcome means this send is over."""
+        step = interpret(item)
+        if step.message is not None:
+            run.closing_message = step.message
+        if step.artifact is not None:
+            merge_artifact(run.task.artifacts, step.artifact)
+            run.task.metadata["cost_usd"] = float(run.task.metadata.get("cost_usd", 0.0)) + step.cost_usd
+            await self._publish(
+                run, ArtifactEvent(seq=run.next_seq, id=run.task.id, artifact=step.artifact, cost_usd=step.cost_usd)
+            )
+        if step.handoff is not None:
+            run.task.metadata["handoff"] = step.handoff.to_wire()
+            await self._publish(run, HandoffEvent(seq=run.next_seq, id=run.task.id, handoff=step.handoff))
+            return Outcome(TaskState.COMPLETED, run.closing_message, handoff=step.handoff)
+        if step.input_required is not None:
+            return Outcome(TaskState.INPUT_REQUIRED, Message.agent(step.input_required))
+        return None
+
+    async def _finish(self, run: _Run, outcome: Outcome) -> None:
+        """Record the final state and line, then let the task id go; never raises."""
+        task_id = run.task.id
+        try:
+            reply = reply_message(run.task.artifacts, outcome)
+            if reply is not None:
+                run.task.history = [*(run.task.history or []), reply]
+            final = self._status_event(run, outcome.state, outcome.message, final=True)
+            run.publish(final)
+            await self.store.save_task(run.task)
+            await self.store.append_event(task_id, final)
+        except Exception:
+            logger.exception("could not record the end of task %s", task_id)
+            if not run.events or not run.events[-1].final:
+                run.publish(self._status_event(run, outcome.state, outcome.message, final=True))
+        finally:
+            self._runs.pop(task_id, None)
+            self._busy.discard(task_id)
+            run.done.set()
+
+    def _status_event(self, run: _Run, state: TaskState, message: Message | None, *, final: bool = False) -> StatusEvent:
+        run.task.status = TaskStatus(state=state, message=message)
+        logger.info("task %s agent=%s state=%s", run.task.id, self.agent.name, state.value)
+        return StatusEvent(seq=run.next_seq, id=run.task.id, status=run.task.status, final=final)
+
+    async def _publish(self, run: _Run, event: StreamEvent) -> None:
+        run.publish(event)
+        await self.store.append_event(run.task.id, event)
+
+    async def _follow(self, run: _Run, after_seq: int) -> AsyncIterator[StreamEvent]:
+        """Events of ``run`` after ``after_seq`` as they come, through its final one."""
+        index = max(after_seq + 1 - run.first_seq, 0)
+        while True:
+            while index < len(run.events):
+                event = run.events[index]
+                index += 1
+                yield event
+                if event.final:
+                    return
+            await run.changed.wait()
+
+    async def _load(self, task_id: str) -> Task:
+        """The stored task; one left ``working`` by a previous process is marked failed first."""
+        task = await self.store.load_task(task_id)
+        if task is None:
+            raise ProtocolError(ErrorCode.TASK_NOT_FOUND, f"task {task_id!r} not found (unknown, or expired)")
+        if not is_running(task) or task_id in self._busy:
+            return task
+        with self._reserved(task_id), anyio.CancelScope(shield=True):
+            return await self._load_own(task_id) or task
+
+    async def _load_own(self, task_id: str) -> Task | None:
+        """Load a task whose id this caller has reserved, healing an orphaned run."""
+        task = await self.store.load_task(task_id)
+        if task is not None and is_running(task):
+            logger.warning("task %s was left %s by a previous server process", task_id, task.status.state.value)
+            task = await self._close_idle(task, TaskState.FAILED, _INTERRUPTED)
+        return task
+
+    async def _close_idle(self, task: Task, state: TaskState, text: str) -> Task:
+        """Give a task that has no run a final status line."""
+        previous = await self.store.read_events(task.id, -1)
+        task = task.model_copy(deep=True)
+        task.status = TaskStatus(state=state, message=Message.agent(text))
+        event = StatusEvent(seq=previous[-1].seq + 1 if previous else 0, id=task.id, status=task.status, final=True)
+        logger.info("task %s agent=%s state=%s", task.id, self.agent.name, state.value)
+        await self.store.save_task(task)
+        await self.store.append_event(task.id, event)
+        return task
+
+    @contextmanager
+    def _reserved(self, task_id: str, *, keep: bool = False) -> Iterator[None]:
+        """Claim ``task_id`` for one writer (a second claim gets 409); ``keep`` hands it to the run."""
+        if task_id in self._busy:
+            raise ProtocolError(
+                ErrorCode.INVALID_REQUEST,
+                f"task {task_id!r} is still working; wait for its final event or cancel it",
+                http_status=409,
+            )
+        self._busy.add(task_id)
+        try:
+            yield
+        except BaseException:
+            self._busy.discard(task_id)
+            raise
+        if not keep:
+            self._busy.discard(task_id)
+
+
+def _context(task: Task, params: TaskSendParams) -> TaskContext:
+    history = task.history or []
+    return TaskContext(
+        task_id=task.id,
+        session_id=task.session_id or task.id,
+        message=params.message,
+        history=list(history[:-1]),
+        metadata=dict(params.metadata or {}),
+    )
+
+
+def _trimmed(task: Task, history_length: int | None) -> Task:
+    """A copy of ``task`` with only the last ``history_length`` messages (all when None)."""
+    copy = task.model_copy(deep=True)
+    if history_length is not None and copy.history is not None:
+        copy.history = copy.history[len(copy.history) - history_length :] if history_length else []
+    return copy

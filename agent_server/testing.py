@@ -1,0 +1,116 @@
+"""A scripted agent for tests: each message's text is a command saying what to do.
+
+Commands (first word, then arguments):
+
+- ``echo TEXT``: answers TEXT;
+- ``stream N [INTERVAL_S] [COST_USD]``: N text chunks ``chunk-<i> ``, one every INTERVAL_S
+  (default 0.01), each costing COST_USD (default 0.001);
+- ``sleep SECONDS``: waits, then answers ``slept``;
+- ``ask QUESTION``: asks for input; the reply to it is answered with ``got: <reply>``;
+- ``handoff TARGET [REASON]``: says so in a chunk, then hands off to TARGET;
+- ``data JSON``: one data chunk;
+- ``fail MESSAGE``: raises RuntimeError(MESSAGE).
+
+A ``Probe`` records, thread-safely and with ``time.monotonic()`` stamps, which tasks started
+and which saw cancellation, so tests can check that cancel really reached the agent's code,
+even when the server runs in another thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from typing import Any
+
+import anyio
+import orjson
+
+from .agent import DataChunk, Handoff, HostedAgent, InputRequired, TaskContext, TextChunk
+
+
+class Probe:
+    """What the scripted agent went through, per task id."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._started: dict[str, float] = {}
+        self._canceled: dict[str, float] = {}
+
+    def record_start(self, task_id: str) -> None:
+        with self._lock:
+            self._started[task_id] = time.monotonic()
+
+    def record_cancel(self, task_id: str) -> None:
+        with self._lock:
+            self._canceled[task_id] = time.monotonic()
+
+    def started_at(self, task_id: str) -> float | None:
+        with self._lock:
+            return self._started.get(task_id)
+
+    def canceled_at(self, task_id: str) -> float | None:
+        with self._lock:
+            return self._canceled.get(task_id)
+
+    def wait_canceled(self, task_id: str, timeout_s: float = 2.0) -> float | None:
+        """Block (briefly polling) until the agent saw cancellation of ``task_id``; None on timeout."""
+        deadline = time.monotonic() + timeout_s
+        while (seen := self.canceled_at(task_id)) is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        return seen
+
+
+def scripted_agent(name: str = "scripted", probe: Probe | None = None) -> HostedAgent:
+    """A HostedAgent that follows the commands above; pass a Probe to watch it."""
+    watch = probe or Probe()
+
+    async def run(ctx: TaskContext) -> AsyncIterator[Any]:
+        watch.record_start(ctx.task_id)
+        try:
+            async with aclosing(_perform(ctx)) as items:
+                async for item in items:
+                    yield item
+        except anyio.get_cancelled_exc_class():
+            watch.record_cancel(ctx.task_id)
+            raise
+
+    return HostedAgent(name=name, handler=run, description="Does what each message's text says; for tests.")
+
+
+async def _perform(ctx: TaskContext) -> AsyncIterator[Any]:
+    if len(ctx.history) >= 2 and ctx.history[-1].role == "agent" and _command(ctx.history[-2].text)[0] == "ask":
+        yield f"got: {ctx.text}"
+        return
+    command, rest = _command(ctx.text)
+    args = rest.split()
+    if command == "echo":
+        yield rest
+    elif command == "stream":
+        count = int(args[0]) if args else 3
+        interval = float(args[1]) if len(args) > 1 else 0.01
+        cost = float(args[2]) if len(args) > 2 else 0.001
+        for index in range(count):
+            await anyio.sleep(interval)
+            yield TextChunk(f"chunk-{index} ", cost_usd=cost)
+    elif command == "sleep":
+        await anyio.sleep(float(args[0]) if args else 3600.0)
+        yield "slept"
+    elif command == "ask":
+        yield InputRequired(rest or "what next?")
+    elif command == "handoff":
+        target, _, reason = rest.partition(" ")
+        yield f"handing over to {target}"
+        yield Handoff(target=target, reason=reason or None, payload={"from": ctx.task_id})
+    elif command == "data":
+        yield DataChunk(orjson.loads(rest or "{}"))
+    elif command == "fail":
+        raise RuntimeError(rest or "scripted failure")
+    else:
+        raise ValueError(f"unknown command {command!r}; see agent_server.testing for the commands")
+
+
+def _command(text: str) -> tuple[str, str]:
+    command, _, rest = text.strip().partition(" ")
+    return command.lower(), rest.strip()

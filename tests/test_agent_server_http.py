@@ -1,0 +1,323 @@
+"""The agent server over real HTTP: every endpoint in both body styles, and every error."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import httpx
+import pytest
+from servers import serve_app
+
+from agent_server import MemoryTaskStore, create_app
+from agent_server.testing import Probe, scripted_agent
+from protocol import Task, aiter_ndjson
+
+pytestmark = pytest.mark.anyio
+
+PROBE = Probe()
+SMALL_LIMIT = 1024
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    with serve_app(create_app(scripted_agent(probe=PROBE))) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def small_url() -> Iterator[str]:
+    """A second server: a small body limit and a public URL for its card."""
+    app = create_app(scripted_agent("small"), max_body_bytes=SMALL_LIMIT, public_url="https://agents.example/small")
+    with serve_app(app) as url:
+        yield url
+
+
+@pytest.fixture
+async def client(base_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=base_url, timeout=5) as http:
+        yield http
+
+
+def _send_body(text: str, task_id: str | None = None, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"message": {"role": "user", "parts": [{"type": "text", "text": text}]}, **extra}
+    if task_id is not None:
+        body["id"] = task_id
+    return body
+
+
+def _envelope(params: dict[str, Any], method: str | None, rpc_id: int | str | None = 1) -> dict[str, Any]:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "params": params}
+    if method is not None:
+        body["method"] = method
+    if rpc_id is not None:
+        body["id"] = rpc_id
+    return body
+
+
+def _assert_error(response: httpx.Response, status: int, code: int, *fragments: str) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    error = response.json()["error"]
+    assert error["code"] == code
+    for fragment in fragments:
+        assert fragment in error["message"], error["message"]
+    return error
+
+
+async def _lines(client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    async with client.stream("POST", path, json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        assert response.headers["content-type"] == "application/x-ndjson"
+        return [line async for line in aiter_ndjson(response.aiter_bytes())]  # type: ignore[misc]
+
+
+# ---- every endpoint, plain and enveloped
+
+
+async def test_send_plain_returns_the_task_in_camel_case(client: httpx.AsyncClient) -> None:
+    response = await client.post("/tasks/send", json=_send_body("echo hello", sessionId="sess-1"))
+    assert response.status_code == 200
+    task = response.json()
+    assert task["sessionId"] == "sess-1" and task["status"]["state"] == "completed"
+    assert Task.model_validate(task).output_text == "hello"
+    assert task["metadata"]["cost_usd"] == 0.0
+
+
+@pytest.mark.parametrize("rpc_id", [7, "req-a", None])
+async def test_send_enveloped_with_and_without_id(client: httpx.AsyncClient, rpc_id: int | str | None) -> None:
+    response = await client.post("/tasks/send", json=_envelope(_send_body("echo wrapped"), "tasks/send", rpc_id))
+    assert response.status_code == 200
+    body = response.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] == rpc_id
+    assert Task.model_validate(body["result"]).output_text == "wrapped"
+
+
+async def test_get_plain_enveloped_and_by_path(client: httpx.AsyncClient) -> None:
+    await client.post("/tasks/send", json=_send_body("ask who?", "g1"))
+    await client.post("/tasks/send", json=_send_body("me", "g1"))
+    plain = (await client.post("/tasks/get", json={"id": "g1", "historyLength": 1})).json()
+    wrapped = (await client.post("/tasks/get", json=_envelope({"id": "g1"}, "tasks/get", None))).json()
+    by_path = (await client.get("/tasks/g1", params={"historyLength": 2})).json()
+    assert plain["status"]["state"] == "completed" and len(plain["history"]) == 1
+    assert wrapped["id"] is None and len(wrapped["result"]["history"]) == 4
+    assert [m["parts"][0]["text"] for m in by_path["history"]] == ["me", "got: me"]
+
+
+async def test_cancel_plain_and_enveloped(client: httpx.AsyncClient) -> None:
+    await client.post("/tasks/send", json=_send_body("ask one?", "c-plain"))
+    await client.post("/tasks/send", json=_send_body("ask two?", "c-env"))
+    await client.post("/tasks/send", json=_send_body("ask three?", "c-no-id"))
+    plain = await client.post("/tasks/cancel", json={"id": "c-plain"})
+    wrapped = await client.post("/tasks/cancel", json=_envelope({"id": "c-env"}, "tasks/cancel", "x"))
+    no_id = await client.post("/tasks/cancel", json=_envelope({"id": "c-no-id"}, "tasks/cancel", None))
+    assert plain.status_code == 200 and plain.json()["status"]["state"] == "canceled"
+    assert wrapped.json()["id"] == "x" and wrapped.json()["result"]["status"]["state"] == "canceled"
+    assert no_id.json()["id"] is None and no_id.json()["result"]["status"]["state"] == "canceled"
+
+
+async def test_send_subscribe_plain_and_enveloped_lines(client: httpx.AsyncClient) -> None:
+    plain = await _lines(client, "/tasks/sendSubscribe", _send_body("stream 2 0", "ss1"))
+    wrapped = await _lines(client, "/tasks/sendSubscribe", _envelope(_send_body("stream 2 0", "ss2"), None, 5))
+    no_id = await _lines(client, "/tasks/sendSubscribe", _envelope(_send_body("echo x"), "tasks/sendSubscribe", None))
+    assert [(line["seq"], line["type"], line["final"]) for line in plain] == [
+        (0, "status", False),
+        (1, "artifact", False),
+        (2, "artifact", False),
+        (3, "status", True),
+    ]
+    assert {line["jsonrpc"] for line in wrapped} == {"2.0"} and {line["id"] for line in wrapped} == {5}
+    assert [line["result"]["id"] for line in wrapped] == ["ss2"] * 4
+    assert [line["result"]["artifact"] for line in wrapped[1:3]] == [line["artifact"] for line in plain[1:3]]
+    assert wrapped[-1]["result"]["final"] is True and wrapped[-1]["result"]["status"]["state"] == "completed"
+    assert {line["id"] for line in no_id} == {None} and no_id[-1]["result"]["final"] is True
+
+
+async def test_resubscribe_plain_and_enveloped(client: httpx.AsyncClient) -> None:
+    await client.post("/tasks/send", json=_send_body("stream 3 0", "rs1"))
+    plain = await _lines(client, "/tasks/resubscribe", {"id": "rs1", "afterSeq": 1})
+    wrapped = await _lines(client, "/tasks/resubscribe", _envelope({"id": "rs1"}, "tasks/resubscribe", 9))
+    assert [line["seq"] for line in plain] == [2, 3, 4]
+    assert [line["result"]["seq"] for line in wrapped] == [0, 1, 2, 3, 4] and wrapped[0]["id"] == 9
+    no_id = await _lines(client, "/tasks/resubscribe", _envelope({"id": "rs1", "afterSeq": 3}, None, None))
+    assert no_id == [{"jsonrpc": "2.0", "id": None, "result": wrapped[-1]["result"]}]
+    assert await _lines(client, "/tasks/resubscribe", {"id": "rs1", "afterSeq": 4}) == []
+
+
+async def test_agent_card_from_request_url_or_public_url(client: httpx.AsyncClient, base_url: str, small_url: str) -> None:
+    card = (await client.get("/.well-known/agent.json")).json()
+    assert card["name"] == "scripted" and card["url"] == base_url
+    assert card["description"].startswith("Does what") and card["capabilities"]["streaming"] is True
+    async with httpx.AsyncClient(base_url=small_url) as other:
+        assert (await other.get("/.well-known/agent.json")).json()["url"] == "https://agents.example/small"
+
+
+# ---- content types
+
+
+@pytest.mark.parametrize(
+    "content_type", [None, "application/json", "application/json; charset=utf-8", "application/vnd.a2a+json"]
+)
+async def test_json_content_types_and_no_header_are_accepted(client: httpx.AsyncClient, content_type: str | None) -> None:
+    headers = {"content-type": content_type} if content_type else {}
+    body = b'{"message":{"parts":[{"text":"echo ok"}]}}'
+    response = await client.post("/tasks/send", content=body, headers=headers)
+    assert response.request.headers.get("content-type") == content_type
+    assert response.status_code == 200 and Task.model_validate(response.json()).output_text == "ok"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "application/xml"])
+async def test_other_content_types_get_415(client: httpx.AsyncClient, content_type: str) -> None:
+    response = await client.post("/tasks/send", content=b"{}", headers={"content-type": content_type})
+    _assert_error(response, 415, -32005, content_type, "application/json")
+
+
+# ---- bad input
+
+
+async def test_malformed_json_is_400_parse_error(client: httpx.AsyncClient) -> None:
+    for path in ("/tasks/send", "/tasks/sendSubscribe", "/tasks/get", "/tasks/cancel", "/tasks/resubscribe"):
+        response = await client.post(path, content=b'{"message": ', headers={"content-type": "application/json"})
+        _assert_error(response, 400, -32700, "not valid JSON")
+
+
+async def test_missing_or_wrong_fields_are_400_naming_the_field(client: httpx.AsyncClient) -> None:
+    missing = await client.post("/tasks/send", json={"id": "x"})
+    _assert_error(missing, 400, -32602, "message")
+    wrong = await client.post("/tasks/send", json={"message": {"parts": [{"type": "text", "text": 5}]}})
+    error = _assert_error(wrong, 400, -32602, "message.parts[0]")
+    assert error["data"][0]["field"].startswith("message.parts[0]")
+    no_id = await client.post("/tasks/get", json={"historyLength": 2})
+    _assert_error(no_id, 400, -32602, "id")
+    negative = await client.post("/tasks/resubscribe", json={"id": "x", "afterSeq": -5})
+    _assert_error(negative, 400, -32602, "afterSeq")
+    bad_query = await client.get("/tasks/whatever", params={"historyLength": "lots"})
+    _assert_error(bad_query, 400, -32602, "historyLength")
+    empty_id = await client.post("/tasks/send", json=_send_body("echo", ""))
+    _assert_error(empty_id, 400, -32602, "id")
+
+
+async def test_enveloped_field_errors_come_back_enveloped(client: httpx.AsyncClient) -> None:
+    response = await client.post("/tasks/send", json=_envelope({"nope": 1}, "tasks/send", 42))
+    assert response.status_code == 400
+    body = response.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] == 42 and body["error"]["code"] == -32602
+    wrong_method = await client.post("/tasks/send", json=_envelope(_send_body("echo"), "tasks/get", 3))
+    assert wrong_method.json()["error"]["code"] == -32601 and wrong_method.json()["id"] == 3
+
+
+async def test_unknown_task_is_404_on_every_endpoint(client: httpx.AsyncClient) -> None:
+    _assert_error(await client.post("/tasks/get", json={"id": "ghost"}), 404, -32001, "ghost")
+    _assert_error(await client.get("/tasks/ghost"), 404, -32001)
+    _assert_error(await client.post("/tasks/cancel", json={"id": "ghost"}), 404, -32001)
+    _assert_error(await client.post("/tasks/resubscribe", json={"id": "ghost"}), 404, -32001)
+    wrapped = await client.post("/tasks/get", json=_envelope({"id": "ghost"}, "tasks/get", 11))
+    assert wrapped.status_code == 404 and wrapped.json()["id"] == 11 and wrapped.json()["error"]["code"] == -32001
+    streamed = await client.post("/tasks/resubscribe", json=_envelope({"id": "ghost"}, None, 12))
+    assert streamed.status_code == 404 and streamed.json()["id"] == 12
+
+
+async def test_cancel_of_a_finished_task_is_409(client: httpx.AsyncClient) -> None:
+    await client.post("/tasks/send", json=_send_body("echo done", "fin"))
+    _assert_error(await client.post("/tasks/cancel", json={"id": "fin"}), 409, -32002, "completed")
+
+
+async def test_a_send_to_a_working_or_finished_task_is_409(client: httpx.AsyncClient) -> None:
+    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("sleep 30", "w1")) as stream:
+        await stream.aiter_lines().__anext__()
+        _assert_error(await client.post("/tasks/send", json=_send_body("echo", "w1")), 409, -32600, "still working")
+        await client.post("/tasks/cancel", json={"id": "w1"})
+    _assert_error(await client.post("/tasks/send", json=_send_body("echo", "w1")), 409, -32600, "canceled")
+
+
+async def test_an_agent_failure_is_a_failed_task_not_a_server_error(client: httpx.AsyncClient) -> None:
+    response = await client.post("/tasks/send", json=_send_body("fail kaput"))
+    assert response.status_code == 200
+    status = response.json()["status"]
+    assert status["state"] == "failed" and status["message"]["parts"][0]["text"] == "RuntimeError: kaput"
+
+
+async def test_declared_oversized_body_is_413_before_it_is_sent(base_url: str) -> None:
+    """Only the headers go out; the server answers without waiting for 11 MiB it was promised."""
+    host, port = urlsplit(base_url).hostname, urlsplit(base_url).port
+    head = (
+        "POST /tasks/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {11 * 1024 * 1024}\r\n\r\n"
+    )
+    with socket.create_connection((host, port), timeout=5) as sock:
+        sock.sendall(head.encode())
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:100]
+    assert b'"code":-32600' in answer and b"10485760 bytes" in answer
+
+
+async def test_a_chunked_body_over_the_limit_is_413_while_reading(small_url: str) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"message": {"parts": [{"text": "'
+        for _ in range(8):
+            yield b"x" * 512
+        yield b'"}]}}'
+
+    async with httpx.AsyncClient(base_url=small_url, timeout=5) as http:
+        streamed = await http.post("/tasks/send", content=chunks(), headers={"content-type": "application/json"})
+        declared = await http.post("/tasks/send", json=_send_body("x" * 2000))
+        fits = await http.post("/tasks/send", json=_send_body("echo " + "y" * 500))
+    assert "content-length" not in streamed.request.headers
+    _assert_error(streamed, 413, -32600, f"{SMALL_LIMIT} bytes")
+    _assert_error(declared, 413, -32600)
+    assert fits.status_code == 200
+
+
+async def test_unknown_path_is_404_json(client: httpx.AsyncClient) -> None:
+    _assert_error(await client.get("/nowhere"), 404, -32601, "/nowhere", "/tasks/send")
+    _assert_error(await client.post("/tasks/nothing/here", json={}), 404, -32601)
+
+
+async def test_wrong_method_is_405_json(client: httpx.AsyncClient) -> None:
+    for method, path in (("GET", "/tasks/send"), ("GET", "/tasks/sendSubscribe"), ("POST", "/.well-known/agent.json")):
+        response = await client.request(method, path)
+        _assert_error(response, 405, -32600, f"{method} is not allowed")
+    delete = await client.delete("/tasks/some-id")
+    _assert_error(delete, 405, -32600)
+    assert "GET" in delete.headers["allow"]
+
+
+class _BrokenStore(MemoryTaskStore):
+    async def load_task(self, task_id: str) -> Task | None:
+        raise RuntimeError("disk on fire")
+
+
+async def test_an_unexpected_exception_is_a_500_json_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    with serve_app(create_app(scripted_agent(), store=_BrokenStore())) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+            broken = await http.post("/tasks/get", json={"id": "x"})
+            still_up = await http.get("/.well-known/agent.json")
+    _assert_error(broken, 500, -32603, "disk on fire")
+    assert still_up.status_code == 200
+    assert any(r.exc_info and "disk on fire" in str(r.exc_info[1]) for r in caplog.records)
+
+
+# ---- concurrency
+
+
+async def test_twenty_streams_at_once_stay_isolated(client: httpx.AsyncClient) -> None:
+    results: dict[int, list[dict[str, Any]]] = {}
+
+    async def one(i: int) -> None:
+        results[i] = await _lines(client, "/tasks/sendSubscribe", _send_body(f"stream {i % 3 + 2} 0.02 0.{i:02d}", f"c{i}"))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(one, i)
+    for i, lines in results.items():
+        n = i % 3 + 2
+        assert {line["id"] for line in lines} == {f"c{i}"}
+        assert [line["seq"] for line in lines] == list(range(n + 2))
+        assert [line["final"] for line in lines].count(True) == 1 and lines[-1]["final"]
+        assert [line.get("cost_usd") for line in lines[1:-1]] == [float(f"0.{i:02d}")] * n
+        texts = "".join(line["artifact"]["parts"][0]["text"] for line in lines[1:-1])
+        assert texts == "".join(f"chunk-{k} " for k in range(n))

@@ -1,0 +1,389 @@
+"""The TaskManager in-process (as the gateway uses it for local:// agents): runs, events, cancel."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agent_server import (
+    DataChunk,
+    HostedAgent,
+    InputRequired,
+    MemoryTaskStore,
+    SQLiteTaskStore,
+    TaskContext,
+    TaskManager,
+    TextChunk,
+    agent,
+    as_hosted_agent,
+)
+from agent_server.testing import Probe, scripted_agent
+from protocol import (
+    Artifact,
+    ArtifactEvent,
+    DataPart,
+    ErrorCode,
+    HandoffEvent,
+    Message,
+    ProtocolError,
+    StatusEvent,
+    StreamEvent,
+    Task,
+    TaskSendParams,
+    TaskState,
+    TaskStatus,
+    TextPart,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+def _send(text: str, task_id: str | None = None, **extra: Any) -> TaskSendParams:
+    return TaskSendParams(id=task_id, message=Message.user(text), **extra)
+
+
+@asynccontextmanager
+async def _manager(handler: Any = None, **options: Any) -> AsyncIterator[TaskManager]:
+    probe = options.pop("probe", None)
+    store = options.pop("store", None)
+    hosted = as_hosted_agent(handler) if handler is not None else scripted_agent(probe=probe)
+    manager = TaskManager(hosted, store if store is not None else MemoryTaskStore(), **options)
+    async with manager.running():
+        yield manager
+
+
+async def _collect(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
+    async with aclosing(events) as stream:  # type: ignore[type-var]
+        return [event async for event in stream]
+
+
+def _assert_well_formed(events: list[StreamEvent], first_seq: int = 0) -> None:
+    assert [e.seq for e in events] == list(range(first_seq, first_seq + len(events)))
+    assert [e.final for e in events] == [False] * (len(events) - 1) + [True]
+
+
+async def test_an_async_function_returning_text_completes_with_one_artifact() -> None:
+    async def shout(ctx: TaskContext) -> str:
+        return ctx.text.upper()
+
+    async with _manager(shout) as manager:
+        task = await manager.send(_send("hi"))
+        events = await _collect(manager.resubscribe(task.id))
+    assert task.status.state is TaskState.COMPLETED and task.output_text == "HI"
+    assert [type(e) for e in events] == [StatusEvent, ArtifactEvent, StatusEvent]
+    _assert_well_formed(events)
+    assert task.history is not None and [m.role for m in task.history] == ["user", "agent"]
+
+
+async def test_returning_a_message_sets_the_final_status_message_and_none_gives_nothing() -> None:
+    async def answer(ctx: TaskContext) -> Message | None:
+        return Message.agent("done and dusted") if ctx.text == "msg" else None
+
+    async with _manager(answer) as manager:
+        with_message = await manager.send(_send("msg"))
+        without = await manager.send(_send("none"))
+    assert with_message.status.message is not None and with_message.status.message.text == "done and dusted"
+    assert with_message.artifacts == [] and with_message.output_text == "done and dusted"
+    assert without.status.state is TaskState.COMPLETED and without.artifacts == [] and without.status.message is None
+
+
+async def test_a_generator_streams_chunks_with_costs_and_one_final_line() -> None:
+    @agent(name="gen")
+    async def gen(ctx: TaskContext) -> AsyncIterator[Any]:
+        yield "a"
+        yield TextChunk("b", cost_usd=0.25)
+        yield DataChunk({"n": 1}, cost_usd=0.5)
+        yield {"n": 2}
+        yield Artifact(name="report", index=1, parts=[TextPart(text="r")])
+
+    async with _manager(gen) as manager:
+        events = await _collect(manager.subscribe(_send("go", "g1")))
+        task = await manager.get("g1")
+    _assert_well_formed(events)
+    assert [e.cost_usd for e in events if isinstance(e, ArtifactEvent)] == [0.0, 0.25, 0.5, 0.0, 0.0]
+    assert task.metadata["cost_usd"] == 0.75
+    first, report = task.artifacts
+    assert [type(p) for p in first.parts] == [TextPart, DataPart, DataPart]
+    assert first.parts[0].text == "ab"  # type: ignore[union-attr]
+    assert report.name == "report" and report.index == 1
+
+
+async def test_an_agent_exception_fails_the_task_and_the_manager_carries_on(caplog: pytest.LogCaptureFixture) -> None:
+    async with _manager() as manager:
+        failed = await manager.send(_send("fail the disk is on fire"))
+        fine = await manager.send(_send("echo still here"))
+    assert failed.status.state is TaskState.FAILED
+    assert failed.status.message is not None
+    assert failed.status.message.text == "RuntimeError: the disk is on fire"
+    assert fine.output_text == "still here"
+    assert any(r.exc_info and r.exc_info[0] is RuntimeError for r in caplog.records)  # logged with traceback
+
+
+async def test_yielding_something_unknown_fails_with_a_clear_message() -> None:
+    async def odd(ctx: TaskContext) -> AsyncIterator[Any]:
+        yield "fine"
+        yield 42
+
+    async with _manager(odd) as manager:
+        task = await manager.send(_send("x"))
+    assert task.status.state is TaskState.FAILED
+    assert "produced a int; expected str, dict" in task.status.message.text  # type: ignore[union-attr]
+    assert task.output_text == "fine"
+
+
+async def test_input_required_then_resume_on_the_same_task_id() -> None:
+    seen: list[list[str]] = []
+
+    async def ask_name(ctx: TaskContext) -> AsyncIterator[Any]:
+        seen.append([m.text for m in ctx.history])
+        if not ctx.history:
+            yield TextChunk("hello!", cost_usd=0.1)
+            yield InputRequired("what is your name?")
+            yield "never sent"
+        yield TextChunk(f"nice to meet you, {ctx.text}", cost_usd=0.2)
+
+    async with _manager(ask_name) as manager:
+        first = await manager.send(_send("hi", "conv", session_id="s9"))
+        second_events = await _collect(manager.subscribe(_send("Ada", "conv")))
+        second = await manager.get("conv")
+        all_events = await _collect(manager.resubscribe("conv"))
+    assert first.status.state is TaskState.INPUT_REQUIRED
+    assert first.status.message is not None and first.status.message.text == "what is your name?"
+    assert first.output_text == "hello!"
+    assert seen == [[], ["hi", "hello!what is your name?"]]
+    _assert_well_formed(second_events, first_seq=3)
+    assert second.status.state is TaskState.COMPLETED and second.session_id == "s9"
+    assert second.output_text == "nice to meet you, Ada"  # artifacts hold the latest send's output
+    assert second.metadata["cost_usd"] == pytest.approx(0.3)
+    assert [m.role for m in second.history or []] == ["user", "agent", "user", "agent"]
+    assert [e.seq for e in all_events] == [0, 1, 2]  # resubscribe stops at the first final line
+
+
+async def test_a_handoff_is_a_line_and_task_metadata_then_the_task_completes() -> None:
+    async with _manager() as manager:
+        events = await _collect(manager.subscribe(_send("handoff billing overdue invoice", "h1")))
+        task = await manager.get("h1")
+    _assert_well_formed(events)
+    handoffs = [e for e in events if isinstance(e, HandoffEvent)]
+    assert len(handoffs) == 1 and handoffs[0].handoff.target == "billing"
+    assert handoffs[0].handoff.reason == "overdue invoice" and handoffs[0].handoff.payload == {"from": "h1"}
+    assert task.metadata["handoff"] == {"target": "billing", "reason": "overdue invoice", "payload": {"from": "h1"}}
+    assert task.status.state is TaskState.COMPLETED
+
+
+async def test_cancel_reaches_the_agent_code_within_100_ms_and_ends_canceled() -> None:
+    probe = Probe()
+    async with _manager(probe=probe) as manager:
+        lines: list[tuple[float, StreamEvent]] = []
+
+        async def watch() -> None:
+            async for event in manager.subscribe(_send("sleep 30", "c1")):
+                lines.append((time.monotonic(), event))
+
+        with anyio.fail_after(2):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch)
+                await anyio.sleep(0.05)
+                asked = time.monotonic()
+                task = await manager.cancel("c1")
+        with pytest.raises(ProtocolError) as again:
+            await manager.cancel("c1")
+        with pytest.raises(ProtocolError) as unknown:
+            await manager.cancel("nope")
+    assert task.status.state is TaskState.CANCELED
+    canceled_at = probe.canceled_at("c1")
+    assert canceled_at is not None and canceled_at - asked < 0.1
+    last_at, last = lines[-1]
+    assert isinstance(last, StatusEvent) and last.final and last.status.state is TaskState.CANCELED
+    assert last_at - asked < 0.1
+    assert (again.value.code, again.value.http_status) == (ErrorCode.TASK_NOT_CANCELABLE, 409)
+    assert (unknown.value.code, unknown.value.http_status) == (ErrorCode.TASK_NOT_FOUND, 404)
+
+
+async def test_an_input_required_task_can_be_canceled() -> None:
+    async with _manager() as manager:
+        await manager.send(_send("ask name?", "q1"))
+        task = await manager.cancel("q1")
+        events = await _collect(manager.resubscribe("q1", after_seq=1))
+    assert task.status.state is TaskState.CANCELED
+    assert [(e.seq, e.final) for e in events] == [(2, True)]
+
+
+async def test_a_send_to_a_working_or_finished_task_is_refused_with_409() -> None:
+    async with _manager() as manager:
+        first = await manager.send(_send("echo one", "busy"))
+        with pytest.raises(ProtocolError) as finished:
+            await manager.send(_send("echo two", "busy"))
+        async with aclosing(manager.subscribe(_send("sleep 30", "running"))) as events:  # type: ignore[type-var]
+            await events.__anext__()
+            with pytest.raises(ProtocolError) as working:
+                await manager.send(_send("echo again", "running"))
+            with anyio.fail_after(2):
+                await manager.cancel("running")
+    assert first.status.state is TaskState.COMPLETED
+    assert finished.value.http_status == 409 and "completed" in finished.value.message
+    assert working.value.http_status == 409 and "still working" in working.value.message
+
+
+async def test_leaving_running_cancels_tasks_and_they_end_canceled() -> None:
+    probe = Probe()
+    store = MemoryTaskStore()
+    with anyio.fail_after(2):
+        async with _manager(probe=probe, store=store) as manager:
+            async with aclosing(manager.subscribe(_send("sleep 30", "s1"))) as events:  # type: ignore[type-var]
+                await events.__anext__()
+    task = await store.load_task("s1")
+    assert task is not None and task.status.state is TaskState.CANCELED
+    assert "shutting down" in task.status.message.text  # type: ignore[union-attr]
+    assert probe.canceled_at("s1") is not None
+    assert [e.final for e in await store.read_events("s1")] == [False, True]
+
+
+async def test_closing_a_stream_early_leaves_the_task_running() -> None:
+    async with _manager() as manager:
+        async with aclosing(manager.subscribe(_send("stream 5 0.01", "k1"))) as events:  # type: ignore[type-var]
+            await events.__anext__()
+        with anyio.fail_after(2):
+            rest = await _collect(manager.resubscribe("k1", after_seq=0))
+    assert rest[-1].status.state is TaskState.COMPLETED  # type: ignore[union-attr]
+    _assert_well_formed(rest, first_seq=1)
+
+
+async def test_with_cancel_on_disconnect_closing_the_stream_cancels_the_task() -> None:
+    probe = Probe()
+    async with _manager(probe=probe, cancel_on_disconnect=True) as manager:
+        async with aclosing(manager.subscribe(_send("sleep 30", "d1"))) as events:  # type: ignore[type-var]
+            await events.__anext__()
+        with anyio.fail_after(1):
+            while (await manager.get("d1")).status.state is TaskState.WORKING:
+                await anyio.sleep(0.005)
+        task = await manager.get("d1")
+    assert task.status.state is TaskState.CANCELED and probe.canceled_at("d1") is not None
+
+
+async def test_resubscribe_mid_run_gives_stored_then_live_events_without_gap_or_duplicate() -> None:
+    async with _manager() as manager:
+        async with aclosing(manager.subscribe(_send("stream 8 0.01", "r1"))) as events:  # type: ignore[type-var]
+            head = [await events.__anext__() for _ in range(3)]
+        tail = await _collect(manager.resubscribe("r1", after_seq=head[-1].seq))
+        everything = await _collect(manager.resubscribe("r1"))
+    _assert_well_formed(head + tail)
+    assert [e.seq for e in everything] == [e.seq for e in head + tail]
+
+
+async def test_resubscribe_past_the_end_of_a_finished_task_is_empty_and_unknown_is_404() -> None:
+    async with _manager() as manager:
+        await manager.send(_send("echo x", "e1"))
+        assert await _collect(manager.resubscribe("e1", after_seq=2)) == []
+        with pytest.raises(ProtocolError) as unknown:
+            await _collect(manager.resubscribe("nope"))
+    assert unknown.value.code == ErrorCode.TASK_NOT_FOUND
+
+
+async def test_get_trims_history_and_returns_copies() -> None:
+    async with _manager() as manager:
+        await manager.send(_send("ask a?", "h"))
+        await manager.send(_send("b", "h"))
+        full = await manager.get("h")
+        last_two = await manager.get("h", history_length=2)
+        none = await manager.get("h", history_length=0)
+        full.metadata["cost_usd"] = 99
+        again = await manager.get("h")
+    assert [m.text for m in full.history or []] == ["ask a?", "a?", "b", "got: b"]
+    assert [m.text for m in last_two.history or []] == ["b", "got: b"]
+    assert none.history == []
+    assert again.metadata["cost_usd"] != 99
+
+
+async def test_many_tasks_run_concurrently_and_stay_isolated() -> None:
+    async with _manager() as manager:
+        results: dict[int, Task] = {}
+
+        async def one(i: int) -> None:
+            results[i] = await manager.send(_send(f"stream {i % 4 + 2} 0.01 0.{i:02d}", f"iso{i}"))
+
+        started = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            for i in range(20):
+                tg.start_soon(one, i)
+        elapsed = time.monotonic() - started
+    assert elapsed < 0.5  # 20 tasks of up to 50 ms each ran side by side, not one after another
+    for i, task in results.items():
+        n = i % 4 + 2
+        assert task.output_text == "".join(f"chunk-{k} " for k in range(n))
+        assert task.metadata["cost_usd"] == pytest.approx(n * float(f"0.{i:02d}"))
+
+
+async def test_a_task_left_working_by_a_dead_process_is_reported_failed(tmp_path: Path) -> None:
+    store = SQLiteTaskStore(tmp_path / "tasks.db")
+    try:
+        await store.save_task(Task(id="ghost", status=TaskStatus(state=TaskState.WORKING)))
+        await store.append_event("ghost", StatusEvent(seq=0, id="ghost", status=TaskStatus(state=TaskState.WORKING)))
+        async with _manager(store=store) as manager:
+            task = await manager.get("ghost")
+            events = await _collect(manager.resubscribe("ghost"))
+    finally:
+        await store.aclose()
+    assert task.status.state is TaskState.FAILED
+    assert "server stopped" in task.status.message.text  # type: ignore[union-attr]
+    _assert_well_formed(events)
+
+
+async def test_the_manager_must_be_running_to_start_tasks() -> None:
+    manager = TaskManager(scripted_agent(), MemoryTaskStore())
+    with pytest.raises(ProtocolError) as caught:
+        await manager.send(_send("echo x"))
+    assert caught.value.http_status == 503 and "not running" in caught.value.message
+
+
+def test_bare_functions_and_decorated_agents_become_hosted_agents() -> None:
+    async def helper(ctx: TaskContext) -> str:
+        """Helps with things."""
+        return ""
+
+    bare = as_hosted_agent(helper)
+    assert (bare.name, bare.description) == ("helper", "Helps with things.")
+
+    @agent(name="named", description="d", skills=[{"id": "s", "name": "S"}])
+    async def decorated(ctx: TaskContext) -> str:
+        return ""
+
+    assert isinstance(decorated, HostedAgent) and decorated.skills[0].id == "s"
+    assert decorated.card("http://h").to_wire()["skills"][0]["name"] == "S"
+    assert as_hosted_agent(decorated) is decorated
+    with pytest.raises(TypeError):
+        as_hosted_agent(42)  # type: ignore[arg-type]
+
+
+async def test_the_echo_example_echoes() -> None:
+    from examples.echo import agent as echo
+
+    async with _manager(echo) as manager:
+        task = await manager.send(_send("same again"))
+    assert task.output_text == "same again"
+
+
+async def test_the_researcher_example_streams_at_a_steady_pace_and_stops_promptly_when_canceled() -> None:
+    from examples.researcher import make_researcher
+
+    arrivals: list[float] = []
+    async with _manager(make_researcher(chunks=1000, interval_s=0.02, cost_per_chunk_usd=0.01)) as manager:
+        with anyio.fail_after(2):
+            async with aclosing(manager.subscribe(_send("tides", "res"))) as events:  # type: ignore[type-var]
+                async for event in events:
+                    arrivals.append(time.monotonic())
+                    if len(arrivals) == 6:
+                        asked = time.monotonic()
+                        task = await manager.cancel("res")
+                        stopped = time.monotonic()
+    gaps = [b - a for a, b in zip(arrivals[1:], arrivals[2:6])]
+    assert all(0.01 < gap < 0.1 for gap in gaps), gaps
+    assert task.status.state is TaskState.CANCELED and stopped - asked < 0.1
+    assert task.metadata["cost_usd"] == pytest.approx(0.01 * 5)
+    assert task.output_text.startswith("[1/1000] background on tides.\n")

@@ -1,0 +1,171 @@
+"""Task stores: the memory store's bound and expiry, the SQLite store's persistence, open_store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent_server import MemoryTaskStore, SQLiteTaskStore, StoreFull, TaskStore, open_store
+from protocol import ArtifactEvent, Artifact, StatusEvent, Task, TaskState, TaskStatus, TextPart
+
+pytestmark = pytest.mark.anyio
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _task(task_id: str, state: TaskState = TaskState.COMPLETED) -> Task:
+    status = TaskStatus(state=state, timestamp="2025-01-01T00:00:00.000Z")
+    return Task(id=task_id, session_id="s", status=status, metadata={"cost_usd": 0.0})
+
+
+def _events(task_id: str) -> list[StatusEvent | ArtifactEvent]:
+    return [
+        StatusEvent(seq=0, id=task_id, status=TaskStatus(state=TaskState.WORKING, timestamp="t0")),
+        ArtifactEvent(seq=1, id=task_id, artifact=Artifact(parts=[TextPart(text="x")], append=True), cost_usd=0.1),
+        StatusEvent(seq=2, id=task_id, status=TaskStatus(state=TaskState.COMPLETED, timestamp="t2"), final=True),
+    ]
+
+
+async def _roundtrip(store: TaskStore) -> None:
+    await store.save_task(_task("t1", TaskState.WORKING))
+    for event in _events("t1"):
+        await store.append_event("t1", event)
+    await store.save_task(_task("t1"))
+    loaded = await store.load_task("t1")
+    assert loaded == _task("t1")
+    assert await store.read_events("t1") == _events("t1")
+    assert [e.seq for e in await store.read_events("t1", after_seq=0)] == [1, 2]
+    assert await store.read_events("t1", after_seq=2) == []
+    assert await store.load_task("unknown") is None and await store.read_events("unknown") == []
+    await store.delete_task("t1")
+    assert await store.load_task("t1") is None and await store.read_events("t1") == []
+
+
+async def test_memory_store_roundtrip() -> None:
+    await _roundtrip(MemoryTaskStore())
+
+
+async def test_sqlite_store_roundtrip(tmp_path: Path) -> None:
+    store = SQLiteTaskStore(tmp_path / "t.db")
+    try:
+        await _roundtrip(store)
+    finally:
+        await store.aclose()
+
+
+async def test_memory_store_hands_out_copies() -> None:
+    store = MemoryTaskStore()
+    task = _task("t")
+    await store.save_task(task)
+    task.metadata["cost_usd"] = 5.0
+    loaded = await store.load_task("t")
+    assert loaded is not None and loaded.metadata["cost_usd"] == 0.0
+    loaded.metadata["cost_usd"] = 7.0
+    assert (await store.load_task("t")).metadata["cost_usd"] == 0.0  # type: ignore[union-attr]
+
+
+async def test_memory_store_is_bounded_and_evicts_the_oldest_finished_task_first() -> None:
+    clock = _Clock()
+    store = MemoryTaskStore(max_tasks=3, clock=clock)
+    await store.save_task(_task("old"))
+    clock.now += 1
+    await store.save_task(_task("running", TaskState.WORKING))
+    clock.now += 1
+    await store.save_task(_task("newer"))
+    clock.now += 1
+    await store.save_task(_task("old"))  # an update makes it the most recent
+    await store.save_task(_task("fourth"))
+    assert store.task_count == 3
+    assert await store.load_task("newer") is None
+    assert {t for t in ("old", "running", "fourth") if await store.load_task(t)} == {"old", "running", "fourth"}
+
+
+async def test_memory_store_never_evicts_running_tasks_and_says_when_full() -> None:
+    store = MemoryTaskStore(max_tasks=2)
+    await store.save_task(_task("a", TaskState.WORKING))
+    await store.save_task(_task("b", TaskState.SUBMITTED))
+    with pytest.raises(StoreFull):
+        await store.save_task(_task("c"))
+    await store.save_task(_task("a"))  # updating a known task needs no room
+    await store.save_task(_task("c"))
+    assert await store.load_task("a") is None and await store.load_task("b") is not None
+
+
+async def test_memory_store_expires_tasks_not_running_after_the_ttl() -> None:
+    clock = _Clock()
+    store = MemoryTaskStore(ttl_s=60, clock=clock)
+    await store.save_task(_task("done"))
+    await store.save_task(_task("waiting", TaskState.INPUT_REQUIRED))
+    await store.save_task(_task("running", TaskState.WORKING))
+    await store.append_event("done", _events("done")[0])
+    clock.now += 59
+    assert await store.load_task("done") is not None
+    clock.now += 2
+    assert await store.load_task("done") is None and await store.read_events("done") == []
+    assert await store.expire() == 1  # "waiting"; "done" went on access
+    assert await store.load_task("running") is not None
+    assert store.task_count == 1
+
+
+async def test_memory_store_sweeps_expired_tasks_when_saving_new_ones() -> None:
+    clock = _Clock()
+    store = MemoryTaskStore(ttl_s=10, clock=clock)
+    for i in range(5):
+        await store.save_task(_task(f"t{i}"))
+    clock.now += 11
+    await store.save_task(_task("fresh"))
+    assert store.task_count == 1
+
+
+async def test_sqlite_store_keeps_tasks_and_events_across_a_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "nested" / "tasks.db"
+    first = SQLiteTaskStore(path)
+    await first.save_task(_task("t1"))
+    for event in _events("t1"):
+        await first.append_event("t1", event)
+    await first.aclose()
+    second = SQLiteTaskStore(path)
+    try:
+        assert await second.load_task("t1") == _task("t1")
+        assert await second.read_events("t1") == _events("t1")
+    finally:
+        await second.aclose()
+
+
+async def test_sqlite_store_expires_old_tasks_but_not_running_ones(tmp_path: Path) -> None:
+    clock = _Clock()
+    store = SQLiteTaskStore(tmp_path / "t.db", ttl_s=60, clock=clock)
+    try:
+        await store.save_task(_task("done"))
+        await store.append_event("done", _events("done")[0])
+        await store.save_task(_task("running", TaskState.WORKING))
+        clock.now += 61
+        assert await store.expire() == 1
+        assert await store.load_task("done") is None and await store.read_events("done") == []
+        assert await store.load_task("running") is not None
+    finally:
+        await store.aclose()
+
+
+async def test_a_closed_sqlite_store_says_so(tmp_path: Path) -> None:
+    store = SQLiteTaskStore(tmp_path / "t.db")
+    await store.aclose()
+    with pytest.raises(RuntimeError, match="closed"):
+        await store.load_task("x")
+
+
+async def test_open_store_specs(tmp_path: Path) -> None:
+    assert isinstance(open_store("memory"), MemoryTaskStore)
+    store = open_store(f"sqlite:{tmp_path / 'x.db'}")
+    await store.aclose()
+    assert isinstance(store, SQLiteTaskStore) and store.path == tmp_path / "x.db"
+    for bad in ("redis://x", "sqlite:", ""):
+        with pytest.raises(ValueError):
+            open_store(bad)

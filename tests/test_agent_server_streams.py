@@ -1,0 +1,179 @@
+"""Streams over real HTTP: live lines, cancel, dropped connections, resubscribe, restarts."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from servers import serve_app
+
+from agent_server import create_app
+from agent_server.testing import Probe, scripted_agent
+from protocol import aiter_ndjson
+
+pytestmark = pytest.mark.anyio
+
+PROBE = Probe()
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    with serve_app(create_app(scripted_agent(probe=PROBE))) as url:
+        yield url
+
+
+@pytest.fixture
+async def client(base_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=base_url, timeout=5) as http:
+        yield http
+
+
+def _send_body(text: str, task_id: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"message": {"parts": [{"type": "text", "text": text}]}}
+    if task_id is not None:
+        body["id"] = task_id
+    return body
+
+
+async def _timed_lines(response: httpx.Response) -> AsyncIterator[tuple[float, dict[str, Any]]]:
+    async for line in aiter_ndjson(response.aiter_raw()):
+        assert isinstance(line, dict)
+        yield time.monotonic(), line
+
+
+def _assert_contiguous(lines: list[dict[str, Any]], first_seq: int = 0) -> None:
+    assert [line["seq"] for line in lines] == list(range(first_seq, first_seq + len(lines)))
+    assert [line["final"] for line in lines] == [False] * (len(lines) - 1) + [True]
+
+
+async def test_lines_arrive_as_the_agent_produces_them(client: httpx.AsyncClient) -> None:
+    arrivals: list[float] = []
+    lines: list[dict[str, Any]] = []
+    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("stream 6 0.05 0.01", "live")) as response:
+        assert response.headers["content-type"] == "application/x-ndjson"
+        async for at, line in _timed_lines(response):
+            arrivals.append(at)
+            lines.append(line)
+    _assert_contiguous(lines)
+    assert arrivals[-1] - arrivals[0] >= 0.25  # six chunks 50 ms apart, not one burst at the end
+    assert sum(1 for a, b in zip(arrivals, arrivals[1:]) if b - a >= 0.03) >= 4
+    assert [line.get("cost_usd") for line in lines] == [None] + [0.01] * 6 + [None]
+    task = (await client.get("/tasks/live")).json()
+    assert task["metadata"]["cost_usd"] == pytest.approx(0.06)
+
+
+async def test_cancel_stops_the_agent_and_ends_the_stream_within_100_ms(client: httpx.AsyncClient) -> None:
+    lines: list[tuple[float, dict[str, Any]]] = []
+    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("sleep 30", "cx")) as response:
+        stream = _timed_lines(response)
+        lines.append(await stream.__anext__())
+        assert PROBE.started_at("cx") is not None and PROBE.canceled_at("cx") is None
+        canceled: list[httpx.Response] = []
+
+        async def cancel() -> None:
+            canceled.append(await client.post("/tasks/cancel", json={"id": "cx"}))
+
+        asked = time.monotonic()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(cancel)
+            lines += [item async for item in stream]
+        ended = time.monotonic()
+    assert canceled[0].status_code == 200 and canceled[0].json()["status"]["state"] == "canceled"
+    canceled_at = PROBE.wait_canceled("cx")
+    assert canceled_at is not None and canceled_at - asked < 0.1
+    last_at, last = lines[-1]
+    assert last["final"] is True and last["type"] == "status" and last["status"]["state"] == "canceled"
+    assert last_at - asked < 0.1 and ended - asked < 0.2
+    _assert_contiguous([line for _, line in lines])
+    task = (await client.get("/tasks/cx")).json()
+    assert task["status"]["state"] == "canceled"
+
+
+async def test_resubscribe_after_a_dropped_connection_returns_exactly_the_missing_events(
+    client: httpx.AsyncClient,
+) -> None:
+    head: list[dict[str, Any]] = []
+    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("stream 12 0.02", "drop")) as response:
+        async for _, line in _timed_lines(response):
+            head.append(line)
+            if len(head) == 4:
+                break  # leaving the block closes the connection mid-stream
+    await anyio.sleep(0.1)  # events keep coming while nobody listens
+    async with client.stream("POST", "/tasks/resubscribe", json={"id": "drop", "afterSeq": head[-1]["seq"]}) as again:
+        tail = [line async for _, line in _timed_lines(again)]
+    _assert_contiguous(head + tail)
+    assert tail[0]["seq"] == 4 and tail[-1]["status"]["state"] == "completed"  # dropping did not cancel
+    streamed = "".join(line["artifact"]["parts"][0]["text"] for line in head + tail if line["type"] == "artifact")
+    task = (await client.get("/tasks/drop")).json()
+    assert streamed == task["artifacts"][0]["parts"][0]["text"] == "".join(f"chunk-{i} " for i in range(12))
+
+
+async def test_with_cancel_on_disconnect_a_dropped_stream_cancels_the_task() -> None:
+    probe = Probe()
+    with serve_app(create_app(scripted_agent(probe=probe), cancel_on_disconnect=True)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+            async with http.stream("POST", "/tasks/sendSubscribe", json=_send_body("sleep 30", "dc")) as response:
+                await response.aiter_raw().__anext__()
+            dropped = time.monotonic()
+            canceled_at = probe.wait_canceled("dc")
+            task = (await http.get("/tasks/dc")).json()
+    assert canceled_at is not None and canceled_at - dropped < 0.5
+    assert task["status"]["state"] == "canceled"
+    assert task["status"]["message"]["parts"][0]["text"] == "canceled: the client disconnected"
+
+
+async def test_input_required_then_resume_on_the_same_task_id(client: httpx.AsyncClient) -> None:
+    first = (await client.post("/tasks/send", json={**_send_body("ask your name?", "conv"), "sessionId": "s1"})).json()
+    assert first["status"]["state"] == "input-required"
+    assert first["status"]["message"]["parts"][0]["text"] == "your name?"
+    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("Grace", "conv")) as response:
+        lines = [line async for _, line in _timed_lines(response)]
+    _assert_contiguous(lines, first_seq=2)
+    assert lines[1]["artifact"]["parts"][0]["text"] == "got: Grace"
+    task = (await client.get("/tasks/conv")).json()
+    assert task["sessionId"] == "s1" and task["status"]["state"] == "completed"
+    assert [m["role"] for m in task["history"]] == ["user", "agent", "user", "agent"]
+
+
+async def test_a_handoff_line_and_metadata_handoff(client: httpx.AsyncClient) -> None:
+    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("handoff billing unpaid", "ho")) as response:
+        lines = [line async for _, line in _timed_lines(response)]
+    _assert_contiguous(lines)
+    assert [line["type"] for line in lines] == ["status", "artifact", "handoff", "status"]
+    assert lines[2]["handoff"] == {"target": "billing", "reason": "unpaid", "payload": {"from": "ho"}}
+    task = (await client.get("/tasks/ho")).json()
+    assert task["metadata"]["handoff"]["target"] == "billing" and task["status"]["state"] == "completed"
+
+
+async def test_a_sqlite_backed_server_answers_for_its_tasks_after_a_restart(tmp_path: Path) -> None:
+    store = f"sqlite:{tmp_path / 'tasks.db'}"
+    with serve_app(create_app(scripted_agent(), store=store)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+            await http.post("/tasks/send", json=_send_body("stream 3 0 0.5", "done-before"))
+            await http.post("/tasks/send", json=_send_body("ask more?", "waiting"))
+            async with http.stream("POST", "/tasks/sendSubscribe", json=_send_body("sleep 30", "cut")) as response:
+                await response.aiter_raw().__anext__()
+    with serve_app(create_app(scripted_agent(), store=store)) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+            done = (await http.post("/tasks/get", json={"id": "done-before"})).json()
+            events = [line async for line in _resubscribe(http, "done-before")]
+            cut = (await http.get("/tasks/cut")).json()
+            resumed = (await http.post("/tasks/send", json=_send_body("yes", "waiting"))).json()
+    assert done["status"]["state"] == "completed" and done["metadata"]["cost_usd"] == 1.5
+    assert done["artifacts"][0]["parts"][0]["text"] == "chunk-0 chunk-1 chunk-2 "
+    _assert_contiguous(events)
+    assert len(events) == 5
+    assert cut["status"]["state"] == "canceled"  # the shutdown canceled the running task and recorded it
+    assert resumed["status"]["state"] == "completed"
+    assert resumed["artifacts"][0]["parts"][0]["text"] == "got: yes"
+
+
+async def _resubscribe(http: httpx.AsyncClient, task_id: str) -> AsyncIterator[dict[str, Any]]:
+    async with http.stream("POST", "/tasks/resubscribe", json={"id": task_id}) as response:
+        async for _, line in _timed_lines(response):
+            yield line

@@ -1,0 +1,128 @@
+"""``switchboard serve`` as a real subprocess: lines reach httpx and curl as the agent makes them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+from servers import free_port
+
+from gateway.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+BODY = {
+    "message": {"parts": [{"type": "text", "text": "tides"}]},
+    "metadata": {"chunks": 6, "intervalS": 0.05},
+}
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "serve", "examples/researcher.py:agent", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_until_up(url, process)
+        yield url
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            output, _ = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+            pytest.fail(f"switchboard serve did not stop on SIGTERM:\n{output.decode(errors='replace')}")
+    assert b"state=completed" in output  # one log line per task state change
+
+
+def _wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"switchboard serve exited: {process.stdout.read().decode()}")  # type: ignore[union-attr]
+        try:
+            httpx.get(f"{url}/.well-known/agent.json", timeout=0.5)
+            return
+        except httpx.TransportError:
+            time.sleep(0.05)
+    raise RuntimeError("switchboard serve did not come up")
+
+
+def _assert_spread(arrivals: list[float], lines: list[dict]) -> None:
+    assert [line["seq"] for line in lines] == list(range(8)) and lines[-1]["final"] is True
+    assert arrivals[-1] - arrivals[0] >= 0.2  # six chunks 50 ms apart arrive one by one, not in one burst
+    assert sum(1 for a, b in zip(arrivals, arrivals[1:]) if b - a >= 0.025) >= 4
+
+
+def test_httpx_sees_lines_as_the_researcher_produces_them(server_url: str) -> None:
+    arrivals: list[float] = []
+    lines: list[dict] = []
+    with httpx.stream("POST", f"{server_url}/tasks/sendSubscribe", json=BODY, timeout=10) as response:
+        assert response.headers["content-type"] == "application/x-ndjson"
+        for raw in response.iter_lines():
+            arrivals.append(time.monotonic())
+            lines.append(orjson.loads(raw))
+    _assert_spread(arrivals, lines)
+    assert all(line["cost_usd"] == 0.0005 for line in lines[1:-1])
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
+def test_curl_sees_lines_as_the_researcher_produces_them(server_url: str) -> None:
+    command = [
+        "curl", "-sN", "-H", "Content-Type: application/json", "-d", orjson.dumps(BODY).decode(),
+        f"{server_url}/tasks/sendSubscribe",
+    ]  # fmt: skip
+    arrivals: list[float] = []
+    lines: list[dict] = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE) as curl:
+        assert curl.stdout is not None
+        for raw in curl.stdout:
+            arrivals.append(time.monotonic())
+            lines.append(orjson.loads(raw))
+    assert curl.returncode == 0
+    _assert_spread(arrivals, lines)
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("examples/echo.py:missing", "has no attribute 'missing'"),
+        ("examples/absent.py:agent", "no such file"),
+        ("no_such_module_xyz:agent", "cannot import module 'no_such_module_xyz'"),
+        ("examples.echo:app", "is an ASGI app, not an agent"),
+        ("examples.researcher:DEFAULT_CHUNKS", "is a int, not an agent"),
+        (":agent", "is not MODULE:ATTR"),
+    ],
+)
+def test_bad_targets_get_a_clear_error(
+    target: str, message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)
+    assert main(["serve", target]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_a_bad_store_spec_gets_a_clear_error(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    assert main(["serve", "examples.echo:agent", "--store", "redis://x"]) == 2
+    assert 'use "memory" or "sqlite:PATH"' in capsys.readouterr().err
+
+
+def test_no_subcommand_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "serve" in capsys.readouterr().err

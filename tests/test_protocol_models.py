@@ -1,0 +1,149 @@
+"""The wire models: camelCase out, both spellings in, parts, events, errors, envelopes."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from pydantic import ValidationError
+
+from protocol import (
+    AgentCard,
+    ArtifactEvent,
+    EnvelopedProtocolError,
+    ErrorCode,
+    HandoffEvent,
+    Message,
+    ProtocolError,
+    StatusEvent,
+    Task,
+    TaskQueryParams,
+    TaskSendParams,
+    TaskState,
+    TaskStatus,
+    TextPart,
+    parse_request,
+    parse_stream_event,
+)
+
+
+def test_task_is_camel_case_on_the_wire_and_reads_both_spellings() -> None:
+    task = Task(id="t1", session_id="s1", status=TaskStatus(state=TaskState.INPUT_REQUIRED), metadata={"cost_usd": 0.5})
+    wire = task.to_wire()
+    assert wire["sessionId"] == "s1" and "session_id" not in wire
+    assert wire["status"]["state"] == "input-required"
+    assert wire["metadata"] == {"cost_usd": 0.5}
+    assert "history" not in wire  # unset optionals are left out
+    assert Task.model_validate(wire) == task
+    assert Task.model_validate({**wire, "session_id": "s1"}).session_id == "s1"
+
+
+def test_send_params_read_camel_case_fields() -> None:
+    params = TaskSendParams.model_validate(
+        {"id": "t", "sessionId": "s", "historyLength": 2, "message": {"parts": [{"type": "text", "text": "hi"}]}}
+    )
+    assert (params.session_id, params.history_length) == ("s", 2)
+    assert params.message.role == "user"  # role defaults to user
+
+
+def test_a_part_without_type_but_with_text_is_a_text_part() -> None:
+    message = Message.model_validate({"parts": [{"text": "hello"}, {"type": "data", "data": {"a": 1}}]})
+    assert isinstance(message.parts[0], TextPart)
+    assert message.text == "hello"
+
+
+def test_a_part_without_type_or_text_is_refused_with_a_readable_error() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Message.model_validate({"parts": [{"data": {"a": 1}}]})
+    assert "a part needs a type of 'text', 'data' or 'file'" in str(caught.value)
+
+
+def test_stream_events_keep_cost_usd_snake_case_and_parse_by_type() -> None:
+    line = ArtifactEvent.model_validate(
+        {"seq": 1, "id": "t", "artifact": {"index": 0, "append": True, "parts": [{"text": "x"}]}, "cost_usd": 0.25}
+    ).to_wire()
+    assert line["cost_usd"] == 0.25 and line["type"] == "artifact" and line["artifact"]["append"] is True
+    assert isinstance(parse_stream_event(line), ArtifactEvent)
+    status = parse_stream_event({"seq": 2, "id": "t", "type": "status", "status": {"state": "completed"}, "final": True})
+    assert isinstance(status, StatusEvent) and status.final
+    handoff = parse_stream_event({"seq": 3, "id": "t", "type": "handoff", "handoff": {"target": "billing"}})
+    assert isinstance(handoff, HandoffEvent) and handoff.handoff.target == "billing"
+    with pytest.raises(ValidationError):
+        parse_stream_event({"seq": 0, "id": "t", "type": "nonsense"})
+
+
+def test_agent_card_is_camel_case() -> None:
+    wire = AgentCard(name="a", url="http://x").to_wire()
+    assert wire["capabilities"]["streaming"] is True
+    assert wire["defaultInputModes"] == ["text", "data"]
+
+
+def test_protocol_error_statuses_and_body() -> None:
+    assert ProtocolError(ErrorCode.TASK_NOT_FOUND, "x").http_status == 404
+    assert ProtocolError(ErrorCode.TASK_NOT_CANCELABLE, "x").http_status == 409
+    assert ProtocolError(ErrorCode.PARSE_ERROR, "x").http_status == 400
+    assert ProtocolError(ErrorCode.INVALID_REQUEST, "x", http_status=413).http_status == 413
+    assert ProtocolError(-32002, "gone", data={"a": 1}).to_body().to_wire() == {
+        "error": {"code": -32002, "message": "gone", "data": {"a": 1}}
+    }
+
+
+_SEND = {"message": {"parts": [{"text": "hi"}]}}
+
+
+def test_parse_request_plain_body() -> None:
+    parsed = parse_request(orjson.dumps(_SEND), TaskSendParams, "tasks/send")
+    assert parsed.envelope is None and parsed.params.message.text == "hi"
+
+
+@pytest.mark.parametrize("rpc_id", [7, "abc", None])
+def test_parse_request_envelope_with_and_without_id(rpc_id: int | str | None) -> None:
+    envelope = {"jsonrpc": "2.0", "method": "tasks/send", "params": _SEND}
+    if rpc_id is not None:
+        envelope["id"] = rpc_id
+    parsed = parse_request(orjson.dumps(envelope), TaskSendParams, "tasks/send")
+    assert parsed.envelope is not None and parsed.envelope.rpc_id == rpc_id
+    assert parsed.envelope.wrap_result({"x": 1}) == {"jsonrpc": "2.0", "id": rpc_id, "result": {"x": 1}}
+
+
+def test_parse_request_envelope_without_method_is_accepted() -> None:
+    body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "params": {"id": "t"}})
+    assert parse_request(body, TaskQueryParams, "tasks/get").params.id == "t"
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"{not json", ErrorCode.PARSE_ERROR),
+        (b"", ErrorCode.INVALID_REQUEST),
+        (b"[1, 2]", ErrorCode.INVALID_REQUEST),
+        (b"{}", ErrorCode.INVALID_PARAMS),
+    ],
+)
+def test_parse_request_refusals(body: bytes, code: ErrorCode) -> None:
+    with pytest.raises(ProtocolError) as caught:
+        parse_request(body, TaskSendParams, "tasks/send")
+    assert caught.value.code == code
+
+
+def test_parse_request_names_the_offending_field() -> None:
+    with pytest.raises(ProtocolError) as caught:
+        parse_request(b'{"message": {"parts": []}}', TaskSendParams, "tasks/send")
+    assert caught.value.code == ErrorCode.INVALID_PARAMS
+    assert "message.parts" in caught.value.message
+    assert caught.value.data[0]["field"] == "message.parts"
+
+
+@pytest.mark.parametrize(
+    ("envelope", "code"),
+    [
+        ({"jsonrpc": "1.0", "id": 1, "params": _SEND}, ErrorCode.INVALID_REQUEST),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tasks/get", "params": _SEND}, ErrorCode.METHOD_NOT_FOUND),
+        ({"jsonrpc": "2.0", "id": 1, "method": "tasks/send"}, ErrorCode.INVALID_PARAMS),
+        ({"jsonrpc": "2.0", "id": 1, "params": {"message": {}}}, ErrorCode.INVALID_PARAMS),
+    ],
+)
+def test_envelope_refusals_keep_the_envelope(envelope: dict, code: ErrorCode) -> None:
+    with pytest.raises(EnvelopedProtocolError) as caught:
+        parse_request(orjson.dumps(envelope), TaskSendParams, "tasks/send")
+    assert caught.value.code == code
+    assert caught.value.envelope.wrap_error(caught.value)["id"] == 1
