@@ -1,0 +1,41 @@
+"""Swarm handoffs: agents that transfer a conversation to peers, in-process and across services."""
+
+from .agent import DEFAULT_INSTRUCTIONS, Agent, SwarmMember
+from .errors import AgentHandoffError, SessionConflictError, SwarmError
+from .handoff import Handoff, TransferTool, specialty_of, transfer_tools
+from .history_policy import FullHistory, HistoryPolicy, StructuredHistory, SummaryHistory, handoff_payload
+from .registry import AgentRegistry
+from .remote import RemoteAgent, RemoteReply
+from .runner import HANDOFF_LIMIT_MESSAGE, TOOL_LIMIT_MESSAGE, Runner
+from .sessions import HandoffRecord, MemorySessionStore, Session, SessionStore, SQLiteSessionStore
+from .turn import RunResponse
+
+__all__ = [
+    "DEFAULT_INSTRUCTIONS",
+    "HANDOFF_LIMIT_MESSAGE",
+    "TOOL_LIMIT_MESSAGE",
+    "Agent",
+    "AgentHandoffError",
+    "AgentRegistry",
+    "FullHistory",
+    "Handoff",
+    "HandoffRecord",
+    "HistoryPolicy",
+    "MemorySessionStore",
+    "RemoteAgent",
+    "RemoteReply",
+    "RunResponse",
+    "Runner",
+    "SQLiteSessionStore",
+    "Session",
+    "SessionConflictError",
+    "SessionStore",
+    "StructuredHistory",
+    "SummaryHistory",
+    "SwarmError",
+    "SwarmMember",
+    "TransferTool",
+    "handoff_payload",
+    "specialty_of",
+    "transfer_tools",
+]

@@ -1,0 +1,127 @@
+"""A swarm agent: a name, instructions, a model, domain tools and peers it may hand off to."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from gateway.models.base import ChatModel
+
+from .handoff import SwarmTool, TransferTool, specialty_of, transfer_tools
+
+DEFAULT_INSTRUCTIONS = "You are a helpful agent."
+
+Instructions = str | Callable[[dict[str, Any]], str]
+
+
+@runtime_checkable
+class SwarmMember(Protocol):
+    """Anything a conversation can be handed to: a local Agent or a RemoteAgent."""
+
+    name: str
+
+    @property
+    def specialty(self) -> str: ...
+
+    @property
+    def handoffs(self) -> Sequence[SwarmMember]: ...
+
+
+class Agent:
+    """An in-process agent whose model loop runs inside the Runner.
+
+    ``instructions`` may be a string or a function of the session's context variables;
+    ``description`` (optional) is what other agents' transfer tools say about this one,
+    by default a summary of the instructions.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        instructions: Instructions = DEFAULT_INSTRUCTIONS,
+        model: ChatModel | None = None,
+        tools: Sequence[Any] = (),
+        handoffs: Sequence[SwarmMember] = (),
+        *,
+        description: str | None = None,
+    ) -> None:
+        if not name or not name.strip():
+            raise ValueError("an agent needs a non-empty name")
+        self.name = name
+        self.instructions = instructions
+        self.model = model
+        self.description = description
+        self.tools: list[SwarmTool] = []
+        self._handoffs: list[SwarmMember] = []
+        for tool_like in tools:
+            self.add_tool(tool_like)
+        for other in handoffs:
+            self.add_handoff(other)
+
+    @property
+    def handoffs(self) -> list[SwarmMember]:
+        return list(self._handoffs)
+
+    @property
+    def specialty(self) -> str:
+        """What transfer tools pointing here say this agent is for."""
+        if self.description:
+            return specialty_of(self.description)
+        if isinstance(self.instructions, str):
+            return specialty_of(self.instructions)
+        return specialty_of(self.instructions.__doc__ or self.name)
+
+    def add_handoff(self, other: SwarmMember) -> None:
+        """Let this agent transfer the conversation to ``other``; a same-named peer is replaced."""
+        if other is self or other.name == self.name:
+            raise ValueError(f"agent {self.name!r} cannot hand off to itself")
+        self._handoffs = [h for h in self._handoffs if h.name != other.name]
+        self._handoffs.append(other)
+
+    def remove_handoff(self, name: str) -> bool:
+        """Stop offering the transfer to the peer named ``name``; False when there was none."""
+        kept = [h for h in self._handoffs if h.name != name]
+        removed = len(kept) != len(self._handoffs)
+        self._handoffs = kept
+        return removed
+
+    def add_tool(self, tool_like: Any) -> SwarmTool:
+        """Add a domain tool: a function (sync or async), a FunctionTool or an agent tool."""
+        tool = _as_swarm_tool(tool_like)
+        self.tools = [t for t in self.tools if t.name != tool.name]
+        self.tools.append(tool)
+        return tool
+
+    def get_instructions(self, context_variables: dict[str, Any] | None = None) -> str:
+        """A missing context variable reads as "" (as in OpenAI's swarm), so a template never breaks a turn."""
+        if isinstance(self.instructions, str):
+            return self.instructions
+        return self.instructions(defaultdict(str, context_variables or {}))
+
+    def get_all_tools(self) -> list[SwarmTool]:
+        """Domain tools, then one transfer tool per handoff target (names unique per agent)."""
+        return [*self.tools, *transfer_tools(self._handoffs, taken=[t.name for t in self.tools])]
+
+    def get_model(self) -> ChatModel:
+        """The agent's model; the offline model when none was given, so demos need no key."""
+        if self.model is None:
+            from gateway.models.offline import OfflineModel
+
+            self.model = OfflineModel()
+        return self.model
+
+    def __repr__(self) -> str:
+        tools = [t.name for t in self.tools]
+        return f"Agent(name={self.name!r}, tools={tools}, handoffs={[h.name for h in self._handoffs]})"
+
+
+def _as_swarm_tool(tool_like: Any) -> SwarmTool:
+    """Objects that already look like tools (FunctionTool, AgentTool) pass through."""
+    if isinstance(tool_like, TransferTool):
+        raise TypeError("transfer tools are synthesized from handoffs; use add_handoff instead")
+    if hasattr(tool_like, "spec") and hasattr(tool_like, "invoke"):
+        return tool_like
+    from gateway.tools import as_tool
+
+    return as_tool(tool_like)

@@ -1,0 +1,181 @@
+"""What the agent that received a handoff gets to see of the conversation.
+
+The session always keeps the full history; a policy only shapes the view handed to the
+agent that holds the conversation since the last handoff. Messages before that handoff
+are shown in full (FullHistory, the default), replaced by a summary (SummaryHistory), or
+replaced by a structured payload naming source agent, target agent, intent, extracted
+slots, reason and raw query (StructuredHistory). Messages after it are always verbatim.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import orjson
+
+from gateway.models.base import ChatMessage
+
+from .sessions.base import HandoffRecord
+
+Summarizer = Callable[[list[ChatMessage]], str | Awaitable[str]]
+
+_SNIPPET_CHARS = 160
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+_AMOUNT = re.compile(r"(?:[$€£]\s?(\d+(?:[.,]\d{1,2})?))|(\d+(?:[.,]\d{1,2})?)\s?(?:usd|eur|dollars?|euros?)\b", re.I)
+_IDENTIFIER = re.compile(r"#?\b(?=[A-Z0-9-]*\d)([A-Z]{1,5}-?\d{2,}|\d{4,})\b")
+
+
+class HistoryPolicy(Protocol):
+    name: str
+
+    async def view(
+        self, history: list[ChatMessage], handoff: HandoffRecord | None, context_variables: dict[str, Any]
+    ) -> list[ChatMessage]: ...
+
+
+class FullHistory:
+    """Everything, as it happened."""
+
+    name = "full"
+
+    async def view(
+        self, history: list[ChatMessage], handoff: HandoffRecord | None, context_variables: dict[str, Any]
+    ) -> list[ChatMessage]:
+        return list(history)
+
+
+class SummaryHistory:
+    """A summary of what came before the handoff, the query that caused it, then verbatim.
+
+    The default summary is extractive (last lines of user and agent text, no model call);
+    pass ``summarizer`` (sync or async, e.g. one that asks a model) to replace it.
+    """
+
+    name = "summary"
+
+    def __init__(self, summarizer: Summarizer | None = None, max_chars: int = 800) -> None:
+        self.summarizer = summarizer
+        self.max_chars = max_chars
+
+    async def view(
+        self, history: list[ChatMessage], handoff: HandoffRecord | None, context_variables: dict[str, Any]
+    ) -> list[ChatMessage]:
+        if handoff is None:
+            return list(history)
+        before, after = _split(history, handoff)
+        summary = await self._summarize(before)
+        note = (
+            f"Summary of the conversation before {handoff.source!r} handed it to {handoff.target!r}"
+            f"{_reason_clause(handoff)}:\n{summary}"
+        )
+        query = _last_user_message(before)
+        return [{"role": "system", "content": note}, *([query] if query else []), *after]
+
+    async def _summarize(self, messages: list[ChatMessage]) -> str:
+        if self.summarizer is None:
+            return extractive_summary(messages, self.max_chars)
+        result = self.summarizer(messages)
+        return await result if inspect.isawaitable(result) else result
+
+
+class StructuredHistory:
+    """A JSON handoff payload instead of the earlier messages, then the raw query, then verbatim."""
+
+    name = "structured"
+
+    async def view(
+        self, history: list[ChatMessage], handoff: HandoffRecord | None, context_variables: dict[str, Any]
+    ) -> list[ChatMessage]:
+        if handoff is None:
+            return list(history)
+        before, after = _split(history, handoff)
+        payload = handoff_payload(before, handoff, context_variables)
+        note = "Handoff payload (JSON):\n" + orjson.dumps(payload, default=str).decode()
+        query = _last_user_message(before)
+        return [{"role": "system", "content": note}, *([query] if query else []), *after]
+
+
+def handoff_payload(
+    history: list[ChatMessage], handoff: HandoffRecord, context_variables: dict[str, Any]
+) -> dict[str, Any]:
+    """Source agent, target agent, intent, extracted slots, reason and raw query of a handoff.
+
+    Slots merge, lowest first: scalar context variables, values found in the raw query
+    (ids, amounts, emails), and slots the source attached to its request. The intent is
+    the one the source declared, else its reason, else the transfer itself.
+    """
+    query = _last_user_message(history)
+    raw_query = _text(query) if query else ""
+    declared = handoff.payload or {}
+    slots: dict[str, Any] = {k: v for k, v in context_variables.items() if isinstance(v, str | int | float | bool)}
+    slots.update(extract_slots(raw_query))
+    slots.update(declared.get("slots") or {})
+    return {
+        "source_agent": handoff.source,
+        "target_agent": handoff.target,
+        "intent": declared.get("intent") or handoff.reason or f"transfer to {handoff.target}",
+        "slots": slots,
+        "reason": handoff.reason,
+        "raw_query": raw_query,
+    }
+
+
+def extract_slots(text: str) -> dict[str, Any]:
+    """Ids, amounts and emails a user typed; deliberately simple and deterministic."""
+    slots: dict[str, Any] = {}
+    if emails := _EMAIL.findall(text):
+        slots["email"] = emails[0]
+    without_emails = _EMAIL.sub(" ", text)
+    if amount := _AMOUNT.search(without_emails):
+        slots["amount"] = float((amount.group(1) or amount.group(2)).replace(",", "."))
+    without_amounts = _AMOUNT.sub(" ", without_emails)
+    if ids := _IDENTIFIER.findall(without_amounts):
+        slots["ids"] = ids
+    return slots
+
+
+def extractive_summary(messages: list[ChatMessage], max_chars: int = 800) -> str:
+    """The latest user and agent lines that fit in ``max_chars``, oldest first."""
+    lines: list[str] = []
+    used = 0
+    for message in reversed(messages):
+        text = _text(message)
+        if message.get("role") not in ("user", "assistant") or not text:
+            continue
+        speaker = "user" if message["role"] == "user" else str(message.get("sender") or "assistant")
+        line = f"- {speaker}: {_snippet(text)}"
+        if used + len(line) > max_chars and lines:
+            break
+        lines.append(line)
+        used += len(line) + 1
+    return "\n".join(reversed(lines)) or "(nothing yet)"
+
+
+def _split(history: list[ChatMessage], handoff: HandoffRecord) -> tuple[list[ChatMessage], list[ChatMessage]]:
+    at = max(0, min(handoff.at, len(history)))
+    return list(history[:at]), list(history[at:])
+
+
+def _last_user_message(messages: list[ChatMessage]) -> ChatMessage | None:
+    return next((m for m in reversed(messages) if m.get("role") == "user"), None)
+
+
+def _reason_clause(handoff: HandoffRecord) -> str:
+    return f" (reason: {handoff.reason})" if handoff.reason else ""
+
+
+def _text(message: ChatMessage) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _SNIPPET_CHARS else flat[: _SNIPPET_CHARS - 3] + "..."

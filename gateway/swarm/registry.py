@@ -1,0 +1,111 @@
+"""Which agents a runner can hand a conversation to, and how a target name is resolved.
+
+The registry is recomputed at the start of every turn from the starting agent, the
+registered agents and everything reachable through their handoffs, so ``add_handoff``
+after the runner was built still counts. A target resolves by exact name, then by its
+sanitized form when that is unambiguous (a remote agent may say "billing" for
+"Billing"), then, if it is a URI, by scheme through gateway/uri.py: ``local://NAME`` is
+first a swarm agent named NAME, else (like ``http(s)://`` and MCP URIs) a peer of the
+gateway, wrapped as a RemoteAgent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from gateway.errors import AgentToolError, InvalidAgentURI
+from gateway.uri import LocalTarget, parse_agent_uri
+from protocol.handoff_names import sanitize_agent_name
+
+from .agent import SwarmMember
+from .errors import AgentHandoffError
+
+ConnectURI = Callable[[str], Awaitable[SwarmMember]]
+
+
+class AgentRegistry:
+    def __init__(self, starting_agent: SwarmMember) -> None:
+        self.starting_agent = starting_agent
+        self._registered: list[SwarmMember] = []
+        self._by_uri: dict[str, SwarmMember] = {}
+
+    def register(self, member: SwarmMember) -> None:
+        """Make ``member`` (and whatever it hands off to) a valid target."""
+        if all(m is not member for m in self._registered):
+            self._registered.append(member)
+        self.snapshot()
+
+    def snapshot(self) -> dict[str, SwarmMember]:
+        """Name -> member for every known agent; two different agents with one name is an error."""
+        agents: dict[str, SwarmMember] = {}
+        pending: list[SwarmMember] = [self.starting_agent, *self._registered, *self._by_uri.values()]
+        while pending:
+            member = pending.pop(0)
+            known = agents.get(member.name)
+            if known is member:
+                continue
+            if known is not None:
+                raise ValueError(
+                    f"two different agents are named {member.name!r}; agent names must be unique in a swarm"
+                )
+            agents[member.name] = member
+            pending.extend(member.handoffs)
+        return agents
+
+    async def resolve(
+        self, target: str | SwarmMember, agents: dict[str, SwarmMember], connect: ConnectURI | None
+    ) -> SwarmMember:
+        """The member a transfer names (one found by URI joins ``agents``); AgentHandoffError when none."""
+        if not isinstance(target, str):
+            if agents.get(target.name) is target:
+                return target
+            raise AgentHandoffError(
+                f"handoff target agent {target.name!r} is not registered with the Runner "
+                "(add it to some agent's handoffs or call runner.register_agent)",
+                target=target.name,
+            )
+        found = find_by_name(agents, target)
+        if found is not None:
+            return found
+        return await self._resolve_uri(target, agents, connect)
+
+    async def _resolve_uri(
+        self, target: str, agents: dict[str, SwarmMember], connect: ConnectURI | None
+    ) -> SwarmMember:
+        known = ", ".join(sorted(agents)) or "none"
+        try:
+            parsed = parse_agent_uri(target)
+        except InvalidAgentURI:
+            raise AgentHandoffError(
+                f"handoff target agent {target!r} is not registered with the Runner (known: {known})", target=target
+            ) from None
+        if isinstance(parsed, LocalTarget) and (found := find_by_name(agents, parsed.name)) is not None:
+            return found
+        if target in self._by_uri:
+            return self._by_uri[target]
+        if connect is None:
+            raise AgentHandoffError(
+                f"cannot hand off to {target!r}: resolving agent URIs needs Runner(gateway=...) and resolve_uris=True",
+                target=target,
+            )
+        try:
+            member = await connect(target)
+        except AgentToolError as exc:
+            raise AgentHandoffError(f"cannot reach handoff target {target!r}: {exc}", target=target) from exc
+        clash = agents.get(member.name)
+        if clash is not None and clash is not member:
+            raise AgentHandoffError(
+                f"{target!r} calls itself {member.name!r}, the name of another agent", target=target
+            )
+        self._by_uri[target] = member
+        agents[member.name] = member
+        return member
+
+
+def find_by_name(agents: dict[str, SwarmMember], name: str) -> SwarmMember | None:
+    """Exact name, else the only agent whose sanitized name matches."""
+    if name in agents:
+        return agents[name]
+    wanted = sanitize_agent_name(name)
+    matches = [m for n, m in agents.items() if sanitize_agent_name(n) == wanted]
+    return matches[0] if len(matches) == 1 else None

@@ -1,0 +1,541 @@
+"""The swarm runner: one user turn, from the active agent through tools and transfers to an answer.
+
+The loop, in the order a reader meets it in ``_turn``:
+
+1. Load the session (history, active agent, context variables) under the session's lock
+   and append the user message.
+2. Ask the active agent: a local Agent's model with its tools (domain tools plus one
+   ``transfer_to_*`` tool per handoff), or a RemoteAgent over its peer.
+3. A local model's tool calls run in order, ordinary tools first. The first transfer in
+   the response is honoured, later ones are answered with an explanation. A transfer
+   checks the target is registered, the handoff limit and the ping-pong cycle rule, then
+   switches the active agent, records a ``HANDOFF_SUCCESS`` tool result and goes back to 2
+   with the new agent. A refused transfer ends transfers for the turn; the current agent
+   is told why and answers.
+4. A model response without tool calls (or a remote reply without a transfer) ends the
+   turn. The session is saved with compare-and-set; every step went to the event log.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, aclosing, nullcontext
+from typing import Any
+
+import anyio
+import orjson
+
+from gateway.errors import AgentTaskFailed
+from gateway.event_log import EventLog, MemoryEventLog
+from gateway.events import Event, EventType
+from gateway.models.base import ChatMessage, ModelResponse, TextDelta, ToolCall
+from gateway.recorder import RunRecorder
+from gateway.tools import ToolResult
+from protocol import TaskState
+from protocol.handoff_names import sanitize_agent_name, transfer_tool_name
+
+from .agent import Agent, SwarmMember
+from .handoff import Handoff, SwarmTool, TransferTool
+from .history_policy import FullHistory, HistoryPolicy
+from .registry import AgentRegistry
+from .remote import RemoteAgent, RemoteReply, task_params
+from .sessions import HandoffRecord, MemorySessionStore, Session, SessionStore
+from .turn import RunResponse, Turn, repeated_cycle
+
+HANDOFF_LIMIT_MESSAGE = "Maximum agent transfers exceeded for a single turn."
+TOOL_LIMIT_MESSAGE = "Maximum tool iterations exceeded for a single turn."
+ONE_TRANSFER_MESSAGE = "Only the first transfer in a response is honoured; this one was not carried out."
+ANSWER_NOW = "Answer the user now, without calling tools or transferring."
+FALLBACK_ANSWER = "Sorry, I could not finish that within the limits of a single turn."
+
+_MODEL_KEYS = ("role", "content", "tool_calls", "tool_call_id")
+_MODEL_NAME_CHARS = 64
+
+
+class Runner:
+    """Runs turns of a swarm conversation; see the module docstring for the loop."""
+
+    def __init__(
+        self,
+        starting_agent: SwarmMember,
+        session_store: SessionStore | None = None,
+        event_log: EventLog | None = None,
+        *,
+        max_handoffs_per_turn: int = 5,
+        max_tool_iterations: int = 10,
+        history_policy: HistoryPolicy | None = None,
+        gateway: Any = None,
+        resolve_uris: bool = True,
+    ) -> None:
+        if max_handoffs_per_turn < 0 or max_tool_iterations < 0:
+            raise ValueError("limits must be >= 0")
+        self.starting_agent = starting_agent
+        self.session_store = session_store or MemorySessionStore()
+        self.event_log = event_log or (gateway.event_log if gateway is not None else MemoryEventLog())
+        self.max_handoffs_per_turn = max_handoffs_per_turn
+        self.max_tool_iterations = max_tool_iterations
+        self.history_policy = history_policy or FullHistory()
+        self.gateway = gateway
+        self.resolve_uris = resolve_uris
+        self._registry = AgentRegistry(starting_agent)
+        self._registry.snapshot()
+
+    @property
+    def agents(self) -> dict[str, SwarmMember]:
+        """Every agent a conversation can be handed to, by name."""
+        return self._registry.snapshot()
+
+    def register_agent(self, agent: SwarmMember) -> None:
+        """Make an agent that no handoff reaches a valid transfer target."""
+        self._registry.register(agent)
+
+    async def register_remote(
+        self, uri: str, *, name: str | None = None, description: str | None = None
+    ) -> RemoteAgent:
+        """Fetch the card of the agent at ``uri`` through the gateway and register it."""
+        if self.gateway is None:
+            raise ValueError("register_remote needs Runner(gateway=...) to reach the agent")
+        remote = await RemoteAgent.connect(uri, self.gateway, name=name, description=description)
+        self.register_agent(remote)
+        return remote
+
+    def run(self, session_id: str, user_message: str, context_variables: dict[str, Any] | None = None) -> RunResponse:
+        """Blocking form of ``run_async`` (starts its own event loop; not for use inside one)."""
+        return anyio.run(functools.partial(self.run_async, session_id, user_message, context_variables))
+
+    async def run_async(
+        self, session_id: str, user_message: str, context_variables: dict[str, Any] | None = None
+    ) -> RunResponse:
+        response: RunResponse | None = None
+        async with aclosing(self._turn(session_id, user_message, context_variables, stream=False)) as items:
+            async for item in items:
+                if isinstance(item, RunResponse):
+                    response = item
+        assert response is not None
+        return response
+
+    async def run_stream(
+        self, session_id: str, user_message: str, context_variables: dict[str, Any] | None = None
+    ) -> AsyncIterator[Event]:
+        """Every event of the turn as it happens: text deltas, tool calls, handoffs, agent changes.
+
+        The last event is ``run_completed`` (with ``content`` and ``active_agent_name``).
+        Close the iterator (``contextlib.aclosing``) when leaving early, so the session's
+        lock is released at once.
+        """
+        async with aclosing(self._turn(session_id, user_message, context_variables, stream=True)) as items:
+            async for item in items:
+                if isinstance(item, Event):
+                    yield item
+
+    async def _turn(
+        self, session_id: str, user_message: str, context_variables: dict[str, Any] | None, *, stream: bool
+    ) -> AsyncIterator[Event | RunResponse]:
+        async with self.session_store.lock(session_id):
+            session = await self.session_store.load(session_id)
+            agents = self._registry.snapshot()
+            agent, lost = await self._active_member(session, agents)
+            turn = Turn(session, RunRecorder(self.event_log), agent, stream, path=[agent.name])
+            session.context_variables.update(context_variables or {})
+            turn.add({"role": "user", "content": user_message})
+            try:
+                await turn.emit(
+                    EventType.RUN_STARTED, session_id=session_id, agent=agent.name, user_message=user_message
+                )
+                if lost is not None:
+                    await turn.emit(EventType.AGENT_CHANGED, previous=lost, agent=agent.name, cause="not_registered")
+                while not turn.done:
+                    step = self._remote_step if isinstance(turn.agent, RemoteAgent) else self._local_step
+                    async with aclosing(step(turn, agents)) as events:
+                        async for event in events:
+                            yield event
+                session.active_agent = turn.agent.name
+                session.active_agent_uri = turn.agent.uri if isinstance(turn.agent, RemoteAgent) else None
+                await self.session_store.save(session)
+                await turn.emit(
+                    EventType.RUN_COMPLETED,
+                    agent=turn.agent.name,
+                    active_agent_name=turn.agent.name,
+                    content=turn.content,
+                    handoffs=turn.handoffs,
+                    tool_calls=turn.tool_calls,
+                    session_version=session.version,
+                )
+            except BaseException as exc:
+                with anyio.CancelScope(shield=True):
+                    await turn.emit(
+                        EventType.RUN_FAILED, agent=turn.agent.name, error=str(exc), error_type=type(exc).__name__
+                    )
+                    await self.event_log.close_run(turn.recorder.run_id)
+                raise
+            await self.event_log.close_run(turn.recorder.run_id)
+            for event in turn.drain():
+                yield event
+            yield turn.response()
+
+    async def _local_step(self, turn: Turn, agents: dict[str, SwarmMember]) -> AsyncIterator[Event]:
+        """One model call of a local agent, then its tool calls."""
+        agent = turn.agent
+        assert isinstance(agent, Agent)
+        tools = agent.get_all_tools()
+        if turn.tool_calls >= self.max_tool_iterations and not turn.tools_exhausted:
+            await self._tools_exhausted(turn)
+        final = turn.tools_exhausted
+        offered = (
+            [] if final else [t.spec for t in tools if not (turn.transfers_blocked and isinstance(t, TransferTool))]
+        )
+        messages = await self._model_messages(agent, turn)
+        if final:
+            messages.append({"role": "system", "content": f"{TOOL_LIMIT_MESSAGE} {ANSWER_NOW}"})
+        response: ModelResponse | None = None
+        if turn.stream:
+            async with _closing(agent.get_model().stream(messages, offered)) as items:
+                async for item in items:
+                    if isinstance(item, TextDelta):
+                        await turn.emit(EventType.TEXT_DELTA, agent=agent.name, text=item.text)
+                        for event in turn.drain():
+                            yield event
+                    else:
+                        response = item
+            if response is None:
+                raise RuntimeError(f"the model of agent {agent.name!r} ended its stream without a response")
+        else:
+            response = await agent.get_model().complete(messages, offered)
+        calls = [] if final else list(response.tool_calls)
+        message = _assistant_message(agent.name, response.content, calls)
+        turn.add(message)
+        await turn.emit(
+            EventType.MESSAGE,
+            agent=agent.name,
+            role="assistant",
+            content=response.content,
+            tool_calls=message.get("tool_calls", []),
+        )
+        if calls:
+            await self._run_tool_calls(turn, tools, calls, agents)
+        else:
+            turn.content = response.content or (FALLBACK_ANSWER if final else "")
+            turn.done = True
+        for event in turn.drain():
+            yield event
+
+    async def _run_tool_calls(
+        self, turn: Turn, tools: list[SwarmTool], calls: list[ToolCall], agents: dict[str, SwarmMember]
+    ) -> None:
+        """Ordinary tools first, then transfers; only the first transfer asked for is honoured."""
+        source = turn.agent
+        by_name = {t.name: t for t in tools}
+        ordinary_first = sorted(range(len(calls)), key=lambda i: isinstance(by_name.get(calls[i].name), TransferTool))
+        results: dict[int, str] = {}
+        requests: list[tuple[int, Handoff | SwarmMember]] = []
+        for i in ordinary_first:
+            call = calls[i]
+            if turn.tool_calls >= self.max_tool_iterations:
+                if not turn.tools_exhausted:
+                    await self._tools_exhausted(turn)
+                results[i] = TOOL_LIMIT_MESSAGE
+                continue
+            turn.tool_calls += 1
+            await turn.emit(
+                EventType.TOOL_CALL, agent=source.name, tool=call.name, call_id=call.id, arguments=call.arguments
+            )
+            tool = by_name.get(call.name)
+            if tool is None:
+                results[i] = f"Error: agent {source.name!r} has no tool named {call.name!r}."
+                continue
+            results[i], request = await self._invoke(turn, tool, call)
+            if request is not None:
+                requests.append((i, request))
+        requests.sort(key=lambda r: r[0])
+        accepted: tuple[SwarmMember, Handoff] | None = None
+        if requests:
+            i, request = requests[0]
+            target = await self._registry.resolve(_target_of(request), agents, self._connector())
+            handoff = _as_handoff(request, target)
+            refusal = await self._admit(turn, target, request)
+            results[i] = _join(results[i], refusal or _handoff_success(target.name, handoff.reason))
+            accepted = (target, handoff) if refusal is None else None
+        for i, request in requests[1:]:
+            await turn.emit(
+                EventType.HANDOFF_REFUSED, source=source.name, target=_name_of(request), cause="one_per_response"
+            )
+            results[i] = _join(results[i], ONE_TRANSFER_MESSAGE)
+        for i, call in enumerate(calls):
+            turn.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": results[i]})
+            await turn.emit(
+                EventType.TOOL_RESULT, agent=source.name, tool=call.name, call_id=call.id, content=results[i]
+            )
+        if accepted is not None:
+            await self._switch(turn, *accepted)
+
+    async def _invoke(self, turn: Turn, tool: SwarmTool, call: ToolCall) -> tuple[str, Handoff | SwarmMember | None]:
+        """Run one tool; its result as text, plus the transfer it asked for, if any."""
+        context = dict(turn.session.context_variables)
+        try:
+            with turn.recorder.active():
+                value = await tool.invoke(dict(call.arguments), context)
+        except Exception as exc:
+            return f"Error: {type(exc).__name__}: {exc}", None
+        if isinstance(value, ToolResult):
+            turn.session.context_variables.update(value.context_variables or {})
+            return _result_text(value.value), value.agent
+        if isinstance(value, Handoff):
+            return "", value
+        if isinstance(value, Agent | RemoteAgent):
+            return "", value
+        return _result_text(value), None
+
+    async def _admit(self, turn: Turn, target: SwarmMember, request: Handoff | SwarmMember) -> str | None:
+        """None when the transfer may happen; else why not (and transfers end for this turn)."""
+        source = turn.agent.name
+        refusal: str | None = None
+        cause = ""
+        if target.name == source:
+            cause, refusal = "self", f"{source!r} already holds the conversation; no transfer needed."
+        elif turn.transfers_blocked:
+            cause, refusal = "transfers_blocked", f"Transfers are over for this turn. {ANSWER_NOW}"
+        elif turn.handoffs >= self.max_handoffs_per_turn:
+            cause, refusal = "max_handoffs_per_turn", HANDOFF_LIMIT_MESSAGE
+            await turn.emit(
+                EventType.LIMIT_REACHED, agent=source, limit="max_handoffs_per_turn", value=self.max_handoffs_per_turn
+            )
+        elif (cycle := repeated_cycle([*turn.path, target.name])) is not None:
+            cause = "cycle"
+            loop = " -> ".join(cycle)
+            refusal = f"Transfer to {target.name!r} refused: the conversation goes in circles ({loop}). {ANSWER_NOW}"
+            await turn.emit(EventType.CYCLE_DETECTED, agent=source, source=source, target=target.name, path=cycle)
+        if refusal is None:
+            return None
+        turn.transfers_blocked = True
+        await turn.emit(
+            EventType.HANDOFF_REFUSED, source=source, target=target.name, cause=cause, reason=_reason_of(request)
+        )
+        return refusal
+
+    async def _switch(self, turn: Turn, target: SwarmMember, handoff: Handoff) -> None:
+        """The transfer itself: new active agent, context updates, the record history policies read."""
+        source = turn.agent
+        session = turn.session
+        turn.handoffs += 1
+        turn.path.append(target.name)
+        turn.last_handoff = handoff
+        turn.agent = target
+        session.context_variables.update(handoff.context_variables)
+        session.active_agent = target.name
+        session.handoff = HandoffRecord(
+            source.name, target.name, handoff.reason, dict(handoff.payload or {}), at=len(session.history)
+        )
+        remote = isinstance(source, RemoteAgent) or isinstance(target, RemoteAgent)
+        await turn.emit(
+            EventType.HANDOFF,
+            source=source.name,
+            target=target.name,
+            reason=handoff.reason,
+            hop=turn.handoffs,
+            remote=remote,
+        )
+        await turn.emit(EventType.AGENT_CHANGED, previous=source.name, agent=target.name)
+
+    async def _remote_step(self, turn: Turn, agents: dict[str, SwarmMember]) -> AsyncIterator[Event]:
+        """One task on a remote agent; its transfer request goes through the same checks as a local one."""
+        remote = turn.agent
+        assert isinstance(remote, RemoteAgent)
+        session = turn.session
+        blocked_before = turn.transfers_blocked
+        params = task_params(
+            task_id=session.remote_tasks.pop(remote.name, None),
+            session_id=session.id,
+            text=turn.remote_input or _last_user_text(session.history),
+            conversation=await self._view(remote, turn),
+            metadata={
+                "session_id": session.id,
+                "agent": remote.name,
+                "path": list(turn.path),
+                "hop": turn.handoffs,
+                "max_handoffs_per_turn": self.max_handoffs_per_turn,
+                "handoffs_allowed": not turn.transfers_blocked,
+                "history_policy": self.history_policy.name,
+            },
+        )
+        reply: RemoteReply | None = None
+        async with aclosing(remote.ask(params)) as items:
+            async for item in items:
+                if isinstance(item, TextDelta):
+                    await turn.emit(EventType.TEXT_DELTA, agent=remote.name, text=item.text, remote=True)
+                    for event in turn.drain():
+                        yield event
+                else:
+                    reply = item
+        assert reply is not None
+        if reply.state in (TaskState.FAILED, TaskState.CANCELED):
+            raise AgentTaskFailed(reply.state.value, reply.text)
+        if reply.state == TaskState.INPUT_REQUIRED:
+            session.remote_tasks[remote.name] = reply.task_id
+        message: ChatMessage = {"role": "assistant", "content": reply.text or None, "sender": remote.name}
+        if reply.handoff is None:
+            turn.add(message)
+            await turn.emit(
+                EventType.MESSAGE,
+                agent=remote.name,
+                role="assistant",
+                content=reply.text,
+                state=reply.state.value,
+                remote=True,
+            )
+            turn.content = reply.text
+            turn.done = True
+        else:
+            await self._remote_transfer(turn, reply, message, agents, blocked_before)
+        for event in turn.drain():
+            yield event
+
+    async def _remote_transfer(
+        self, turn: Turn, reply: RemoteReply, message: ChatMessage, agents: dict[str, SwarmMember], blocked_before: bool
+    ) -> None:
+        """Record the request as a transfer tool call, so every agent reads one kind of history."""
+        remote = turn.agent
+        request = reply.handoff
+        assert request is not None
+        target = await self._registry.resolve(request.target, agents, self._connector())
+        call_id = "handoff_" + uuid.uuid4().hex[:16]
+        tool = transfer_tool_name(target.name)
+        arguments = {"reason": request.reason} if request.reason else {}
+        message["tool_calls"] = [
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {"name": tool, "arguments": orjson.dumps(arguments).decode()},
+            }
+        ]
+        turn.add(message)
+        await turn.emit(
+            EventType.MESSAGE,
+            agent=remote.name,
+            role="assistant",
+            content=reply.text,
+            tool_calls=message["tool_calls"],
+            remote=True,
+        )
+        await turn.emit(
+            EventType.TOOL_CALL, agent=remote.name, tool=tool, call_id=call_id, arguments=arguments, remote=True
+        )
+        handoff = Handoff(target.name, request.reason, payload=dict(request.payload or {}))
+        refusal = await self._admit(turn, target, handoff)
+        content = refusal or _handoff_success(target.name, request.reason)
+        turn.add({"role": "tool", "tool_call_id": call_id, "name": tool, "content": content})
+        await turn.emit(
+            EventType.TOOL_RESULT, agent=remote.name, tool=tool, call_id=call_id, content=content, remote=True
+        )
+        if refusal is None:
+            turn.remote_input = None
+            await self._switch(turn, target, handoff)
+        elif blocked_before:
+            turn.content = reply.text or FALLBACK_ANSWER
+            turn.done = True
+        else:
+            turn.remote_input = f"{refusal} Your request to transfer to {target.name!r} was not carried out."
+
+    async def _tools_exhausted(self, turn: Turn) -> None:
+        turn.tools_exhausted = True
+        await turn.emit(
+            EventType.LIMIT_REACHED, agent=turn.agent.name, limit="max_tool_iterations", value=self.max_tool_iterations
+        )
+
+    async def _model_messages(self, agent: Agent, turn: Turn) -> list[ChatMessage]:
+        system = {"role": "system", "content": agent.get_instructions(turn.session.context_variables)}
+        return [system, *(_for_model(m) for m in await self._view(agent, turn))]
+
+    async def _view(self, agent: SwarmMember, turn: Turn) -> list[ChatMessage]:
+        """The history as the policy shows it to ``agent`` (the handoff applies to its target only)."""
+        session = turn.session
+        handoff = session.handoff if session.handoff is not None and session.handoff.target == agent.name else None
+        return await self.history_policy.view(session.history, handoff, session.context_variables)
+
+    async def _active_member(self, session: Session, agents: dict[str, SwarmMember]) -> tuple[SwarmMember, str | None]:
+        """The agent holding the conversation; the starting agent when that one is gone (and its name)."""
+        name = session.active_agent
+        if name is None:
+            return self.starting_agent, None
+        if name in agents:
+            return agents[name], None
+        if session.active_agent_uri and self._connector() is not None:
+            try:
+                return await self._registry.resolve(session.active_agent_uri, agents, self._connector()), None
+            except Exception:
+                pass
+        session.handoff = None
+        return self.starting_agent, name
+
+    def _connector(self) -> Any:
+        if not self.resolve_uris or self.gateway is None:
+            return None
+        gateway = self.gateway
+        return lambda uri: RemoteAgent.connect(uri, gateway)
+
+
+def _closing(items: AsyncIterator[Any]) -> AbstractAsyncContextManager[AsyncIterator[Any]]:
+    """Close a model's stream in this task when we stop early (not whenever it is collected)."""
+    return aclosing(items) if hasattr(items, "aclose") else nullcontext(items)  # type: ignore[type-var]
+
+
+def _assistant_message(sender: str, content: str, calls: list[ToolCall]) -> ChatMessage:
+    message = ModelResponse(content=content, tool_calls=calls).to_message()
+    message["sender"] = sender
+    return message
+
+
+def _for_model(message: ChatMessage) -> ChatMessage:
+    """OpenAI-shaped message: our ``sender`` becomes ``name`` (a valid identifier) on assistant turns."""
+    clean = {k: message[k] for k in _MODEL_KEYS if k in message}
+    if message.get("role") == "assistant" and message.get("sender"):
+        clean["name"] = sanitize_agent_name(str(message["sender"]))[:_MODEL_NAME_CHARS]
+    return clean
+
+
+def _handoff_success(target: str, reason: str | None) -> str:
+    return orjson.dumps(
+        {"status": "HANDOFF_SUCCESS", "assistant": target, "reason": reason or "Specialist routing"}
+    ).decode()
+
+
+def _result_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if hasattr(value, "model_dump"):
+        return orjson.dumps(value.model_dump(mode="json")).decode()
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return str(value)
+
+
+def _join(first: str, second: str) -> str:
+    return f"{first}\n{second}" if first else second
+
+
+def _target_of(request: Handoff | SwarmMember) -> str | SwarmMember:
+    return request.target_agent_name if isinstance(request, Handoff) else request
+
+
+def _name_of(request: Handoff | SwarmMember) -> str:
+    return request.target_agent_name if isinstance(request, Handoff) else request.name
+
+
+def _reason_of(request: Handoff | SwarmMember) -> str | None:
+    return request.reason if isinstance(request, Handoff) else None
+
+
+def _as_handoff(request: Handoff | SwarmMember, target: SwarmMember) -> Handoff:
+    if isinstance(request, Handoff):
+        return Handoff(target.name, request.reason, dict(request.context_variables), request.payload)
+    return Handoff(target.name)
+
+
+def _last_user_text(history: list[ChatMessage]) -> str:
+    message = next((m for m in reversed(history) if m.get("role") == "user"), None)
+    content = message.get("content") if message else ""
+    return content if isinstance(content, str) else ""

@@ -1,0 +1,95 @@
+"""The state of one user turn while the runner works on it, and what the turn returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gateway.events import Event, EventType
+from gateway.models.base import ChatMessage
+from gateway.recorder import RunRecorder
+
+from .handoff import Handoff
+from .sessions.base import Session
+
+if TYPE_CHECKING:
+    from .agent import SwarmMember
+
+
+@dataclass
+class RunResponse:
+    """The result of one turn: who holds the conversation now and what it said."""
+
+    run_id: str
+    session_id: str
+    active_agent_name: str
+    content: str
+    handoff: Handoff | None
+    messages: list[ChatMessage]
+    events: list[Event]
+    context_variables: dict[str, Any]
+
+    def events_of(self, type: EventType | str) -> list[Event]:
+        kind = type.value if isinstance(type, EventType) else type
+        return [e for e in self.events if e.type == kind]
+
+
+@dataclass
+class Turn:
+    """Mutable bookkeeping of a turn: the counters the limits read, and the events to hand out.
+
+    ``path`` lists the agents that held the conversation in this turn, in order, local and
+    remote alike, which is what cycle detection reads.
+    """
+
+    session: Session
+    recorder: RunRecorder
+    agent: SwarmMember
+    stream: bool
+    path: list[str] = field(default_factory=list)
+    handoffs: int = 0
+    tool_calls: int = 0
+    transfers_blocked: bool = False
+    tools_exhausted: bool = False
+    remote_input: str | None = None
+    last_handoff: Handoff | None = None
+    content: str = ""
+    done: bool = False
+    new_messages: list[ChatMessage] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    _outbox: list[Event] = field(default_factory=list)
+
+    async def emit(self, type: EventType, **fields: Any) -> Event:
+        """Append to the event log now; the streaming caller gets it at the next drain."""
+        event = await self.recorder.emit(type, **fields)
+        self.events.append(event)
+        self._outbox.append(event)
+        return event
+
+    def drain(self) -> list[Event]:
+        events, self._outbox = self._outbox, []
+        return events
+
+    def add(self, message: ChatMessage) -> None:
+        self.session.history.append(message)
+        self.new_messages.append(message)
+
+    def response(self) -> RunResponse:
+        return RunResponse(
+            run_id=self.recorder.run_id,
+            session_id=self.session.id,
+            active_agent_name=self.agent.name,
+            content=self.content,
+            handoff=self.last_handoff,
+            messages=list(self.new_messages),
+            events=list(self.events),
+            context_variables=dict(self.session.context_variables),
+        )
+
+
+def repeated_cycle(path: list[str]) -> list[str] | None:
+    """The tail of ``path`` when it repeats a cycle of two or more agents (A B A B), else None."""
+    for size in range(2, len(path) // 2 + 1):
+        if path[-size:] == path[-2 * size : -size]:
+            return path[-2 * size :]
+    return None
