@@ -1,0 +1,222 @@
+"""Agent-as-tool overhead: the gateway against the same calls made directly with httpx.
+
+    python -m bench.agent_tool [--quick]
+
+One agent server (agent_server's scripted agent) runs in a subprocess on loopback. In one
+run this measures sync calls per second (``/tasks/send``) and streamed chunks per second
+(``/tasks/sendSubscribe``), each through the gateway (events recorded in the memory log)
+and directly (one pooled httpx client, the Task or each stream event parsed), at several
+concurrency levels, and prints the gateway/direct ratios. Every loop is bounded both in
+count and in time. Concurrency shows the cost of one shared pool (encode/httpx#3215).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import anyio
+import httpx
+import orjson
+
+from gateway import Gateway, SQLiteEventLog
+from protocol import NDJSONDecoder, Task, parse_stream_event
+
+_SERVER = (
+    "from agent_server import serve; from agent_server.testing import scripted_agent; "
+    "import sys; serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning')"
+)
+STREAM_CHUNKS = 200
+_STARTUP_S = 20.0
+
+
+@dataclass(frozen=True)
+class Figure:
+    what: str
+    concurrency: int
+    gateway_per_s: float
+    direct_per_s: float
+    unpooled_per_s: float | None = None
+
+    @property
+    def ratio(self) -> float:
+        return self.gateway_per_s / self.direct_per_s if self.direct_per_s else 0.0
+
+
+@contextmanager
+def agent_server() -> Iterator[str]:
+    """The scripted agent served by uvicorn in a subprocess on 127.0.0.1; yields its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-c", _SERVER, str(port)], env=os.environ.copy())
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + _STARTUP_S
+        while True:
+            try:
+                if httpx.get(url + "/.well-known/agent.json", timeout=1.0).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("the agent server did not start")
+            time.sleep(0.05)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+async def _rate(op: Callable[[], Awaitable[int]], *, concurrency: int, count: int, seconds: float) -> float:
+    """Units per second of ``op`` (it returns how many units it did) over at most ``count`` ops or ``seconds``."""
+    done = 0
+    units = 0
+    started = time.perf_counter()
+    deadline = started + seconds
+
+    async def worker() -> None:
+        nonlocal done, units
+        while done < count and time.perf_counter() < deadline:
+            done += 1
+            did = await op()
+            units += did
+
+    async with anyio.create_task_group() as task_group:
+        for _ in range(concurrency):
+            task_group.start_soon(worker)
+    return units / (time.perf_counter() - started)
+
+
+async def run(url: str, *, quick: bool, tmp_dir: str) -> list[Figure]:
+    seconds = 1.0 if quick else 3.0
+    sync_count = 300 if quick else 3000
+    stream_count = 10 if quick else 100
+    limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+    figures: list[Figure] = []
+    async with (
+        Gateway() as gateway,
+        Gateway(SQLiteEventLog(os.path.join(tmp_dir, "events.db"))) as durable,
+        httpx.AsyncClient(limits=limits, timeout=30.0) as direct,
+    ):
+        gateway.add_agent_tool("echo", url)
+        gateway.add_agent_tool("stream", url, mode="streaming")
+        durable.add_agent_tool("stream", url, mode="streaming")
+        send_body = orjson.dumps({"message": {"role": "user", "parts": [{"type": "text", "text": "echo hi"}]}})
+        stream_text = f"stream {STREAM_CHUNKS} 0 0"
+        stream_body = orjson.dumps({"message": {"role": "user", "parts": [{"type": "text", "text": stream_text}]}})
+
+        async def gateway_sync() -> int:
+            await gateway.call_tool("echo", "echo hi")
+            return 1
+
+        async def direct_sync(client: httpx.AsyncClient = direct) -> int:
+            response = await client.post(url + "/tasks/send", content=send_body, headers={"content-type": "application/json"})
+            Task.model_validate(orjson.loads(response.content))
+            return 1
+
+        async def unpooled_sync(concurrency: int) -> float:
+            """Direct calls with one client per worker: no shared pool to contend for."""
+            clients = [httpx.AsyncClient(timeout=30.0) for _ in range(concurrency)]
+            free = list(clients)
+
+            async def op() -> int:
+                client = free.pop()
+                try:
+                    return await direct_sync(client)
+                finally:
+                    free.append(client)
+
+            try:
+                return await _rate(op, concurrency=concurrency, count=sync_count, seconds=seconds)
+            finally:
+                for client in clients:
+                    await client.aclose()
+
+        async def durable_stream() -> int:
+            return (await durable.call_tool("stream", stream_text)).chunks
+
+        async def gateway_stream() -> int:
+            return (await gateway.call_tool("stream", stream_text)).chunks
+
+        async def direct_stream() -> int:
+            lines = 0
+            decoder = NDJSONDecoder()
+            request = direct.build_request(
+                "POST", url + "/tasks/sendSubscribe", content=stream_body, headers={"content-type": "application/json"}
+            )
+            response = await direct.send(request, stream=True)
+            try:
+                async for chunk in response.aiter_raw():
+                    for line in decoder.feed(chunk):
+                        parse_stream_event(line)
+                        lines += 1
+            finally:
+                await response.aclose()
+            return lines - 1
+
+        for op in (gateway_sync, direct_sync, gateway_stream, direct_stream):
+            await _rate(op, concurrency=4, count=20, seconds=1.0)
+        for concurrency in (1, 10, 50):
+            figures.append(
+                Figure(
+                    "sync calls/s",
+                    concurrency,
+                    await _rate(gateway_sync, concurrency=concurrency, count=sync_count, seconds=seconds),
+                    await _rate(direct_sync, concurrency=concurrency, count=sync_count, seconds=seconds),
+                    await unpooled_sync(concurrency),
+                )
+            )
+        for concurrency in (1, 10):
+            figures.append(
+                Figure(
+                    "streamed chunks/s",
+                    concurrency,
+                    await _rate(gateway_stream, concurrency=concurrency, count=stream_count, seconds=seconds),
+                    await _rate(direct_stream, concurrency=concurrency, count=stream_count, seconds=seconds),
+                )
+            )
+        figures.append(
+            Figure(
+                "chunks/s sqlite log",
+                1,
+                await _rate(durable_stream, concurrency=1, count=stream_count, seconds=seconds),
+                await _rate(direct_stream, concurrency=1, count=stream_count, seconds=seconds),
+            )
+        )
+    return figures
+
+
+def report(figures: list[Figure]) -> str:
+    lines = [f"{'measure':<22}{'conc':>5}{'gateway/s':>11}{'direct/s':>10}{'ratio':>7}{'direct, client/worker':>23}"]
+    for f in figures:
+        unpooled = f"{f.unpooled_per_s:>23.0f}" if f.unpooled_per_s is not None else ""
+        lines.append(
+            f"{f.what:<22}{f.concurrency:>5}{f.gateway_per_s:>11.0f}{f.direct_per_s:>10.0f}{f.ratio:>7.2f}{unpooled}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="shorter runs (about 1 s per figure)")
+    args = parser.parse_args(argv)
+    with agent_server() as url, tempfile.TemporaryDirectory() as tmp_dir:
+        print(f"agent-tool bench against {url} (server in a subprocess; ratio = gateway / direct httpx)")
+        print(report(anyio.run(lambda: run(url, quick=args.quick, tmp_dir=tmp_dir))))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,356 @@
+"""One agent-tool call: the three modes, the limits, and an event for every step.
+
+Events, all with ``call_id``, ``tool``, ``agent`` and (from the log) ``seq``:
+``agent_tool_invoked``; ``agent_tool_progress`` per stream line or conversational turn
+passed on; then exactly one of ``agent_tool_completed``, ``agent_tool_terminated`` (this
+gateway ended the call: budget, idle, per-request timeout, oversized line, the caller
+cancelled; a ``tasks/cancel`` was sent) or ``agent_tool_error`` (the peer or the network
+failed). A progress event is appended before the chunk counts as received, so whatever
+happens next, the log holds every chunk passed on.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import uuid
+from contextlib import aclosing
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from protocol import (
+    ArtifactEvent,
+    DataPart,
+    HandoffEvent,
+    HandoffRequest,
+    Message,
+    OversizedLine,
+    StatusEvent,
+    Task,
+    TaskSendParams,
+    TaskState,
+)
+
+from .agent_result import AgentToolResult
+from .errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, PeerProtocolError
+from .events import EventType
+from .idle_timeout import IdleTimeout, with_idle_timeout
+from .peers.base import Peer, RawLine, StreamItem
+from .recorder import RunRecorder
+
+if TYPE_CHECKING:
+    from .agent_tool import AgentTool
+
+_FAILED_STATES = (TaskState.FAILED.value, TaskState.CANCELED.value)
+
+
+class _Terminated(Exception):
+    """Internal: the gateway decided to end the call; carries the public error and the cancel's outcome."""
+
+    def __init__(self, error: AgentToolError, *, cancel: bool = True, **fields: Any) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.fields = fields
+        self.cancel_wanted = cancel
+        self.cancel_sent: bool | None = None
+        self.cancel_acknowledged = False
+
+
+class AgentCall:
+    def __init__(self, tool: AgentTool, recorder: RunRecorder, message: Message, *, session_id: str | None) -> None:
+        self.tool = tool
+        self.recorder = recorder
+        self.message = message
+        self.result = AgentToolResult(
+            call_id="call_" + uuid.uuid4().hex[:16],
+            tool=tool.name,
+            agent=tool.agent,
+            mode=tool.mode.kind,
+            run_id=recorder.run_id,
+            task_id="task_" + uuid.uuid4().hex,
+            session_id=session_id,
+        )
+        self._started = time.monotonic()
+        self._peer: Peer | None = None
+
+    async def run(self) -> AgentToolResult:
+        peer_error: AgentToolError | None = None
+        try:
+            self._peer = self.tool.gateway.peer(self.tool.agent)
+        except AgentToolError as exc:
+            peer_error = exc
+        await self._emit(
+            EventType.AGENT_TOOL_INVOKED,
+            mode=self.tool.mode.kind,
+            input=self.message.text or None,
+            input_data=_data(self.message) or None,
+            task_id=self.result.task_id,
+            session_id=self.result.session_id,
+            timeout_ms=self.tool.timeout_ms,
+            max_cost_usd=self.tool.budget.max_cost_usd,
+            idle_timeout_secs=self.tool.idle_timeout_s if self.tool.mode.kind == "streaming" else None,
+        )
+        try:
+            if peer_error is not None:
+                raise peer_error
+            assert self._peer is not None
+            if self.tool.mode.kind == "streaming":
+                await self._streaming(self._peer)
+            elif self.tool.mode.kind == "conversational":
+                await self._conversational(self._peer)
+            else:
+                await self._sync(self._peer)
+        except _Terminated as stop:
+            await self._terminated(stop)
+            raise stop.error from None
+        except AgentToolError as exc:
+            exc.partial = self.result
+            await self._emit(
+                EventType.AGENT_TOOL_ERROR,
+                kind=exc.reason,
+                error=type(exc).__name__,
+                message=exc.message,
+                **exc.event_fields(),
+                **self._totals(),
+            )
+            raise
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await self._terminated(_Terminated(AgentToolError("the caller cancelled the call", reason="cancelled")))
+            raise
+        await self._emit(
+            EventType.AGENT_TOOL_COMPLETED,
+            state=self.result.state,
+            text=self.result.text,
+            artifacts=len(self.result.artifacts),
+            handoff=self.result.handoff.to_wire() if self.result.handoff else None,
+            **self._totals(),
+        )
+        return self.result
+
+    async def close_run(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.recorder.log.close_run(self.recorder.run_id)
+
+    # -- modes -------------------------------------------------------------------------
+
+    async def _sync(self, peer: Peer) -> None:
+        task = await self._send_turn(peer, self._params(self.message))
+        self._check_budget(float(task.metadata.get("cost_usd") or 0.0), task=task)
+        self._take_task(task)
+        self.result.text = task.output_text
+        self.result.artifacts = list(task.artifacts)
+        self._raise_if_failed(task)
+
+    async def _streaming(self, peer: Peer) -> None:
+        params = self._params(self.message)
+        async with peer.subscribe(params) as stream:
+            try:
+                async with aclosing(with_idle_timeout(stream, self.tool.idle_timeout_s)) as items:
+                    async for item in items:
+                        if await self._on_line(item):
+                            return
+            except IdleTimeout as exc:
+                error = AgentToolTimeout(
+                    f"no data from {self.tool.agent} for {exc.seconds:g} s", reason="idle_timeout", seconds=exc.seconds
+                )
+                raise await self._cancel_for(_Terminated(error)) from None
+            except _Terminated as stop:
+                raise await self._cancel_for(stop) from None
+        raise PeerProtocolError(f"the stream from {self.tool.agent} ended without a final line", reason="cut_off")
+
+    async def _conversational(self, peer: Peer) -> None:
+        message = self.message
+        replies: list[str] = []
+        for turn in range(1, self.tool.mode.max_turns + 1):
+            task = await self._send_turn(peer, self._params(message))
+            self._check_budget(float(task.metadata.get("cost_usd") or 0.0), task=task)
+            self._take_task(task)
+            self.result.turns = turn
+            reply = task.output_text
+            replies.append(reply)
+            self.result.text = "\n".join(replies)
+            self.result.artifacts.extend(task.artifacts)
+            await self._progress(kind="turn", turn=turn, state=task.status.state.value, text=reply)
+            self._raise_if_failed(task)
+            if task.status.state is TaskState.COMPLETED or turn == self.tool.mode.max_turns:
+                return
+            next_message = await self._next_input(reply)
+            if next_message is None:
+                return
+            message = next_message
+
+    # -- one request with its deadline, one stream line ---------------------------------
+
+    async def _send_turn(self, peer: Peer, params: TaskSendParams) -> Task:
+        """``peer.send`` within ``timeout_ms``; past it, cancel the task while the request is still open."""
+        timeout_s = self.tool.timeout_ms / 1000
+        outcome: Task | AgentToolError | _Terminated | None = None
+        done = anyio.Event()
+
+        async def send() -> None:
+            nonlocal outcome
+            try:
+                outcome = await peer.send(params)
+            except AgentToolError as exc:
+                outcome = exc
+            finally:
+                done.set()
+
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(send)
+            with anyio.move_on_after(timeout_s):
+                await done.wait()
+            if not done.is_set():
+                error = AgentToolTimeout(
+                    f"{self.tool.agent} did not answer within {self.tool.timeout_ms} ms", reason="timeout", seconds=timeout_s
+                )
+                outcome = await self._cancel_for(_Terminated(error))
+                task_group.cancel_scope.cancel()
+        if isinstance(outcome, AgentToolError | _Terminated):
+            raise outcome
+        assert outcome is not None
+        return outcome
+
+    async def _on_line(self, item: StreamItem) -> bool:
+        """Check the budget, then pass one line on as a progress event; True at the final line."""
+        if isinstance(item, OversizedLine):
+            error = PeerProtocolError(
+                f"{self.tool.agent} sent a line over {item.limit} bytes ({item.size} seen)", reason="line_too_long"
+            )
+            raise _Terminated(error, line_bytes=item.size, max_line_bytes=item.limit)
+        if isinstance(item, RawLine):
+            await self._progress(kind="raw", raw=item.raw)
+            return False
+        cost = item.cost_usd or 0.0
+        if cost:
+            self._check_budget(self.result.cost_usd + cost, line=item)
+            self.result.cost_usd += cost
+        if isinstance(item, ArtifactEvent):
+            text = self.result.add_streamed(item.artifact)
+            await self._progress(kind="artifact", cost_usd=cost, text=text or None, data=_data_of(item) or None)
+            return False
+        if isinstance(item, HandoffEvent):
+            self.result.handoff = item.handoff
+            await self._progress(kind="handoff", cost_usd=cost, handoff=item.handoff.to_wire())
+            return False
+        self.result.state = item.status.state.value
+        message = item.status.message
+        if not item.final:
+            await self._progress(
+                kind="status",
+                state=self.result.state,
+                cost_usd=cost,
+                text=(message.text or None) if message else None,
+                data=_data(message) or None if message else None,
+            )
+            return False
+        if message is not None and not self.result.text:
+            self.result.text = message.text
+        if self.result.state in _FAILED_STATES:
+            raise AgentTaskFailed(self.result.state, message.text if message else "")
+        return True
+
+    # -- limits and cancel ------------------------------------------------------------------
+
+    def _check_budget(
+        self, total: float, *, task: Task | None = None, line: StatusEvent | ArtifactEvent | HandoffEvent | None = None
+    ) -> None:
+        """Raise before the chunk (stream line or reply) that takes the cost above the budget is passed on."""
+        if not self.tool.budget.exceeded_by(total):
+            return
+        self.result.cost_usd = total
+        error = BudgetExceeded(total, self.tool.budget.max_cost_usd or 0.0)
+        if line is not None:
+            raise _Terminated(error, rejected_chunk=line.to_wire())
+        assert task is not None
+        self.result.state = task.status.state.value
+        raise _Terminated(error, cancel=not task.status.state.is_terminal, rejected_reply=task.output_text)
+
+    async def _cancel_for(self, stop: _Terminated) -> _Terminated:
+        """Send the best-effort ``tasks/cancel`` once, under its own short deadline; note whether it was acknowledged."""
+        if stop.cancel_sent is not None:
+            return stop
+        stop.cancel_sent = stop.cancel_wanted and self._peer is not None and self.result.task_id is not None
+        if stop.cancel_sent and self._peer is not None and self.result.task_id is not None:
+            with anyio.move_on_after(self.tool.gateway.cancel_timeout_s, shield=True):
+                stop.cancel_acknowledged = await self._peer.cancel(self.result.task_id)
+        return stop
+
+    async def _terminated(self, stop: _Terminated) -> None:
+        await self._cancel_for(stop)
+        stop.error.partial = self.result
+        await self._emit(
+            EventType.AGENT_TOOL_TERMINATED,
+            reason=stop.error.reason,
+            message=stop.error.message,
+            cancel_sent=stop.cancel_sent,
+            cancel_acknowledged=stop.cancel_acknowledged,
+            **stop.error.event_fields(),
+            **stop.fields,
+            **self._totals(),
+        )
+
+    # -- helpers ------------------------------------------------------------------------
+
+    def _params(self, message: Message) -> TaskSendParams:
+        return TaskSendParams(id=self.result.task_id, session_id=self.result.session_id, message=message)
+
+    def _take_task(self, task: Task) -> None:
+        self.result.task_id = task.id
+        self.result.session_id = task.session_id or self.result.session_id
+        self.result.state = task.status.state.value
+        self.result.cost_usd = float(task.metadata.get("cost_usd") or 0.0)
+        handoff = task.metadata.get("handoff")
+        if isinstance(handoff, dict):
+            self.result.handoff = HandoffRequest.model_validate(handoff)
+
+    def _raise_if_failed(self, task: Task) -> None:
+        if task.status.state.value in _FAILED_STATES:
+            message = task.status.message.text if task.status.message else ""
+            raise AgentTaskFailed(task.status.state.value, message)
+
+    async def _next_input(self, reply: str) -> Message | None:
+        decide = self.tool.mode.next_input
+        if decide is None:
+            return Message.user(reply) if reply else None
+        value = decide(reply, self.result)
+        if inspect.isawaitable(value):
+            value = await value
+        if value is None:
+            return None
+        return value if isinstance(value, Message) else Message.user(str(value))
+
+    async def _progress(self, **fields: Any) -> None:
+        index = self.result.chunks
+        self.result.chunks += 1
+        await self._emit(
+            EventType.AGENT_TOOL_PROGRESS,
+            chunk_index=index,
+            accumulated_cost_usd=self.result.cost_usd,
+            **fields,
+        )
+
+    def _totals(self) -> dict[str, Any]:
+        return {
+            "task_id": self.result.task_id,
+            "session_id": self.result.session_id,
+            "accumulated_cost_usd": self.result.cost_usd,
+            "chunks": self.result.chunks,
+            "turns": self.result.turns,
+            "duration_ms": round((time.monotonic() - self._started) * 1000, 3),
+        }
+
+    async def _emit(self, type: EventType, **fields: Any) -> None:
+        present = {key: value for key, value in fields.items() if value is not None}
+        await self.recorder.emit(type, call_id=self.result.call_id, tool=self.tool.name, agent=self.tool.agent, **present)
+
+
+def _data(message: Message) -> list[dict[str, Any]]:
+    return [part.data for part in message.parts if isinstance(part, DataPart)]
+
+
+def _data_of(event: ArtifactEvent) -> list[dict[str, Any]]:
+    return [part.data for part in event.artifact.parts if isinstance(part, DataPart)]
+

@@ -1,0 +1,68 @@
+"""What an agent-tool call produced: the whole output, not just the last chunk."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from protocol import Artifact, HandoffRequest, Part, TextPart
+
+
+@dataclass
+class AgentToolResult:
+    """Built up as the call runs; on failure the same object is the error's ``partial``.
+
+    ``text`` is all text output concatenated (stream chunks in arrival order; conversational
+    replies joined by newlines), ``artifacts`` every artifact received, ``cost_usd`` the
+    accumulated cost, ``chunks`` the stream lines or turns passed on, ``state`` the task's
+    last known state.
+    """
+
+    call_id: str
+    tool: str
+    agent: str
+    mode: str
+    run_id: str
+    task_id: str | None = None
+    session_id: str | None = None
+    state: str | None = None
+    text: str = ""
+    artifacts: list[Artifact] = field(default_factory=list)
+    cost_usd: float = 0.0
+    chunks: int = 0
+    turns: int = 0
+    handoff: HandoffRequest | None = None
+
+    def add_streamed(self, artifact: Artifact) -> str:
+        """Fold one streamed artifact in (``append`` extends the artifact of that index); returns its text."""
+        for existing in self.artifacts:
+            if existing.index == artifact.index and artifact.append:
+                existing.parts = [*existing.parts, *artifact.parts]
+                break
+        else:
+            self.artifacts = [a for a in self.artifacts if a.index != artifact.index] + [artifact.model_copy(deep=True)]
+        text = parts_text(artifact.parts)
+        self.text += text
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "agent": self.agent,
+            "mode": self.mode,
+            "run_id": self.run_id,
+            "task_id": self.task_id,
+            "session_id": self.session_id,
+            "state": self.state,
+            "text": self.text,
+            "artifacts": [a.to_wire() for a in self.artifacts],
+            "cost_usd": self.cost_usd,
+            "chunks": self.chunks,
+            "turns": self.turns,
+            "handoff": self.handoff.to_wire() if self.handoff else None,
+        }
+
+
+def parts_text(parts: list[Part]) -> str:
+    return "".join(p.text for p in parts if isinstance(p, TextPart))

@@ -1,0 +1,90 @@
+"""The event log interface: append-only, per-run ``seq``, readable from a seq and followed live.
+
+Implementations store and read; following is shared here. A follower holds the run's
+current wake-up ``anyio.Event`` *before* reading, and every append replaces and sets it,
+so an event appended between the read and the wait is never missed and nothing polls.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator
+
+import anyio
+import orjson
+
+from ..events import Event
+
+
+class EventLog(abc.ABC):
+    """Where every step of every run is written as it happens."""
+
+    def __init__(self) -> None:
+        self._wakeups: dict[str, anyio.Event] = {}
+        self._closing = False
+
+    @abc.abstractmethod
+    async def append(self, event: Event) -> Event:
+        """Store ``event`` as the run's next ``seq``; it is durable when this returns."""
+
+    @abc.abstractmethod
+    async def read(self, run_id: str, after_seq: int = -1, limit: int | None = None) -> list[Event]:
+        """The run's events with ``seq > after_seq``, oldest first."""
+
+    @abc.abstractmethod
+    async def close_run(self, run_id: str) -> None:
+        """Mark the run finished: followers stop once they have read everything."""
+
+    @abc.abstractmethod
+    async def is_closed(self, run_id: str) -> bool: ...
+
+    @abc.abstractmethod
+    async def list_runs(self, limit: int = 100) -> list[str]:
+        """Run ids, newest first."""
+
+    async def aclose(self) -> None:
+        """Release the storage; followers still waiting end."""
+        self._closing = True
+        for wakeup in self._wakeups.values():
+            wakeup.set()
+        self._wakeups.clear()
+
+    async def follow(self, run_id: str, after_seq: int = -1) -> AsyncIterator[Event]:
+        """Stored events after ``after_seq``, then live ones; ends when the run is closed."""
+        while not self._closing:
+            wakeup = self._wakeup(run_id)
+            closed = await self.is_closed(run_id)
+            batch = await self.read(run_id, after_seq)
+            for event in batch:
+                yield event
+                after_seq = event.seq
+            if batch:
+                continue
+            if closed:
+                return
+            await self._wait(wakeup)
+
+    async def as_ndjson(self, run_id: str, after_seq: int = -1, follow: bool = False) -> AsyncIterator[bytes]:
+        """The run's events as NDJSON lines; with ``follow``, live until the run is closed."""
+        if follow:
+            async for event in self.follow(run_id, after_seq):
+                yield orjson.dumps(event.to_dict()) + b"\n"
+            return
+        for event in await self.read(run_id, after_seq):
+            yield orjson.dumps(event.to_dict()) + b"\n"
+
+    async def _wait(self, wakeup: anyio.Event) -> None:
+        """How a follower waits for the next append; SQLite also bounds it to see other processes."""
+        await wakeup.wait()
+
+    def _wakeup(self, run_id: str) -> anyio.Event:
+        wakeup = self._wakeups.get(run_id)
+        if wakeup is None:
+            wakeup = self._wakeups[run_id] = anyio.Event()
+        return wakeup
+
+    def _notify(self, run_id: str) -> None:
+        """Wake the run's followers; the next ones wait on a fresh event."""
+        wakeup = self._wakeups.pop(run_id, None)
+        if wakeup is not None:
+            wakeup.set()

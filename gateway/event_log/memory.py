@@ -1,0 +1,36 @@
+"""The in-memory event log: a list per run. For tests and single-process gateways."""
+
+from __future__ import annotations
+
+from ..events import Event
+from .base import EventLog
+
+
+class MemoryEventLog(EventLog):
+    def __init__(self) -> None:
+        super().__init__()
+        self._runs: dict[str, list[Event]] = {}
+        self._closed: set[str] = set()
+
+    async def append(self, event: Event) -> Event:
+        events = self._runs.setdefault(event.run_id, [])
+        stored = event.with_seq(len(events))
+        events.append(stored)
+        self._notify(event.run_id)
+        return stored
+
+    async def read(self, run_id: str, after_seq: int = -1, limit: int | None = None) -> list[Event]:
+        events = self._runs.get(run_id, [])
+        start = max(after_seq + 1, 0)
+        end = len(events) if limit is None else min(len(events), start + limit)
+        return events[start:end]
+
+    async def close_run(self, run_id: str) -> None:
+        self._closed.add(run_id)
+        self._notify(run_id)
+
+    async def is_closed(self, run_id: str) -> bool:
+        return run_id in self._closed
+
+    async def list_runs(self, limit: int = 100) -> list[str]:
+        return list(reversed(self._runs))[:limit]

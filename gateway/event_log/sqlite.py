@@ -1,0 +1,155 @@
+"""The SQLite event log: one row per event in a WAL-mode file, committed on every append.
+
+Each ``append`` is its own transaction (``BEGIN IMMEDIATE`` ... ``COMMIT``), so an event
+is in the file once ``append`` returns and a process killed with SIGKILL loses nothing
+already appended. ``synchronous=NORMAL`` (the default) survives process death; pass
+``synchronous="FULL"`` to survive power loss too, at the price of an fsync per event.
+
+The ``seq`` is taken inside the write transaction from the primary-key index, so several
+writers, even in several processes, never hand out the same one. Followers in this
+process are woken by appends like the memory log's; to see appends made by another
+process they also re-read every ``cross_process_poll_s`` seconds.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+import orjson
+
+from ..events import Event, now_ms
+from .base import EventLog
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    type TEXT NOT NULL,
+    timestamp_ms INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (run_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    created_ms INTEGER NOT NULL,
+    closed INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+
+class SQLiteEventLog(EventLog):
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
+        cross_process_poll_s: float = 0.5,
+    ) -> None:
+        super().__init__()
+        self.path = str(path)
+        self.cross_process_poll_s = cross_process_poll_s
+        self._lock = threading.Lock()
+        self._limiter = anyio.CapacityLimiter(1)
+        self._conn: sqlite3.Connection | None = sqlite3.connect(
+            self.path, check_same_thread=False, isolation_level=None, timeout=10.0
+        )
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute(f"PRAGMA synchronous={synchronous}")
+        self._conn.executescript(_SCHEMA)
+
+    async def append(self, event: Event) -> Event:
+        stored = await self._run(self._append, event)
+        self._notify(event.run_id)
+        return stored
+
+    async def read(self, run_id: str, after_seq: int = -1, limit: int | None = None) -> list[Event]:
+        rows = await self._run(self._read, run_id, after_seq, -1 if limit is None else limit)
+        return [Event.from_dict(orjson.loads(body)) for (body,) in rows]
+
+    async def close_run(self, run_id: str) -> None:
+        await self._run(self._close_run, run_id)
+        self._notify(run_id)
+
+    async def is_closed(self, run_id: str) -> bool:
+        return await self._run(self._is_closed, run_id)
+
+    async def list_runs(self, limit: int = 100) -> list[str]:
+        return await self._run(self._list_runs, limit)
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        await self._run(self._close)
+
+    async def _wait(self, wakeup: anyio.Event) -> None:
+        with anyio.move_on_after(self.cross_process_poll_s):
+            await wakeup.wait()
+
+    async def _run(self, func: Callable[..., T], *args: Any) -> T:
+        """Run one statement group in a worker thread; the thread finishes even if the caller is cancelled."""
+        return await anyio.to_thread.run_sync(func, *args, limiter=self._limiter)
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise RuntimeError(f"the event log {self.path!r} is closed")
+        return self._conn
+
+    def _append(self, event: Event) -> Event:
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                (seq,) = conn.execute(
+                    "SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run_id = ?", (event.run_id,)
+                ).fetchone()
+                stored = event.with_seq(seq)
+                conn.execute(
+                    "INSERT INTO events (run_id, seq, type, timestamp_ms, body) VALUES (?, ?, ?, ?, ?)",
+                    (stored.run_id, seq, stored.type, stored.timestamp_ms, orjson.dumps(stored.to_dict())),
+                )
+                if seq == 0:
+                    conn.execute(
+                        "INSERT OR IGNORE INTO runs (run_id, created_ms) VALUES (?, ?)", (stored.run_id, now_ms())
+                    )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return stored
+
+    def _read(self, run_id: str, after_seq: int, limit: int) -> list[tuple[bytes]]:
+        with self._lock:
+            return self._connection().execute(
+                "SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?", (run_id, after_seq, limit)
+            ).fetchall()
+
+    def _close_run(self, run_id: str) -> None:
+        with self._lock:
+            self._connection().execute(
+                "INSERT INTO runs (run_id, created_ms, closed) VALUES (?, ?, 1) "
+                "ON CONFLICT (run_id) DO UPDATE SET closed = 1",
+                (run_id, now_ms()),
+            )
+
+    def _is_closed(self, run_id: str) -> bool:
+        with self._lock:
+            row = self._connection().execute("SELECT closed FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return bool(row and row[0])
+
+    def _list_runs(self, limit: int) -> list[str]:
+        with self._lock:
+            rows = self._connection().execute("SELECT run_id FROM runs ORDER BY rowid DESC LIMIT ?", (limit,)).fetchall()
+        return [run_id for (run_id,) in rows]
+
+    def _close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None

@@ -1,0 +1,200 @@
+"""The coordinator's front door for agent-tools: peers by URI, tools, one pooled HTTP client.
+
+``async with Gateway() as gw:`` owns a task group, in which ``local://`` agents (each a
+TaskManager with an in-memory store) and MCP connections live; leaving the block stops
+them, closes the HTTP client the gateway made, and the event log it made.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any
+
+import anyio
+import httpx
+from anyio.abc import TaskGroup
+
+from protocol import DEFAULT_MAX_LINE_BYTES
+
+from .agent_result import AgentToolResult
+from .agent_tool import DEFAULT_TIMEOUT_MS, AgentTool, Mode, ToolInput
+from .budget import Budget
+from .errors import PeerConnectionError, UnknownAgentTool
+from .event_log import EventLog, MemoryEventLog
+from .peers import A2AHttpPeer, LocalAgentHost, LocalPeer, MCPConnection, MCPPeer, Peer
+from .uri import A2AHttpTarget, LocalTarget, MCPHttpTarget, MCPStdioTarget, parse_agent_uri
+
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+DEFAULT_HEADERS_TIMEOUT_S = 10.0
+DEFAULT_CANCEL_TIMEOUT_S = 2.0
+DEFAULT_MAX_CONNECTIONS = 100
+
+_LOCAL_NAME = re.compile(r"^[A-Za-z0-9_.~-]{1,128}$")
+
+
+class Gateway:
+    def __init__(
+        self,
+        event_log: EventLog | None = None,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+        headers_timeout_s: float = DEFAULT_HEADERS_TIMEOUT_S,
+        cancel_timeout_s: float = DEFAULT_CANCEL_TIMEOUT_S,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> None:
+        self.event_log = event_log if event_log is not None else MemoryEventLog()
+        self._owns_event_log = event_log is None
+        self.max_line_bytes = max_line_bytes
+        self.connect_timeout_s = connect_timeout_s
+        self.headers_timeout_s = headers_timeout_s
+        self.cancel_timeout_s = cancel_timeout_s
+        self._owns_client = http_client is None
+        self.http_client = http_client or httpx.AsyncClient(
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections, keepalive_expiry=30.0
+            ),
+            timeout=httpx.Timeout(connect=connect_timeout_s, read=None, write=headers_timeout_s, pool=None),
+        )
+        self.tools: dict[str, AgentTool] = {}
+        self._local: dict[str, LocalAgentHost] = {}
+        self._mcp: dict[tuple[object, ...], MCPConnection] = {}
+        self._peers: dict[str, Peer] = {}
+        self._stack: AsyncExitStack | None = None
+        self._task_group: TaskGroup | None = None
+        self._closed = False
+
+    async def __aenter__(self) -> Gateway:
+        if self._stack is not None or self._closed:
+            raise RuntimeError("a Gateway can be entered once")
+        async with AsyncExitStack() as stack:
+            self._task_group = await stack.enter_async_context(anyio.create_task_group())
+            for host in self._local.values():
+                await self._task_group.start(host.serve)
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self._shutdown(exc_type, exc, tb)
+
+    async def aclose(self) -> None:
+        """Stop local agents and MCP connections, then close what the gateway created (same as leaving the block)."""
+        await self._shutdown(None, None, None)
+
+    async def _shutdown(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            with anyio.CancelScope(shield=True):
+                for connection in self._mcp.values():
+                    await connection.aclose()
+                for host in self._local.values():
+                    await host.aclose()
+        finally:
+            stack, self._stack, self._task_group = self._stack, None, None
+            try:
+                if stack is not None:
+                    await stack.__aexit__(exc_type, exc, tb)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    if self._owns_client:
+                        await self.http_client.aclose()
+                    if self._owns_event_log:
+                        await self.event_log.aclose()
+
+    def register_local_agent(self, name: str, agent: Any) -> str:
+        """Serve ``agent`` (a HostedAgent or an async function) in this process as ``local://NAME``."""
+        if not _LOCAL_NAME.match(name):
+            raise ValueError(f"local agent name {name!r} is not valid (1-128 letters, digits, '_', '.', '~' or '-')")
+        if name in self._local:
+            raise ValueError(f"a local agent named {name!r} is already registered")
+        host = LocalAgentHost(name, agent)
+        self._local[name] = host
+        if self._task_group is not None:
+            self._task_group.start_soon(host.serve)
+        return f"local://{name}"
+
+    def add_agent_tool(
+        self,
+        name: str,
+        agent: str,
+        mode: str | Mapping[str, Any] | Mode = "sync",
+        timeout_ms: int = DEFAULT_TIMEOUT_MS,
+        budget: Budget | Mapping[str, Any] | None = None,
+        streaming: Mapping[str, Any] | None = None,
+        description: str | None = None,
+    ) -> AgentTool:
+        """Make the agent at URI ``agent`` callable as tool ``name``; bad URIs and options fail here."""
+        if name in self.tools:
+            raise ValueError(f"an agent tool named {name!r} already exists")
+        tool = AgentTool(
+            self,
+            name,
+            agent,
+            mode=mode,
+            timeout_ms=timeout_ms,
+            budget=budget,
+            streaming=streaming,
+            description=description,
+        )
+        self.tools[name] = tool
+        return tool
+
+    def get_tool(self, name: str) -> AgentTool:
+        tool = self.tools.get(name)
+        if tool is None:
+            raise UnknownAgentTool(name, list(self.tools))
+        return tool
+
+    async def call_tool(
+        self, name: str, input: ToolInput, *, run_id: str | None = None, session_id: str | None = None
+    ) -> AgentToolResult:
+        """Call agent tool ``name`` directly; see ``AgentTool.call``."""
+        return await self.get_tool(name).call(input, run_id=run_id, session_id=session_id)
+
+    def peer(self, uri: str) -> Peer:
+        """The peer for an agent URI, made once and reused."""
+        peer = self._peers.get(uri)
+        if peer is None:
+            peer = self._peers[uri] = self._make_peer(uri)
+        return peer
+
+    def _make_peer(self, uri: str) -> Peer:
+        target = parse_agent_uri(uri)
+        if isinstance(target, A2AHttpTarget):
+            return A2AHttpPeer(
+                target,
+                self.http_client,
+                max_line_bytes=self.max_line_bytes,
+                connect_timeout_s=self.connect_timeout_s,
+                headers_timeout_s=self.headers_timeout_s,
+            )
+        if isinstance(target, LocalTarget):
+            host = self._local.get(target.name)
+            if host is None:
+                known = ", ".join(sorted(self._local)) or "none"
+                raise PeerConnectionError(f"no agent named {target.name!r} is registered in this process (registered: {known})")
+            self._require_started(uri)
+            return LocalPeer(target, host)
+        assert isinstance(target, MCPStdioTarget | MCPHttpTarget)
+        task_group = self._require_started(uri)
+        connection = self._mcp.get(target.server_key)
+        if connection is None:
+            connection = self._mcp[target.server_key] = MCPConnection(
+                target, task_group, connect_timeout_s=self.connect_timeout_s
+            )
+        return MCPPeer(target, connection)
+
+    def _require_started(self, uri: str) -> TaskGroup:
+        if self._task_group is None:
+            raise RuntimeError(f"{uri} runs inside the gateway: use `async with Gateway() as gateway:` first")
+        return self._task_group

@@ -1,0 +1,197 @@
+"""A remote agent over the A2A-NDJSON binding, through the gateway's one pooled httpx client.
+
+Deadlines: connecting is bounded by ``connect_timeout_s`` (httpx); a stream's response
+headers must arrive within ``headers_timeout_s`` of sending the request; after that there
+is no read timeout here: the caller's per-chunk idle timeout takes its place. A sync
+``/tasks/send`` has no read timeout either: the caller's ``timeout_ms`` bounds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import httpx
+import orjson
+from pydantic import ValidationError
+
+from protocol import (
+    NDJSON_MEDIA_TYPE,
+    AgentCard,
+    ErrorBody,
+    NDJSONDecoder,
+    OversizedLine,
+    Task,
+    TaskSendParams,
+    TaskState,
+    parse_stream_event,
+)
+from protocol.ndjson import DecodedLine
+
+from ..errors import AgentToolTimeout, PeerConnectionError, PeerHTTPError, PeerProtocolError
+from ..uri import A2AHttpTarget
+from .base import Peer, RawLine, StreamItem
+
+_JSON_HEADERS = {"content-type": "application/json", "accept": "application/json"}
+_STREAM_HEADERS = {"content-type": "application/json", "accept": NDJSON_MEDIA_TYPE}
+_MAX_ERROR_BODY = 64 * 1024
+
+
+class A2AHttpPeer(Peer):
+    def __init__(
+        self,
+        target: A2AHttpTarget,
+        client: httpx.AsyncClient,
+        *,
+        max_line_bytes: int,
+        connect_timeout_s: float,
+        headers_timeout_s: float,
+    ) -> None:
+        self.uri = target.uri
+        self.base_url = target.base_url
+        self.max_line_bytes = max_line_bytes
+        self.headers_timeout_s = headers_timeout_s
+        self._client = client
+        self._open_timeout = httpx.Timeout(connect=connect_timeout_s, read=None, write=headers_timeout_s, pool=None)
+        self._short_timeout = httpx.Timeout(
+            connect=connect_timeout_s, read=headers_timeout_s, write=headers_timeout_s, pool=None
+        )
+
+    async def send(self, params: TaskSendParams) -> Task:
+        response = await self._post("/tasks/send", params.to_json(), self._open_timeout)
+        return _task(response, self.uri)
+
+    @asynccontextmanager
+    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
+        request = self._client.build_request(
+            "POST",
+            self.base_url + "/tasks/sendSubscribe",
+            content=params.to_json(),
+            headers=_STREAM_HEADERS,
+            timeout=self._open_timeout,
+        )
+        try:
+            with anyio.fail_after(self.headers_timeout_s):
+                response = await self._client.send(request, stream=True)
+        except TimeoutError:
+            raise AgentToolTimeout(
+                f"{self.uri} sent no response headers within {self.headers_timeout_s:g} s",
+                reason="headers_timeout",
+                seconds=self.headers_timeout_s,
+            ) from None
+        except httpx.TransportError as exc:
+            raise self._transport_error(exc) from exc
+        lines = self._lines(response)
+        try:
+            if response.status_code >= 400:
+                raise _http_error(response.status_code, await _read_bounded(response))
+            yield lines
+        finally:
+            await lines.aclose()
+            await response.aclose()
+
+    async def cancel(self, task_id: str) -> bool:
+        try:
+            response = await self._post("/tasks/cancel", orjson.dumps({"id": task_id}), self._short_timeout)
+            return _task(response, self.uri).status.state == TaskState.CANCELED
+        except (PeerHTTPError, PeerConnectionError, PeerProtocolError, AgentToolTimeout):
+            return False
+
+    async def get(self, task_id: str) -> Task:
+        response = await self._post("/tasks/get", orjson.dumps({"id": task_id}), self._short_timeout)
+        return _task(response, self.uri)
+
+    async def card(self) -> AgentCard:
+        try:
+            response = await self._client.get(self.base_url + "/.well-known/agent.json", timeout=self._short_timeout)
+        except httpx.TransportError as exc:
+            raise self._transport_error(exc) from exc
+        if response.status_code >= 400:
+            raise _http_error(response.status_code, response.content)
+        try:
+            return AgentCard.model_validate(orjson.loads(response.content))
+        except (orjson.JSONDecodeError, ValidationError) as exc:
+            raise PeerProtocolError(f"{self.uri} answered an invalid agent card: {exc}", reason="bad_answer") from None
+
+    async def _post(self, path: str, body: bytes, timeout: httpx.Timeout) -> httpx.Response:
+        try:
+            response = await self._client.post(self.base_url + path, content=body, headers=_JSON_HEADERS, timeout=timeout)
+        except httpx.TransportError as exc:
+            raise self._transport_error(exc) from exc
+        if response.status_code >= 400:
+            raise _http_error(response.status_code, response.content)
+        return response
+
+    async def _lines(self, response: httpx.Response) -> AsyncIterator[StreamItem]:
+        """Decode the body as it arrives; a line growing past the limit is reported before it ends."""
+        decoder = NDJSONDecoder(self.max_line_bytes)
+        unterminated = 0
+        try:
+            async for chunk in response.aiter_raw():
+                newline = chunk.rfind(b"\n")
+                unterminated = len(chunk) - newline - 1 if newline >= 0 else unterminated + len(chunk)
+                for decoded in decoder.feed(chunk):
+                    yield _item(decoded)
+                if unterminated > self.max_line_bytes:
+                    yield OversizedLine(size=unterminated, limit=self.max_line_bytes)
+                    return
+            for decoded in decoder.close():
+                yield _item(decoded)
+        except httpx.TransportError as exc:
+            raise PeerConnectionError(f"the stream from {self.uri} broke: {_describe(exc)}") from exc
+
+    def _transport_error(self, exc: httpx.TransportError) -> AgentToolTimeout | PeerConnectionError:
+        if isinstance(exc, httpx.ConnectTimeout):
+            seconds = self._open_timeout.connect or 0.0
+            return AgentToolTimeout(
+                f"could not connect to {self.uri} within {seconds:g} s", reason="connect_timeout", seconds=seconds
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            seconds = self._short_timeout.read or 0.0
+            return AgentToolTimeout(f"{self.uri} did not answer within {seconds:g} s", reason="timeout", seconds=seconds)
+        return PeerConnectionError(f"cannot reach {self.uri}: {_describe(exc)}")
+
+
+def _item(decoded: DecodedLine) -> StreamItem:
+    if isinstance(decoded, OversizedLine):
+        return decoded
+    if len(decoded) == 1 and isinstance(decoded.get("raw"), str):
+        return RawLine(decoded["raw"])
+    try:
+        return parse_stream_event(decoded)
+    except ValidationError:
+        return RawLine(decoded)
+
+
+def _task(response: httpx.Response, uri: str) -> Task:
+    try:
+        return Task.model_validate(orjson.loads(response.content))
+    except (orjson.JSONDecodeError, ValidationError) as exc:
+        raise PeerProtocolError(f"{uri} answered something that is not a task: {exc}", reason="bad_answer") from None
+
+
+def _http_error(status: int, content: bytes) -> PeerHTTPError:
+    """The peer's own error message when it sent the binding's error body, else its text."""
+    body: Any
+    try:
+        body = orjson.loads(content)
+        detail = ErrorBody.model_validate(body).error
+        return PeerHTTPError(status, detail.message, code=detail.code, body=body)
+    except (orjson.JSONDecodeError, ValidationError):
+        text = content[:2000].decode("utf-8", errors="replace").strip()
+        return PeerHTTPError(status, text or "(empty body)", body=text)
+
+
+async def _read_bounded(response: httpx.Response) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_raw():
+        body += chunk
+        if len(body) >= _MAX_ERROR_BODY:
+            break
+    return bytes(body[:_MAX_ERROR_BODY])
+
+
+def _describe(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__

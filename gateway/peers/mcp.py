@@ -1,0 +1,375 @@
+"""A tool on an MCP server, seen as an agent, through the official SDK's ``mcp.Client``.
+
+One ``MCPConnection`` per server (a spawned stdio command or a streamable-HTTP URL) is
+opened on first use inside the gateway's task group and shared by all its tools. A call
+maps onto the A2A shapes the rest of the gateway reads: progress notifications become
+``working`` status lines (not output), the tool result becomes one artifact and a final
+``completed`` (or ``failed`` when ``isError``) status. Cancel is MCP cancellation: the
+call's cancel scope is cancelled and the SDK sends ``notifications/cancelled`` (over
+streamable HTTP it aborts the request, which is the 2026 wire's spelling of the same).
+MCP has no acknowledgement, so ``cancel`` returns True once the call was abandoned.
+
+Text input goes into the tool's one string argument (its only required string, else one
+called ``input``, else its only string); a ``data`` part in the message is passed as the
+arguments object itself. A result's ``_meta.cost_usd``, when present, is its cost.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types
+from anyio.abc import TaskGroup, TaskStatus
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import Client, MCPError, StdioServerParameters
+from mcp_types.jsonrpc import CONNECTION_CLOSED
+
+from protocol import (
+    AgentCard,
+    AgentSkill,
+    Artifact,
+    ArtifactEvent,
+    DataPart,
+    FileContent,
+    FilePart,
+    Message,
+    Part,
+    StatusEvent,
+    Task,
+    TaskSendParams,
+    TaskState,
+    TaskStatus as A2ATaskStatus,
+    TextPart,
+)
+
+from ..errors import AgentToolError, AgentToolTimeout, PeerConnectionError, PeerProtocolError
+from ..uri import MCPStdioTarget, MCPTarget
+from .base import Peer, StreamItem
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class _Live:
+    """An open client, the event that ends it, and the tool listing fetched through it."""
+
+    client: Client
+    stop: anyio.Event
+    stopped: anyio.Event
+    tools: dict[str, mcp_types.Tool] = field(default_factory=dict)
+
+
+class MCPConnection:
+    """One live ``mcp.Client`` for one server, reopened on the next use if it died."""
+
+    def __init__(self, target: MCPTarget, task_group: TaskGroup, *, connect_timeout_s: float) -> None:
+        self.target = target
+        self.connect_timeout_s = connect_timeout_s
+        self._task_group = task_group
+        self._lock = anyio.Lock()
+        self._live: _Live | None = None
+
+    async def client(self) -> Client:
+        return (await self._session()).client
+
+    async def tool(self, name: str) -> mcp_types.Tool:
+        """The tool's listing (for its input schema), fetched once per connection."""
+        live = await self._session()
+        if name not in live.tools:
+            try:
+                listing = await live.client.list_tools()
+            except MCPError as exc:
+                raise self.error_for(live.client, exc) from exc
+            live.tools = {tool.name: tool for tool in listing.tools}
+        if name not in live.tools:
+            known = ", ".join(sorted(live.tools)) or "none"
+            raise PeerProtocolError(f"the MCP server has no tool {name!r} (it has: {known})", reason="unknown_tool")
+        return live.tools[name]
+
+    def discard(self, client: Client) -> None:
+        """Forget a connection a call found closed, so that the next use reconnects."""
+        live = self._live
+        if live is not None and live.client is client:
+            self._live = None
+            live.stop.set()
+
+    async def aclose(self) -> None:
+        live, self._live = self._live, None
+        if live is not None:
+            live.stop.set()
+            await live.stopped.wait()
+
+    async def _session(self) -> _Live:
+        async with self._lock:
+            if self._live is None or self._live.stopped.is_set():
+                self._live = await self._task_group.start(self._serve)
+            return self._live
+
+    def error_for(self, client: Client, exc: MCPError) -> AgentToolError:
+        """The error for a failed request; a closed connection is discarded on the way."""
+        if exc.code == CONNECTION_CLOSED:
+            self.discard(client)
+        return _mcp_error(exc, self.target.uri)
+
+    async def _serve(self, *, task_status: TaskStatus[_Live]) -> None:
+        """Hold the client open in the gateway's task group until stopped; never raise into it once started."""
+        stop, stopped = anyio.Event(), anyio.Event()
+        live: _Live | None = None
+        try:
+            with anyio.CancelScope() as scope:
+                scope.deadline = anyio.current_time() + self.connect_timeout_s
+                async with Client(_server_arg(self.target), read_timeout_seconds=None) as client:
+                    scope.deadline = math.inf
+                    live = _Live(client=client, stop=stop, stopped=stopped)
+                    task_status.started(live)
+                    await stop.wait()
+            if live is None:
+                raise AgentToolTimeout(
+                    f"the MCP server of {self.target.uri} did not connect within {self.connect_timeout_s:g} s",
+                    reason="connect_timeout",
+                    seconds=self.connect_timeout_s,
+                )
+        except AgentToolError:
+            raise
+        except Exception as exc:
+            if live is None:
+                raise PeerConnectionError(f"cannot connect to the MCP server of {self.target.uri}: {exc}") from exc
+            logger.warning("the MCP connection for %s ended: %s", self.target.uri, exc)
+        finally:
+            stopped.set()
+
+
+@dataclass
+class _Call:
+    scope: anyio.CancelScope
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class MCPPeer(Peer):
+    """One tool of an MCP server."""
+
+    def __init__(self, target: MCPTarget, connection: MCPConnection) -> None:
+        self.uri = target.uri
+        self.tool = target.tool
+        self._connection = connection
+        self._calls: dict[str, _Call] = {}
+
+    async def send(self, params: TaskSendParams) -> Task:
+        task_id = params.id or _new_task_id()
+        client, arguments = await self._prepare(params)
+        events: list[StreamItem] = []
+        await self._call(client, arguments, task_id, events.append)
+        return _fold_task(task_id, params, events)
+
+    @asynccontextmanager
+    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
+        task_id = params.id or _new_task_id()
+        client, arguments = await self._prepare(params)
+        send, receive = anyio.create_memory_object_stream[StreamItem | AgentToolError](math.inf)
+        failure: Exception | None = None
+        with receive:
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(self._pump, client, arguments, task_id, send)
+                try:
+                    yield _drain(receive)
+                except Exception as exc:
+                    failure = exc
+                finally:
+                    task_group.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+
+    async def cancel(self, task_id: str) -> bool:
+        call = self._calls.get(task_id)
+        if call is None:
+            return False
+        call.scope.cancel()
+        await call.done.wait()
+        return True
+
+    async def get(self, task_id: str) -> Task:
+        raise PeerProtocolError(f"MCP tools keep no tasks to look up ({self.uri})", reason="unsupported")
+
+    async def card(self) -> AgentCard:
+        tool = await self._connection.tool(self.tool)
+        return AgentCard(
+            name=tool.name,
+            description=tool.description,
+            url=self.uri,
+            skills=[AgentSkill(id=tool.name, name=tool.title or tool.name, description=tool.description)],
+        )
+
+    async def _prepare(self, params: TaskSendParams) -> tuple[Client, dict[str, Any]]:
+        """Connect (bounded by the connect deadline) and map the input, before any idle clock starts."""
+        client = await self._connection.client()
+        return client, _arguments(params.message, await self._connection.tool(self.tool))
+
+    async def _pump(
+        self,
+        client: Client,
+        arguments: dict[str, Any],
+        task_id: str,
+        send: MemoryObjectSendStream[StreamItem | AgentToolError],
+    ) -> None:
+        with send:
+            try:
+                await self._call(client, arguments, task_id, send.send_nowait)
+            except AgentToolError as exc:
+                send.send_nowait(exc)
+
+    async def _call(
+        self, client: Client, arguments: dict[str, Any], task_id: str, emit: Callable[[StreamItem], object]
+    ) -> None:
+        """Run the tool call: emit its progress as it arrives, then its result, ending with a final status."""
+        seq = itertools.count()
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            emit(_progress_event(next(seq), task_id, value, total, message))
+
+        call = self._calls[task_id] = _Call(scope=anyio.CancelScope())
+        result: mcp_types.CallToolResult | None = None
+        failure: str | None = None
+        try:
+            with call.scope:
+                try:
+                    result = await client.call_tool(self.tool, arguments, progress_callback=on_progress)
+                except MCPError as exc:
+                    if exc.code == CONNECTION_CLOSED:
+                        raise self._connection.error_for(client, exc) from exc
+                    failure = f"MCP error {exc.code}: {exc.message}"
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
+                    self._connection.discard(client)
+                    raise PeerConnectionError(f"the connection to the MCP server of {self.uri} broke: {exc}") from exc
+        finally:
+            self._calls.pop(task_id, None)
+            call.done.set()
+        for event in _final_events(seq, task_id, result, failure, canceled=call.scope.cancel_called):
+            emit(event)
+
+
+def _server_arg(target: MCPTarget) -> StdioServerParameters | str:
+    if isinstance(target, MCPStdioTarget):
+        return StdioServerParameters(
+            command=target.command, args=list(target.args), env=dict(target.env) or None, cwd=target.cwd
+        )
+    return target.url
+
+
+async def _drain(receive: MemoryObjectReceiveStream[StreamItem | AgentToolError]) -> AsyncIterator[StreamItem]:
+    async for item in receive:
+        if isinstance(item, AgentToolError):
+            raise item
+        yield item
+
+
+def _arguments(message: Message, tool: mcp_types.Tool) -> dict[str, Any]:
+    data = [part.data for part in message.parts if isinstance(part, DataPart)]
+    if data:
+        merged: dict[str, Any] = {}
+        for item in data:
+            merged.update(item)
+        return merged
+    return {_text_argument(tool): message.text}
+
+
+def _text_argument(tool: mcp_types.Tool) -> str:
+    schema = tool.input_schema or {}
+    properties: dict[str, Any] = schema.get("properties") or {}
+    strings = [name for name, spec in properties.items() if isinstance(spec, dict) and spec.get("type") == "string"]
+    required = [name for name in strings if name in (schema.get("required") or [])]
+    if len(required) == 1:
+        return required[0]
+    if "input" in properties:
+        return "input"
+    if len(strings) == 1:
+        return strings[0]
+    raise PeerProtocolError(
+        f"cannot tell which argument of MCP tool {tool.name!r} takes the text input "
+        f"(string arguments: {', '.join(strings) or 'none'}); pass the arguments as a dict",
+        reason="bad_input",
+    )
+
+
+def _progress_event(seq: int, task_id: str, value: float, total: float | None, message: str | None) -> StatusEvent:
+    parts: list[Part] = [DataPart(data={"progress": value, "total": total})]
+    if message:
+        parts.insert(0, TextPart(text=message))
+    status = A2ATaskStatus(state=TaskState.WORKING, message=Message(role="agent", parts=parts))
+    return StatusEvent(seq=seq, id=task_id, status=status)
+
+
+def _final_events(
+    seq: Iterator[int],
+    task_id: str,
+    result: mcp_types.CallToolResult | None,
+    failure: str | None,
+    *,
+    canceled: bool,
+) -> Iterator[StreamItem]:
+    if result is None:
+        state = TaskState.CANCELED if canceled or failure is None else TaskState.FAILED
+        message = Message.agent(failure) if failure else None
+        yield StatusEvent(seq=next(seq), id=task_id, status=A2ATaskStatus(state=state, message=message), final=True)
+        return
+    parts = _parts(result)
+    cost = _cost(result)
+    if result.is_error:
+        text = "".join(p.text for p in parts if isinstance(p, TextPart)) or "the tool reported an error"
+        status = A2ATaskStatus(state=TaskState.FAILED, message=Message.agent(text))
+        yield StatusEvent(seq=next(seq), id=task_id, status=status, final=True, cost_usd=cost)
+        return
+    if parts:
+        yield ArtifactEvent(seq=next(seq), id=task_id, artifact=Artifact(parts=parts, index=0))
+    status = A2ATaskStatus(state=TaskState.COMPLETED)
+    yield StatusEvent(seq=next(seq), id=task_id, status=status, final=True, cost_usd=cost)
+
+
+def _parts(result: mcp_types.CallToolResult) -> list[Part]:
+    parts: list[Part] = []
+    for block in result.content:
+        if isinstance(block, mcp_types.TextContent):
+            parts.append(TextPart(text=block.text))
+        elif isinstance(block, mcp_types.ImageContent | mcp_types.AudioContent):
+            parts.append(FilePart(file=FileContent(mime_type=block.mime_type, bytes=block.data)))
+        elif isinstance(block, mcp_types.EmbeddedResource):
+            resource = block.resource
+            if isinstance(resource, mcp_types.TextResourceContents):
+                parts.append(TextPart(text=resource.text, metadata={"uri": str(resource.uri)}))
+            else:
+                parts.append(FilePart(file=FileContent(uri=str(resource.uri), mime_type=resource.mime_type, bytes=resource.blob)))
+        elif isinstance(block, mcp_types.ResourceLink):
+            parts.append(FilePart(file=FileContent(name=block.name, uri=str(block.uri), mime_type=block.mime_type)))
+    if isinstance(result.structured_content, dict):
+        parts.append(DataPart(data=result.structured_content))
+    return parts
+
+
+def _cost(result: mcp_types.CallToolResult) -> float | None:
+    cost = (result.meta or {}).get("cost_usd")
+    return float(cost) if isinstance(cost, int | float) else None
+
+
+def _fold_task(task_id: str, params: TaskSendParams, events: list[StreamItem]) -> Task:
+    """The Task a sync caller sees: the artifacts and the final status of the call's events."""
+    artifacts = [event.artifact for event in events if isinstance(event, ArtifactEvent)]
+    final = next(event for event in reversed(events) if isinstance(event, StatusEvent) and event.final)
+    metadata: dict[str, Any] = {"cost_usd": final.cost_usd} if final.cost_usd is not None else {}
+    return Task(id=task_id, session_id=params.session_id, status=final.status, artifacts=artifacts, metadata=metadata)
+
+
+def _mcp_error(exc: MCPError, uri: str) -> AgentToolError:
+    if exc.code == CONNECTION_CLOSED:
+        return PeerConnectionError(f"the MCP server of {uri} closed the connection: {exc.message}")
+    return PeerProtocolError(f"the MCP server of {uri} answered error {exc.code}: {exc.message}", reason="bad_answer")
+
+
+def _new_task_id() -> str:
+    return "mcp_" + uuid.uuid4().hex[:16]

@@ -1,0 +1,164 @@
+"""Limits of an agent-tool call: idle timeout, budget, per-request timeout, connect and headers deadlines.
+
+Real time, kept short. Against the scripted agent over HTTP on loopback and in-process.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import anyio
+import pytest
+from agent_server import create_app
+from agent_server.testing import Probe, scripted_agent
+from agent_tool_support import call_events, progress_texts, silent_server, types_of
+from servers import free_port, serve_app
+
+from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionError
+
+pytestmark = pytest.mark.anyio
+
+PROBE = Probe()
+
+
+@pytest.fixture(scope="module")
+def server_url() -> Iterator[str]:
+    with serve_app(create_app(scripted_agent(probe=PROBE))) as url:
+        yield url
+
+
+@pytest.fixture(params=["http", "local"])
+async def agent(request: pytest.FixtureRequest, server_url: str) -> AsyncIterator[tuple[Gateway, str]]:
+    async with Gateway() as gateway:
+        uri = server_url if request.param == "http" else gateway.register_local_agent("scripted", scripted_agent(probe=PROBE))
+        yield gateway, uri
+
+
+async def test_idle_timeout_ends_the_call_promptly_and_the_remote_task_ends_canceled(agent: tuple[Gateway, str]) -> None:
+    gateway, uri = agent
+    idle = 0.3
+    gateway.add_agent_tool("sleeper", uri, mode="streaming", streaming={"idle_timeout_secs": idle})
+    started = time.monotonic()
+    with pytest.raises(AgentToolTimeout) as caught:
+        await gateway.call_tool("sleeper", "sleep 30", run_id="r-idle")
+    elapsed = time.monotonic() - started
+    assert idle <= elapsed < idle + 0.5
+    error = caught.value
+    assert error.reason == "idle_timeout" and error.partial is not None and error.partial.chunks == 1
+    task = await gateway.peer(uri).get(error.partial.task_id or "")
+    assert task.status.state.value == "canceled"
+    assert PROBE.canceled_at(task.id) is not None, "the agent's own code saw the cancellation"
+    events = await call_events(gateway, "r-idle")
+    assert types_of(events) == ["invoked", "progress", "terminated"]
+    assert events[1].fields["state"] == "working", "the line received before the silence is in the log"
+    terminated = events[-1].fields
+    assert terminated["reason"] == "idle_timeout"
+    assert terminated["cancel_sent"] is True and terminated["cancel_acknowledged"] is True
+
+
+async def test_a_stream_that_keeps_talking_outlives_the_idle_timeout_and_timeout_ms(agent: tuple[Gateway, str]) -> None:
+    gateway, uri = agent
+    gateway.add_agent_tool("talker", uri, mode="streaming", timeout_ms=200, streaming={"idle_timeout_secs": 0.25})
+    started = time.monotonic()
+    result = await gateway.call_tool("talker", "stream 6 0.1 0")
+    assert time.monotonic() - started > 0.5
+    assert result.state == "completed" and result.text.count("chunk-") == 6
+
+
+async def test_budget_stops_on_the_chunk_that_crosses_it_and_the_remote_task_ends_canceled(
+    agent: tuple[Gateway, str],
+) -> None:
+    gateway, uri = agent
+    gateway.add_agent_tool("spender", uri, mode="streaming", budget={"max_cost_usd": 0.0035})
+    with pytest.raises(BudgetExceeded) as caught:
+        await gateway.call_tool("spender", "stream 200 0.01 0.001", run_id="r-budget")
+    partial = caught.value.partial
+    assert partial is not None
+    assert partial.text == "chunk-0 chunk-1 chunk-2 ", "the crossing chunk is not passed on"
+    assert partial.cost_usd == pytest.approx(0.004) and caught.value.cost_usd == pytest.approx(0.004)
+    task = await gateway.peer(uri).get(partial.task_id or "")
+    assert task.status.state.value == "canceled"
+    assert PROBE.canceled_at(task.id) is not None
+    events = await call_events(gateway, "r-budget")
+    assert progress_texts(events) == ["chunk-0 ", "chunk-1 ", "chunk-2 "]
+    terminated = events[-1]
+    assert terminated.type == "agent_tool_terminated" and terminated.fields["reason"] == "budget_exceeded"
+    assert terminated.fields["rejected_chunk"]["artifact"]["parts"][0]["text"] == "chunk-3 "
+    assert terminated.fields["accumulated_cost_usd"] == pytest.approx(0.004)
+    assert terminated.fields["cancel_acknowledged"] is True
+
+
+async def test_budget_in_sync_and_conversational_modes_is_checked_on_each_reply(agent: tuple[Gateway, str]) -> None:
+    gateway, uri = agent
+    gateway.add_agent_tool("sync_spender", uri, budget={"max_cost_usd": 0.02})
+    gateway.add_agent_tool("chat_spender", uri, mode="conversational", budget={"max_cost_usd": 0.02})
+    for name in ("sync_spender", "chat_spender"):
+        with pytest.raises(BudgetExceeded) as caught:
+            await gateway.call_tool(name, "stream 3 0.001 0.01", run_id=f"r-{name}")
+        assert caught.value.partial is not None and caught.value.partial.text == ""
+        events = await call_events(gateway, f"r-{name}")
+        assert types_of(events) == ["invoked", "terminated"], "the reply over budget is not passed on"
+        terminated = events[-1].fields
+        assert terminated["reason"] == "budget_exceeded"
+        assert terminated["cancel_sent"] is False, "the task had already completed: nothing to cancel"
+        assert terminated["rejected_reply"] == "chunk-0 chunk-1 chunk-2 "
+
+
+async def test_timeout_ms_bounds_a_sync_request_and_cancels_the_task(agent: tuple[Gateway, str]) -> None:
+    gateway, uri = agent
+    gateway.add_agent_tool("slow", uri, timeout_ms=300)
+    started = time.monotonic()
+    with pytest.raises(AgentToolTimeout) as caught:
+        await gateway.call_tool("slow", "sleep 30", run_id="r-timeout")
+    assert 0.3 <= time.monotonic() - started < 0.8
+    assert caught.value.reason == "timeout"
+    task = await gateway.peer(uri).get(caught.value.partial.task_id or "")  # type: ignore[union-attr]
+    assert task.status.state.value == "canceled"
+    terminated = (await call_events(gateway, "r-timeout"))[-1].fields
+    assert (terminated["reason"], terminated["cancel_acknowledged"]) == ("timeout", True)
+
+
+async def test_a_peer_that_never_sends_headers_fails_at_the_headers_deadline() -> None:
+    with silent_server() as url:
+        async with Gateway(headers_timeout_s=0.3, cancel_timeout_s=0.2) as gateway:
+            gateway.add_agent_tool("mute", url, mode="streaming", streaming={"idle_timeout_secs": 30})
+            started = time.monotonic()
+            with pytest.raises(AgentToolTimeout) as caught:
+                await gateway.call_tool("mute", "hello", run_id="r-mute")
+            assert 0.3 <= time.monotonic() - started < 0.6
+            assert caught.value.reason == "headers_timeout"
+            events = await call_events(gateway, "r-mute")
+            assert types_of(events) == ["invoked", "error"] and events[-1].fields["kind"] == "headers_timeout"
+
+            gateway.add_agent_tool("mute_sync", url, timeout_ms=300)
+            started = time.monotonic()
+            with pytest.raises(AgentToolTimeout) as sync_caught:
+                await gateway.call_tool("mute_sync", "hello", run_id="r-mute-sync")
+            assert 0.3 <= time.monotonic() - started < 0.3 + 0.2 + 0.3, "timeout_ms, then the cancel's own deadline"
+            terminated = (await call_events(gateway, "r-mute-sync"))[-1].fields
+            assert sync_caught.value.reason == "timeout"
+            assert terminated["cancel_sent"] is True and terminated["cancel_acknowledged"] is False
+
+
+async def test_a_refused_connection_fails_at_once_with_a_connection_error() -> None:
+    async with Gateway() as gateway:
+        gateway.add_agent_tool("nobody", f"http://127.0.0.1:{free_port()}", mode="streaming")
+        started = time.monotonic()
+        with pytest.raises(PeerConnectionError, match="cannot reach"):
+            await gateway.call_tool("nobody", "hello", run_id="r-refused")
+        assert time.monotonic() - started < 1.0
+        assert types_of(await call_events(gateway, "r-refused")) == ["invoked", "error"]
+
+
+async def test_a_call_cancelled_by_its_caller_cancels_the_task_and_is_recorded(agent: tuple[Gateway, str]) -> None:
+    gateway, uri = agent
+    gateway.add_agent_tool("abandoned", uri, mode="streaming")
+    with anyio.move_on_after(0.2):
+        await gateway.call_tool("abandoned", "stream 200 0.01 0", run_id="r-abandoned")
+    events = await call_events(gateway, "r-abandoned")
+    terminated = events[-1].fields
+    assert events[-1].type == "agent_tool_terminated" and terminated["reason"] == "cancelled"
+    assert terminated["cancel_acknowledged"] is True and len(progress_texts(events)) >= 3
+    task = await gateway.peer(uri).get(terminated["task_id"])
+    assert task.status.state.value == "canceled"

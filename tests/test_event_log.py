@@ -1,0 +1,174 @@
+"""The event log, memory and SQLite behind one interface: per-run seq, reads from a seq, live follow."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import orjson
+import pytest
+
+from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log
+from gateway.events import Event, EventType
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+async def log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventLog]:
+    store: EventLog = MemoryEventLog() if request.param == "memory" else SQLiteEventLog(tmp_path / "events.db")
+    try:
+        yield store
+    finally:
+        await store.aclose()
+
+
+def _event(run_id: str, n: int) -> Event:
+    return Event.create(EventType.AGENT_TOOL_PROGRESS, run_id, chunk_index=n, text=f"t{n}")
+
+
+async def test_append_assigns_gapless_seq_per_run_and_read_returns_from_a_seq(log: EventLog) -> None:
+    stored = [await log.append(_event("a", n)) for n in range(5)]
+    other = await log.append(_event("b", 0))
+    assert [e.seq for e in stored] == [0, 1, 2, 3, 4]
+    assert other.seq == 0
+    events = await log.read("a")
+    assert [(e.seq, e.fields["text"]) for e in events] == [(n, f"t{n}") for n in range(5)]
+    assert [e.seq for e in await log.read("a", after_seq=2)] == [3, 4]
+    assert [e.seq for e in await log.read("a", after_seq=0, limit=2)] == [1, 2]
+    assert await log.read("missing") == []
+
+
+async def test_concurrent_appends_to_one_run_never_share_a_seq(log: EventLog) -> None:
+    async with anyio.create_task_group() as tg:
+        for n in range(40):
+            tg.start_soon(log.append, _event("r", n))
+    assert [e.seq for e in await log.read("r")] == list(range(40))
+
+
+async def test_follow_gives_stored_then_live_events_and_ends_when_the_run_closes(log: EventLog) -> None:
+    await log.append(_event("r", 0))
+    seen: list[tuple[int, float]] = []
+
+    async def follower() -> None:
+        async for event in log.follow("r"):
+            seen.append((event.seq, time.monotonic()))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(follower)
+        await anyio.sleep(0.05)
+        assert [s for s, _ in seen] == [0]
+        appended_at = time.monotonic()
+        await log.append(_event("r", 1))
+        await anyio.sleep(0.05)
+        assert [s for s, _ in seen] == [0, 1]
+        assert seen[1][1] - appended_at < 0.04, "a live follower is woken by the append, not by polling"
+        await log.append(_event("r", 2))
+        await log.close_run("r")
+    assert [s for s, _ in seen] == [0, 1, 2]
+
+
+async def test_follow_from_a_seq_of_a_closed_run_returns_the_rest_and_stops(log: EventLog) -> None:
+    for n in range(4):
+        await log.append(_event("r", n))
+    await log.close_run("r")
+    with anyio.fail_after(2):
+        assert [e.seq async for e in log.follow("r", after_seq=1)] == [2, 3]
+    assert await log.is_closed("r") and not await log.is_closed("other")
+
+
+async def test_as_ndjson_writes_one_event_per_line(log: EventLog) -> None:
+    for n in range(3):
+        await log.append(_event("r", n))
+    lines = [line async for line in log.as_ndjson("r", after_seq=0)]
+    assert all(line.endswith(b"\n") for line in lines)
+    decoded = [orjson.loads(line) for line in lines]
+    assert [(d["seq"], d["run_id"], d["type"], d["text"]) for d in decoded] == [
+        (1, "r", "agent_tool_progress", "t1"),
+        (2, "r", "agent_tool_progress", "t2"),
+    ]
+    await log.close_run("r")
+    followed = [line async for line in log.as_ndjson("r", follow=True)]
+    assert len(followed) == 3
+
+
+async def test_list_runs_is_newest_first(log: EventLog) -> None:
+    for run_id in ("first", "second", "third"):
+        await log.append(_event(run_id, 0))
+    await log.append(_event("first", 1))
+    assert await log.list_runs() == ["third", "second", "first"]
+    assert await log.list_runs(limit=2) == ["third", "second"]
+
+
+async def test_aclose_ends_waiting_followers(log: EventLog) -> None:
+    done = anyio.Event()
+
+    async def follower() -> None:
+        async for _ in log.follow("open-run"):
+            pass
+        done.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(follower)
+        await anyio.sleep(0.02)
+        await log.aclose()
+        with anyio.fail_after(2):
+            await done.wait()
+
+
+async def test_sqlite_log_is_wal_durable_on_reopen_and_readable_by_another_connection(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    log = SQLiteEventLog(path)
+    for n in range(3):
+        await log.append(_event("r", n))
+    with sqlite3.connect(path) as other:
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert other.execute("SELECT COUNT(*) FROM events WHERE run_id = 'r'").fetchone()[0] == 3
+    await log.close_run("r")
+    await log.aclose()
+    reopened = SQLiteEventLog(path)
+    try:
+        assert [e.seq for e in await reopened.read("r")] == [0, 1, 2]
+        assert (await reopened.append(_event("r", 3))).seq == 3
+        assert await reopened.is_closed("r")
+    finally:
+        await reopened.aclose()
+
+
+async def test_sqlite_follower_sees_appends_made_through_another_log_instance(tmp_path: Path) -> None:
+    """Another instance stands for another process: its appends are found by the follower's periodic re-read."""
+    path = tmp_path / "events.db"
+    reader = SQLiteEventLog(path, cross_process_poll_s=0.05)
+    writer = SQLiteEventLog(path)
+    try:
+        seen: list[int] = []
+
+        async def follower() -> None:
+            async for event in reader.follow("r"):
+                seen.append(event.seq)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follower)
+            for n in range(3):
+                await writer.append(_event("r", n))
+            await writer.close_run("r")
+            with anyio.fail_after(2):
+                while len(seen) < 3:
+                    await anyio.sleep(0.01)
+        assert seen == [0, 1, 2]
+    finally:
+        await writer.aclose()
+        await reader.aclose()
+
+
+def test_open_event_log_specs(tmp_path: Path) -> None:
+    assert isinstance(open_event_log("memory"), MemoryEventLog)
+    sqlite_log = open_event_log(f"sqlite:{tmp_path / 'e.db'}")
+    assert isinstance(sqlite_log, SQLiteEventLog)
+    anyio.run(sqlite_log.aclose)
+    for bad in ("redis://x", "sqlite:", ""):
+        with pytest.raises(ValueError, match="expected 'memory' or 'sqlite:PATH'"):
+            open_event_log(bad)

@@ -1,0 +1,148 @@
+"""MCP tools as agents: the SDK's MCPServer over stdio (a spawned command) and over streamable HTTP.
+
+Modes, limits and events behave as with A2A agents; progress notifications become progress
+events; cancel is MCP cancellation and reaches the tool's code.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import anyio
+import pytest
+from agent_tool_support import call_events, progress_texts, types_of
+from mcp_servers import tools as mcp_tools
+from mcp_servers.http_server import build_app
+from servers import serve_app
+
+from gateway import AgentTaskFailed, AgentToolTimeout, Gateway, PeerConnectionError, PeerProtocolError
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    with serve_app(build_app()) as url:
+        yield url
+
+
+@pytest.fixture(params=["stdio", "http"])
+def server(request: pytest.FixtureRequest, http_url: str, tmp_path: Path) -> tuple[str, str, Path]:
+    """(transport, URI of the MCP server without its #TOOL, directory where stdio cancels are marked)."""
+    if request.param == "stdio":
+        query = f"args=-m+tests.mcp_servers.stdio_server&cwd={quote(str(ROOT))}&env=SWITCHBOARD_MCP_MARKERS={quote(str(tmp_path))}"
+        return "stdio", f"mcp+stdio:{quote(sys.executable)}?{query}", tmp_path
+    return "http", f"mcp+{http_url}/mcp", tmp_path
+
+
+@pytest.fixture
+async def gateway() -> AsyncIterator[Gateway]:
+    async with Gateway() as gateway:
+        yield gateway
+
+
+async def _was_cancelled(transport: str, markers: Path, text: str) -> bool:
+    with anyio.move_on_after(2):
+        while not (text in mcp_tools.CANCELLED if transport == "http" else (markers / text).exists()):
+            await anyio.sleep(0.01)
+        return True
+    return False
+
+
+async def test_sync_streaming_and_conversational_modes(gateway: Gateway, server: tuple[str, str, Path]) -> None:
+    _, base, _ = server
+    gateway.add_agent_tool("echo", base + "#echo")
+    gateway.add_agent_tool("count", base + "#count", mode="streaming")
+    gateway.add_agent_tool("chat", base + "#echo", mode={"conversational": {"max_turns": 3}})
+
+    result = await gateway.call_tool("echo", "hello", run_id="r-sync")
+    assert (result.text, result.state) == ("echo: hello", "completed")
+    assert types_of(await call_events(gateway, "r-sync")) == ["invoked", "completed"]
+
+    streamed = await gateway.call_tool("count", "sheep", run_id="r-stream")
+    assert (streamed.text, streamed.state) == ("counted 3 for sheep", "completed")
+    assert streamed.artifacts[0].parts[-1].data == {"result": "counted 3 for sheep"}  # type: ignore[union-attr]
+    events = await call_events(gateway, "r-stream")
+    assert types_of(events) == ["invoked", "progress", "progress", "progress", "progress", "completed"]
+    assert progress_texts(events) == ["step 1 of sheep", "step 2 of sheep", "step 3 of sheep", "counted 3 for sheep"]
+    notes = [e.fields for e in events if e.fields.get("kind") == "status"]
+    assert [n["data"][0] for n in notes] == [{"progress": float(i), "total": 3.0} for i in (1, 2, 3)]
+
+    chat = await gateway.call_tool("chat", "hi")
+    assert (chat.turns, chat.state, chat.text) == (1, "completed", "echo: hi"), "a tool call completes in one turn"
+
+    by_arguments = await gateway.call_tool("count", {"text": "goats", "n": 2, "delay": 0})
+    assert by_arguments.text == "counted 2 for goats" and by_arguments.chunks == 3
+
+
+async def test_idle_timeout_sends_mcp_cancellation_that_reaches_the_tool(gateway: Gateway, server: tuple[str, str, Path]) -> None:
+    transport, base, markers = server
+    gateway.add_agent_tool("hang", base + "#hang", mode="streaming", streaming={"idle_timeout_secs": 0.3})
+    with pytest.raises(AgentToolTimeout) as caught:
+        await gateway.call_tool("hang", f"idle-{transport}", run_id="r-idle")
+    assert caught.value.reason == "idle_timeout", "connecting (spawning the stdio server) is not idle time"
+    assert await _was_cancelled(transport, markers, f"idle-{transport}")
+    started = time.monotonic()
+    with pytest.raises(AgentToolTimeout):
+        await gateway.call_tool("hang", f"again-{transport}")
+    assert time.monotonic() - started < 0.3 + 0.5
+    events = await call_events(gateway, "r-idle")
+    assert types_of(events) == ["invoked", "progress", "terminated"]
+    assert progress_texts(events) == [f"started idle-{transport}"]
+    assert events[-1].fields["cancel_acknowledged"] is True
+
+
+async def test_timeout_ms_cancels_a_sync_call(gateway: Gateway, server: tuple[str, str, Path]) -> None:
+    transport, base, markers = server
+    gateway.add_agent_tool("echo", base + "#echo")
+    await gateway.call_tool("echo", "connect first")
+    gateway.add_agent_tool("hang", base + "#hang", timeout_ms=300)
+    started = time.monotonic()
+    with pytest.raises(AgentToolTimeout) as caught:
+        await gateway.call_tool("hang", f"sync-{transport}", run_id="r-timeout")
+    assert 0.3 <= time.monotonic() - started < 0.8
+    assert caught.value.reason == "timeout"
+    assert await _was_cancelled(transport, markers, f"sync-{transport}")
+    assert (await call_events(gateway, "r-timeout"))[-1].fields["cancel_acknowledged"] is True
+
+
+async def test_tool_errors_and_unknown_tools_fail_the_call(gateway: Gateway, server: tuple[str, str, Path]) -> None:
+    _, base, _ = server
+    gateway.add_agent_tool("fail", base + "#fail", mode="streaming")
+    gateway.add_agent_tool("nope", base + "#nope")
+    with pytest.raises(AgentTaskFailed, match="cannot do this") as failed:
+        await gateway.call_tool("fail", "this", run_id="r-fail")
+    assert failed.value.state == "failed"
+    assert (await call_events(gateway, "r-fail"))[-1].fields["kind"] == "task_failed"
+    with pytest.raises(PeerProtocolError, match="no tool 'nope'.*count, crash, echo, fail, hang"):
+        await gateway.call_tool("nope", "x")
+    card = await gateway.peer(base + "#count").card()
+    assert card.name == "count" and card.description == "Count to n, reporting progress at each step."
+
+
+async def test_a_stdio_server_that_dies_mid_call_fails_the_call_and_the_next_call_reconnects(
+    gateway: Gateway, tmp_path: Path
+) -> None:
+    base = f"mcp+stdio:{quote(sys.executable)}?args=-m+tests.mcp_servers.stdio_server&cwd={quote(str(ROOT))}"
+    gateway.add_agent_tool("crash", base + "#crash")
+    gateway.add_agent_tool("echo", base + "#echo")
+    assert (await gateway.call_tool("echo", "before")).text == "echo: before"
+    with anyio.fail_after(10), pytest.raises(PeerConnectionError) as caught:
+        await gateway.call_tool("crash", "now", run_id="r-crash")
+    assert types_of(await call_events(gateway, "r-crash")) == ["invoked", "error"]
+    assert caught.value.reason == "connection_error"
+    with anyio.fail_after(10):
+        assert (await gateway.call_tool("echo", "after")).text == "echo: after"
+
+
+async def test_a_stdio_command_that_cannot_start_is_a_connection_error(gateway: Gateway, tmp_path: Path) -> None:
+    gateway.add_agent_tool("broken", f"mcp+stdio:{tmp_path}/no-such-command#tool")
+    with pytest.raises(PeerConnectionError, match="cannot connect to the MCP server"):
+        await gateway.call_tool("broken", "x", run_id="r-broken")
+    assert types_of(await call_events(gateway, "r-broken")) == ["invoked", "error"]
