@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .cli_commands import add_call, add_chat, add_events, add_gateway
+
 Subparsers = Any  # argparse's _SubParsersAction, which is private
 Command = Callable[[Subparsers], None]
 
@@ -154,7 +156,7 @@ def _agent_at(spec: str) -> Any:
     return target
 
 
-COMMANDS: list[Command] = [_add_serve]
+COMMANDS: list[Command] = [_add_serve, add_gateway, add_call, add_chat, add_events]
 
 
 def _parser() -> argparse.ArgumentParser:

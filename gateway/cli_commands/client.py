@@ -1,0 +1,41 @@
+"""What the commands that talk to a running gateway share: its URL, and errors a person can act on."""
+
+from __future__ import annotations
+
+import os
+
+import httpx
+import orjson
+
+GATEWAY_URL_ENV = "SWITCHBOARD_GATEWAY_URL"
+DEFAULT_GATEWAY_URL = "http://127.0.0.1:8080"
+GATEWAY_URL_HELP = f"the gateway service (default: ${GATEWAY_URL_ENV} or {DEFAULT_GATEWAY_URL})"
+
+
+class CommandFailed(Exception):
+    """The command ran but did not succeed; printed as one line on stderr, exit code 1."""
+
+
+def default_gateway_url() -> str:
+    return os.environ.get(GATEWAY_URL_ENV) or DEFAULT_GATEWAY_URL
+
+
+def gateway_client(url: str) -> httpx.Client:
+    """No read timeout: a followed run may stay quiet for a long time."""
+    return httpx.Client(base_url=url.rstrip("/"), timeout=httpx.Timeout(10.0, read=None))
+
+
+def unreachable(url: str, exc: httpx.TransportError) -> CommandFailed:
+    return CommandFailed(
+        f"cannot reach the gateway at {url} ({exc}); start one with `switchboard gateway` or pass --gateway URL"
+    )
+
+
+def refused(response: httpx.Response) -> CommandFailed:
+    """The gateway's own error message when it sent one, else the status line."""
+    response.read()
+    try:
+        message = orjson.loads(response.content)["error"]["message"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        message = response.text.strip() or response.reason_phrase
+    return CommandFailed(f"the gateway answered {response.status_code}: {message}")

@@ -1,0 +1,101 @@
+"""``switchboard gateway [--config FILE]``: run the gateway service until Ctrl-C or SIGTERM.
+
+The configuration is checked before anything starts; every problem is printed with its
+file (or environment variable), key and reason, and the exit code is 2. A remote agent
+that cannot be reached at start also stops it (exit code 1). SIGTERM and Ctrl-C shut
+down gracefully: runs still going end ``run_failed``, stores are closed, exit code 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+from ..config import ConfigError, GatewayConfig, load_config
+from ..service import ServiceError, create_gateway_app
+
+GRACEFUL_SHUTDOWN_S = 3
+
+
+def add_gateway(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "gateway",
+        help="run the gateway service (HTTP API + A2A binding)",
+        description=(
+            "Serve the gateway: its management API, sessions with live NDJSON events, and the A2A-NDJSON binding. "
+            "Settings come from --config FILE (TOML), then SWITCHBOARD_* environment variables, then --host/--port."
+        ),
+    )
+    parser.add_argument("--config", "-c", default=None, metavar="FILE", help="TOML file (see docs/configuration.md)")
+    parser.add_argument("--host", default=None, help="interface to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=None, help="port to listen on (default 8080)")
+    parser.add_argument("--check", action="store_true", help="only check the configuration, print it, and exit")
+    parser.set_defaults(run=run_gateway)
+
+
+def run_gateway(args: argparse.Namespace) -> int:
+    overrides = {key: value for key, value in (("gateway.host", args.host), ("gateway.port", args.port)) if value is not None}
+    try:
+        config = load_config(args.config, overrides=overrides)
+    except ConfigError as exc:
+        print(f"switchboard gateway: invalid configuration:\n{exc}", file=sys.stderr)
+        return 2
+    if args.check:
+        sys.stdout.write(config.model_dump_json(indent=2) + "\n")
+        return 0
+    logging.basicConfig(level=config.gateway.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if config.gateway.log_level != "debug":
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+    try:
+        app = create_gateway_app(config, origin=args.config or "configuration")
+    except ConfigError as exc:
+        print(f"switchboard gateway: invalid configuration:\n{exc}", file=sys.stderr)
+        return 2
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=config.gateway.host,
+            port=config.gateway.port,
+            log_level=config.gateway.log_level,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        )
+    )
+    print(_banner(config), file=sys.stderr, flush=True)
+    signal.signal(signal.SIGTERM, _exit_cleanly)
+    try:
+        server.run()
+    except SystemExit as exc:
+        if exc.code not in (0, None) and not server.started:
+            return _could_not_start(app.state)
+        return 0
+    return 0 if server.started else _could_not_start(app.state)
+
+
+def _could_not_start(state: Any) -> int:
+    """Uvicorn exits when the lifespan fails (a remote agent down) or the port is taken; say why in one line."""
+    reason = getattr(state, "startup_error", None)
+    message = reason.message if isinstance(reason, ServiceError) else str(reason or "see the log above")
+    print(f"switchboard gateway: could not start: {message}", file=sys.stderr)
+    return 1
+
+
+def _banner(config: GatewayConfig) -> str:
+    agents = ", ".join(f"{a.name} ({'remote ' + a.url if a.url else 'local, ' + a.model})" for a in config.agents)
+    return (
+        f"switchboard gateway {config.gateway.name!r} on http://{config.gateway.host}:{config.gateway.port}\n"
+        f"  agents: {agents}; starting agent: {config.starting_agent}\n"
+        f"  tools: {', '.join(t.name for t in config.tools) or 'none'}\n"
+        f"  stores: sessions={config.stores.sessions} events={config.stores.events} tasks={config.stores.tasks}"
+        f" (data dir {config.gateway.data_dir})"
+    )
+
+
+def _exit_cleanly(signum: int, frame: FrameType | None) -> None:
+    """Uvicorn re-raises SIGTERM after its graceful shutdown; by then all is closed, so exit 0."""
+    raise SystemExit(0)

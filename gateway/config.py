@@ -1,0 +1,390 @@
+"""The gateway's configuration: one TOML file, environment overrides, checked before anything starts.
+
+``load_config(path)`` reads the file, applies the environment (gateway/config_env.py),
+validates everything with pydantic and cross-checks names (handoffs and tools must name
+something defined). Every problem is reported at once as ``ConfigError``, one line per
+problem, each naming where the value came from, its key and the reason::
+
+    gateway.toml: tools[0].mode: unknown mode 'fast' (expected sync, streaming, conversational)
+
+See docs/configuration.md for the reference.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .config_env import Overrides, apply_environment
+from .errors import InvalidAgentURI
+from .uri import parse_agent_uri
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8080
+DEFAULT_DATA_DIR = ".switchboard"
+DEFAULT_AGENT_NAME = "assistant"
+MODES = ("sync", "streaming", "conversational")
+HISTORY_POLICIES = ("full", "summary", "structured")
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_PYTHON_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LOCAL_ONLY = ("instructions", "model", "base_url", "api_key_env", "handoffs", "tools")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ServerConfig(_Strict):
+    """``[gateway]``: where the service listens and what it calls itself."""
+
+    host: str = DEFAULT_HOST
+    port: int = Field(DEFAULT_PORT, ge=1, le=65535)
+    name: str = Field("switchboard", min_length=1)
+    description: str | None = None
+    public_url: str | None = None
+    data_dir: str = DEFAULT_DATA_DIR
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    max_body_bytes: int = Field(1 << 20, ge=1)
+
+
+class LimitsConfig(_Strict):
+    """``[limits]``: bounds of one user turn."""
+
+    max_handoffs_per_turn: int = Field(5, ge=0)
+    max_tool_iterations: int = Field(10, ge=0)
+
+
+class SwarmConfig(_Strict):
+    """``[swarm]``: who answers first and what an agent sees after a transfer."""
+
+    starting_agent: str | None = None
+    history: Literal["full", "summary", "structured"] = "full"
+
+
+class StoresConfig(_Strict):
+    """``[stores]``: ``memory``, ``sqlite`` (a file under ``data_dir``) or ``sqlite:PATH``."""
+
+    sessions: str = "sqlite"
+    events: str = "sqlite"
+    tasks: str = "memory"
+
+    @field_validator("sessions", "events", "tasks")
+    @classmethod
+    def _store_spec(cls, value: str) -> str:
+        if value in ("memory", "sqlite") or (value.startswith("sqlite:") and len(value) > len("sqlite:")):
+            return value
+        raise ValueError(f"unknown store {value!r} (expected memory, sqlite or sqlite:PATH)")
+
+
+class AgentConfig(_Strict):
+    """One ``[[agents]]`` entry: a local agent (instructions, model, ...) or a remote one (``url``)."""
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    url: str | None = None
+    instructions: str = "You are a helpful agent."
+    model: str = "offline"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    handoffs: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+
+    @property
+    def is_remote(self) -> bool:
+        return self.url is not None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if value != value.strip():
+            raise ValueError(f"agent name {value!r} has spaces around it")
+        return value
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None:
+            check_agent_url(value)
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str) -> str:
+        if value == "offline" or (value.startswith("openai:") and len(value) > len("openai:")):
+            return value
+        raise ValueError(f"unknown model {value!r} (expected offline or openai:MODEL_NAME, e.g. openai:gpt-4o-mini)")
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _api_key_env(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError(f"{value!r} is not an environment variable name (the key itself goes in the environment)")
+        return value
+
+    @model_validator(mode="after")
+    def _remote_or_local(self) -> AgentConfig:
+        if self.url is not None:
+            mixed = [key for key in _LOCAL_ONLY if key in self.model_fields_set]
+            if mixed:
+                raise ValueError(
+                    f"a remote agent (with url) runs elsewhere and takes no {', '.join(mixed)}; "
+                    "remove them, or remove url to define a local agent"
+                )
+        return self
+
+
+class ToolConfig(_Strict):
+    """One ``[[tools]]`` entry (also the body of ``POST /tools``): an agent callable as a tool."""
+
+    name: str
+    agent: str
+    mode: str = "sync"
+    max_turns: int | None = Field(None, ge=1)
+    timeout_ms: int = Field(30_000, gt=0)
+    max_cost_usd: float | None = Field(None, ge=0)
+    idle_timeout_secs: float = Field(30.0, gt=0)
+    description: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _TOOL_NAME.match(value):
+            raise ValueError(f"tool name {value!r} is not valid (1-64 letters, digits, '_' or '-')")
+        return value
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, value: str) -> str:
+        try:
+            parse_agent_uri(value)
+        except InvalidAgentURI as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, value: str) -> str:
+        if value not in MODES:
+            raise ValueError(f"unknown mode {value!r} (expected {', '.join(MODES)})")
+        return value
+
+    @model_validator(mode="after")
+    def _turns_only_when_conversational(self) -> ToolConfig:
+        if self.max_turns is not None and self.mode != "conversational":
+            raise ValueError(f"max_turns applies to mode 'conversational' only, not {self.mode!r}")
+        return self
+
+    def gateway_mode(self) -> str | dict[str, Any]:
+        """The ``mode`` argument of ``Gateway.add_agent_tool``."""
+        if self.mode == "conversational" and self.max_turns is not None:
+            return {"conversational": {"max_turns": self.max_turns}}
+        return self.mode
+
+
+class GatewayConfig(_Strict):
+    """The whole file. With no agents at all, one offline agent named ``assistant`` answers."""
+
+    gateway: ServerConfig = Field(default_factory=ServerConfig)
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    swarm: SwarmConfig = Field(default_factory=SwarmConfig)
+    stores: StoresConfig = Field(default_factory=StoresConfig)
+    agents: list[AgentConfig] = Field(default_factory=list)
+    tools: list[ToolConfig] = Field(default_factory=list)
+
+    @property
+    def starting_agent(self) -> str:
+        if self.swarm.starting_agent is not None:
+            return self.swarm.starting_agent
+        return self.agents[0].name if self.agents else DEFAULT_AGENT_NAME
+
+    def with_default_agent(self) -> GatewayConfig:
+        """This config, plus the default agent when it defines none."""
+        if self.agents:
+            return self
+        default = AgentConfig(name=DEFAULT_AGENT_NAME, instructions="You are a helpful assistant.")
+        return self.model_copy(update={"agents": [default]})
+
+    def store_path(self, spec: str, default_file: str) -> str | None:
+        """The SQLite file a store spec names (``sqlite`` alone: ``data_dir/default_file``); None for memory."""
+        if spec == "memory":
+            return None
+        if spec == "sqlite":
+            return str(Path(self.gateway.data_dir) / default_file)
+        return spec.removeprefix("sqlite:")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong: where the value came from, its key, and why it is refused."""
+
+    origin: str
+    key: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.origin}: {self.key}: {self.reason}" if self.key else f"{self.origin}: {self.reason}"
+
+
+class ConfigError(ValueError):
+    """The configuration cannot be used; ``problems`` lists each reason, the message shows them all."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("\n".join(str(problem) for problem in problems))
+        self.problems = problems
+
+
+def load_config(
+    path: str | Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> GatewayConfig:
+    """Read ``path`` (None: defaults only), apply the environment, then ``overrides`` (``"gateway.port"`` -> value).
+
+    ``overrides`` are what command-line flags set; they win over the file and the environment.
+    """
+    origin = str(path) if path is not None else "configuration"
+    data = _read_toml(Path(path)) if path is not None else {}
+    env = os.environ if environ is None else environ
+    applied = apply_environment(data, env)
+    if applied.problems:
+        raise ConfigError([Problem(source, format_loc(loc), reason) for source, loc, reason in applied.problems])
+    for dotted, value in (overrides or {}).items():
+        applied.set_value(dotted.split("."), value, f"--{dotted.rsplit('.', 1)[-1].replace('_', '-')}")
+    return validate_config(applied.data, origin, applied)
+
+
+def validate_config(
+    data: dict[str, Any], origin: str = "configuration", overrides: Overrides | None = None
+) -> GatewayConfig:
+    """Validate plain data (a parsed file, with overrides already applied) into a GatewayConfig."""
+    where = overrides or Overrides(data)
+    try:
+        config = GatewayConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError([_problem(error, origin, where) for error in exc.errors()]) from None
+    problems = [Problem(where.origin_of(loc, origin), format_loc(loc), reason) for loc, reason in _cross_check(config)]
+    if problems:
+        raise ConfigError(problems)
+    return config.with_default_agent()
+
+
+def check_agent_url(url: str) -> str:
+    """An agent registered by URL speaks the A2A binding over http(s); anything else is refused with the reason."""
+    if not url.lower().startswith(("http://", "https://")):
+        raise ValueError(
+            f"{url!r} is not an http:// or https:// URL; agents registered by URL speak the A2A binding over HTTP"
+        )
+    try:
+        parse_agent_uri(url)
+    except InvalidAgentURI as exc:
+        raise ValueError(str(exc)) from None
+    return url
+
+
+def is_python_ref(value: str) -> bool:
+    """``package.module:attribute``, how a local agent names a Python function tool."""
+    return bool(_PYTHON_REF.match(value))
+
+
+def format_loc(loc: tuple[str | int, ...]) -> str:
+    """``("tools", 0, "mode")`` -> ``tools[0].mode``."""
+    out = ""
+    for item in loc:
+        if isinstance(item, int):
+            out += f"[{item}]"
+        else:
+            out += ("." if out else "") + str(item)
+    return out
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError([Problem(str(path), "", "no such file")]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([Problem(str(path), "", f"cannot be read: {exc}")]) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError([Problem(str(path), "", f"is not valid TOML: {exc}")]) from None
+
+
+def _problem(error: Any, origin: str, where: Overrides) -> Problem:
+    loc = tuple(error["loc"])
+    allowed = _allowed_keys(loc[:-1]) if error["type"] == "extra_forbidden" else []
+    return Problem(where.origin_of(loc, origin), format_loc(loc), describe_error(error, allowed))
+
+
+def describe_error(error: Any, allowed: list[str] | None = None) -> str:
+    """One pydantic error as a reason a person can act on (``allowed``: the keys accepted there)."""
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"unknown key {error['loc'][-1]!r}" + (f" (expected one of: {', '.join(allowed)})" if allowed else "")
+    if kind == "value_error":
+        return str(error["ctx"]["error"])
+    if kind == "missing":
+        return "is required"
+    return f"{error['msg']} (got {error['input']!r})"
+
+
+def _allowed_keys(loc: tuple[str | int, ...]) -> list[str]:
+    """The keys the model at ``loc`` accepts, found by walking the schema."""
+    model: Any = GatewayConfig
+    for item in loc:
+        if isinstance(item, int):
+            continue
+        field = model.model_fields.get(item)
+        if field is None:
+            return []
+        annotation = field.annotation
+        args = getattr(annotation, "__args__", ())
+        model = args[0] if args and isinstance(args[0], type) else annotation
+    return list(model.model_fields) if isinstance(model, type) and issubclass(model, BaseModel) else []
+
+
+def _cross_check(config: GatewayConfig) -> list[tuple[tuple[str | int, ...], str]]:
+    """Names must be unique and every reference must name something defined."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    agents: dict[str, AgentConfig] = {}
+    for index, agent in enumerate(config.agents):
+        if agent.name in agents:
+            problems.append((("agents", index, "name"), f"another agent is already named {agent.name!r}"))
+        agents.setdefault(agent.name, agent)
+    tools: set[str] = set()
+    for index, tool in enumerate(config.tools):
+        if tool.name in tools:
+            problems.append((("tools", index, "name"), f"another tool is already named {tool.name!r}"))
+        tools.add(tool.name)
+    known_agents = ", ".join(agents) or "none"
+    for index, agent in enumerate(config.agents):
+        for position, target in enumerate(agent.handoffs):
+            if target not in agents:
+                where = ("agents", index, "handoffs", position)
+                problems.append((where, f"no agent named {target!r} (defined: {known_agents})"))
+            elif target == agent.name:
+                problems.append((("agents", index, "handoffs", position), "an agent cannot hand off to itself"))
+        for position, name in enumerate(agent.tools):
+            if name not in tools and not is_python_ref(name):
+                defined = ", ".join(sorted(tools)) or "none"
+                problems.append(
+                    (
+                        ("agents", index, "tools", position),
+                        f"no tool named {name!r} (define it under [[tools]] (defined: {defined}) "
+                        "or name a Python function as package.module:function)",
+                    )
+                )
+    starting = config.swarm.starting_agent
+    if starting is not None and starting not in agents and (agents or starting != DEFAULT_AGENT_NAME):
+        problems.append((("swarm", "starting_agent"), f"no agent named {starting!r} (defined: {known_agents})"))
+    return problems

@@ -1,0 +1,18 @@
+"""The gateway as an HTTP service: management API, live NDJSON runs, and the A2A binding on one port."""
+
+from .app import ENDPOINTS, create_gateway_app
+from .build import build_service
+from .core import AgentUnreachable, ApiErrorCode, Conflict, GatewayService, NotFound, RemoteSpec, ServiceError
+
+__all__ = [
+    "ENDPOINTS",
+    "AgentUnreachable",
+    "ApiErrorCode",
+    "Conflict",
+    "GatewayService",
+    "NotFound",
+    "RemoteSpec",
+    "ServiceError",
+    "build_service",
+    "create_gateway_app",
+]

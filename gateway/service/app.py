@@ -1,0 +1,139 @@
+"""The gateway's Starlette app: the management API and, on the same port, the A2A-NDJSON binding.
+
+Paths (docs/gateway-service.md has bodies and examples)::
+
+    GET  /health                         liveness and a count of agents and tools
+    GET  /agents  POST /agents           the swarm's agents; register a remote one by URL
+    GET  /agents/{name}  DELETE ...      one agent; forget a remote one
+    GET  /tools   POST /tools            agent tools; define one
+    GET  /tools/{name}  DELETE ...       one tool; remove it
+    POST /tools/{name}/call              call a tool directly (JSON result, or NDJSON events)
+    POST /sessions/{id}/messages         one user turn; its events as NDJSON, live
+    GET  /sessions/{id}  DELETE ...      a session's state; forget it
+    GET  /runs                           runs in the event log, newest first
+    GET  /runs/{run_id}/events           a run's events after a seq, then live with follow=1
+    POST /tasks/*, GET /tasks/{id}, GET /.well-known/agent.json
+                                         the A2A-NDJSON binding: the gateway as an agent
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from agent_server import create_app
+from protocol import ErrorCode
+
+from ..config import GatewayConfig
+from . import routes_agents, routes_runs, routes_sessions, routes_tools
+from .binding import swarm_agent
+from .build import build_service, store_spec
+from .core import GatewayService
+from .http import error_response, guarded, json_response, service_of
+
+
+DEFAULT_MAX_BODY_BYTES = 1 << 20
+ENDPOINTS = (
+    "GET /health",
+    "GET|POST /agents",
+    "GET|DELETE /agents/{name}",
+    "GET|POST /tools",
+    "GET|DELETE /tools/{name}",
+    "POST /tools/{name}/call",
+    "POST /sessions/{id}/messages",
+    "GET|DELETE /sessions/{id}",
+    "GET /runs",
+    "GET /runs/{run_id}/events",
+    "POST /tasks/send|sendSubscribe|get|cancel|resubscribe",
+    "GET /tasks/{id}",
+    "GET /.well-known/agent.json",
+)
+
+
+def create_gateway_app(
+    source: GatewayConfig | GatewayService,
+    *,
+    origin: str = "configuration",
+    task_store: str = "memory",
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    public_url: str | None = None,
+) -> Starlette:
+    """The app for a configuration (parts built now, started by the lifespan) or for a service you assembled.
+
+    With a GatewayConfig, ``task_store``, ``max_body_bytes`` and ``public_url`` come from
+    it and the keyword arguments are ignored. The app owns the service: its lifespan
+    starts it and closes every part at shutdown. A failed start (a remote agent that
+    cannot be reached) is also kept in ``app.state.startup_error``.
+    """
+    if isinstance(source, GatewayConfig):
+        service = build_service(source, origin)
+        task_store = store_spec(source, source.stores.tasks, "tasks.db")
+        max_body_bytes = source.gateway.max_body_bytes
+        public_url = source.gateway.public_url
+    else:
+        service = source
+    binding = create_app(swarm_agent(service), store=task_store, max_body_bytes=max_body_bytes, public_url=public_url)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            await service.__aenter__()
+        except Exception as exc:
+            app.state.startup_error = exc
+            raise
+        try:
+            async with binding.router.lifespan_context(binding):
+                app.state.service = service
+                app.state.max_body_bytes = max_body_bytes
+                yield
+        finally:
+            await service.__aexit__(None, None, None)
+
+    routes = [
+        Route("/", guarded(_index), methods=["GET"]),
+        Route("/health", guarded(_health), methods=["GET"]),
+        *routes_agents.routes,
+        *routes_tools.routes,
+        *routes_sessions.routes,
+        *routes_runs.routes,
+        Route("/tasks/{rest:path}", binding),
+        Route("/.well-known/agent.json", binding),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_exception})
+
+
+async def _health(request: Request) -> Response:
+    service = service_of(request)
+    return json_response(
+        {
+            "status": "ok",
+            "name": service.name,
+            "starting_agent": service.starting_agent.name,
+            "agents": len(service.agents()),
+            "tools": len(service.gateway.tools),
+        }
+    )
+
+
+async def _index(request: Request) -> Response:
+    return json_response({"name": service_of(request).name, "endpoints": list(ENDPOINTS)})
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        message = f"no such endpoint: {request.method} {request.url.path}; the gateway serves {', '.join(ENDPOINTS)}"
+        return error_response(404, ErrorCode.METHOD_NOT_FOUND, message)
+    if exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "another method")
+        message = f"{request.method} is not allowed on {request.url.path}; use {allowed}"
+        response = error_response(405, ErrorCode.INVALID_REQUEST, message)
+        response.headers["allow"] = allowed
+        return response
+    return error_response(exc.status_code, ErrorCode.INVALID_REQUEST, str(exc.detail))

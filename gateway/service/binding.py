@@ -1,0 +1,50 @@
+"""The gateway as an agent: its swarm behind the A2A-NDJSON binding, so one gateway can be another's agent.
+
+Each task runs one swarm turn on the swarm session named by the task's ``sessionId``
+(the same sessions ``/sessions/{id}`` uses), and streams the answer's text as it is
+produced. When no text was streamed (a non-streaming model), the turn's final content
+is sent at the end. The card lists every agent of the swarm as a skill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+from agent_server import HostedAgent, TaskContext, TextChunk
+from protocol import AgentCard, AgentSkill
+
+from ..events import EventType
+from .core import GatewayService
+
+
+@dataclass
+class SwarmAgent(HostedAgent):
+    """A HostedAgent whose card is read from the live swarm (agents registered later show up)."""
+
+    service: GatewayService | None = None
+
+    def card(self, url: str) -> AgentCard:
+        if self.service is not None and self.service.running:
+            members = self.service.agents().items()
+            self.skills = [AgentSkill(id=name, name=name, description=member.specialty) for name, member in members]
+        return super().card(url)
+
+
+def swarm_agent(service: GatewayService) -> SwarmAgent:
+    async def run(ctx: TaskContext) -> AsyncIterator[Any]:
+        if not ctx.text.strip():
+            raise ValueError("the message has no text: send the user's words as a text part")
+        streamed = False
+        async with aclosing(service.runner.run_stream(ctx.session_id, ctx.text)) as events:
+            async for event in events:
+                if event.type == EventType.TEXT_DELTA.value and event.fields.get("text"):
+                    streamed = True
+                    yield TextChunk(str(event.fields["text"]))
+                elif event.type == EventType.RUN_COMPLETED.value and not streamed and event.fields.get("content"):
+                    yield str(event.fields["content"])
+
+    description = service.description or f"A Switchboard gateway; its swarm starts with {service.starting_agent_name!r}."
+    return SwarmAgent(name=service.name, handler=run, description=description, service=service)

@@ -1,0 +1,459 @@
+"""The gateway service's working parts, without HTTP: the swarm, the agent tools, the stores, the runs.
+
+``GatewayService`` is what every route acts on. ``async with service:`` enters the
+Gateway (pooled HTTP client, local agents), connects the remote agents it was given,
+and owns a task group in which runs started over HTTP live, so a run goes on when the
+client that started it disconnects (it can be read again from the event log). Leaving
+the block cancels runs still going (they end ``run_failed``) and closes every part:
+the Gateway, the session store, the event log and whatever ``closers`` were given.
+
+Agents change at run time (``register_remote``, ``remove_agent``): each change builds a
+new Runner over the same stores; a run already going keeps the Runner it started with.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
+
+from protocol import ErrorCode
+
+from ..agent_result import AgentToolResult
+from ..agent_tool import AgentTool, ToolInput
+from ..config import ToolConfig, check_agent_url
+from ..errors import AgentToolError
+from ..event_log import EventLog, MemoryEventLog
+from ..gateway import Gateway
+from ..recorder import new_run_id
+from ..swarm import Agent, FullHistory, HistoryPolicy, MemorySessionStore, RemoteAgent, Runner, SessionStore, SwarmError
+from ..swarm.agent import SwarmMember
+from .run_tap import RunTap, watch_first_append
+
+logger = logging.getLogger("gateway.service")
+
+Closer = Callable[[], Awaitable[None]]
+
+
+class ApiErrorCode(enum.IntEnum):
+    """The service's own error codes, next to the A2A ones of protocol.ErrorCode (same JSON-RPC server range)."""
+
+    NOT_FOUND = -32010
+    CONFLICT = -32011
+    AGENT_UNREACHABLE = -32012
+    AGENT_TOOL_FAILED = -32013
+    RUN_FAILED = -32014
+
+
+class ServiceError(Exception):
+    """A request the service refuses; ``status`` is the HTTP status, ``code`` the error code, ``data`` details."""
+
+    status = 400
+    code: int = ErrorCode.INVALID_PARAMS
+
+    def __init__(self, message: str, *, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+
+class NotFound(ServiceError):
+    status = 404
+    code = ApiErrorCode.NOT_FOUND
+
+
+class Conflict(ServiceError):
+    status = 409
+    code = ApiErrorCode.CONFLICT
+
+
+class AgentUnreachable(ServiceError):
+    status = 502
+    code = ApiErrorCode.AGENT_UNREACHABLE
+
+
+@dataclass(frozen=True)
+class RemoteSpec:
+    """A remote agent to connect when the service starts (its card is fetched then)."""
+
+    url: str
+    name: str | None = None
+    description: str | None = None
+    handoff_from: tuple[str, ...] = ()
+
+
+class GatewayService:
+    def __init__(
+        self,
+        starting_agent: SwarmMember | None = None,
+        *,
+        agents: Sequence[SwarmMember] = (),
+        remotes: Sequence[RemoteSpec] = (),
+        starting_agent_name: str | None = None,
+        gateway: Gateway | None = None,
+        session_store: SessionStore | None = None,
+        event_log: EventLog | None = None,
+        max_handoffs_per_turn: int = 5,
+        max_tool_iterations: int = 10,
+        history_policy: HistoryPolicy | None = None,
+        name: str = "switchboard",
+        description: str | None = None,
+        closers: Sequence[Closer] = (),
+    ) -> None:
+        """``starting_agent`` answers first; or name it with ``starting_agent_name`` when it is one of ``remotes``.
+
+        Every part given (Gateway, stores, ``closers``) is closed by the service when it stops;
+        a Gateway given must not be entered yet.
+        """
+        if starting_agent is None and starting_agent_name is None:
+            starting_agent = Agent("assistant", "You are a helpful assistant.")
+        if gateway is not None and event_log is not None and gateway.event_log is not event_log:
+            raise ValueError("give the event log to the Gateway (Gateway(event_log=...)), so tool calls and runs share it")
+        self.event_log = event_log or (gateway.event_log if gateway is not None else MemoryEventLog())
+        self.gateway = gateway or Gateway(event_log=self.event_log)
+        self.session_store = session_store or MemorySessionStore()
+        self.max_handoffs_per_turn = max_handoffs_per_turn
+        self.max_tool_iterations = max_tool_iterations
+        self.history_policy = history_policy or FullHistory()
+        self.name = name
+        self.description = description
+        self._starting: SwarmMember | None = starting_agent
+        self._starting_name = starting_agent.name if starting_agent is not None else starting_agent_name
+        self._extra: list[SwarmMember] = list(agents)
+        self._pending = list(remotes)
+        self._remotes: dict[str, RemoteAgent] = {}
+        self._closers = list(closers)
+        self._tap = RunTap(self.event_log)
+        self._tasks: TaskGroup | None = None
+        self._active_runs: set[str] = set()
+        self._runner: Runner | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def __aenter__(self) -> GatewayService:
+        await self.gateway.__aenter__()
+        try:
+            for spec in self._pending:
+                await self._connect(spec)
+            self._pending = []
+            if self._starting is None:
+                self._starting = self._member(self._starting_name or "")
+            self._rebuild()
+            self._tasks = anyio.create_task_group()
+            await self._tasks.__aenter__()
+        except BaseException:
+            await self._close_parts()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        tasks, self._tasks = self._tasks, None
+        try:
+            if tasks is not None:
+                tasks.cancel_scope.cancel()
+                await tasks.__aexit__(None, None, None)
+        finally:
+            await self._close_parts()
+
+    async def _close_parts(self) -> None:
+        """The Gateway first, outside any new cancel scope (its task group must exit in its own)."""
+        await self._quietly(self.gateway.aclose)
+        with anyio.CancelScope(shield=True):
+            await self._quietly(self.session_store.close)
+            await self._quietly(self.event_log.aclose)
+            for closer in self._closers:
+                await self._quietly(closer)
+
+    @staticmethod
+    async def _quietly(close: Closer) -> None:
+        try:
+            await close()
+        except Exception:
+            logger.exception("closing %r failed", close)
+
+    # -- the swarm ----------------------------------------------------------------------------
+
+    @property
+    def runner(self) -> Runner:
+        if self._runner is None:
+            raise RuntimeError("the gateway service is not running: use `async with service:` first")
+        return self._runner
+
+    @property
+    def running(self) -> bool:
+        return self._runner is not None
+
+    @property
+    def starting_agent_name(self) -> str:
+        return self._starting.name if self._starting is not None else self._starting_name or ""
+
+    @property
+    def starting_agent(self) -> SwarmMember:
+        assert self._starting is not None
+        return self._starting
+
+    def agents(self) -> dict[str, SwarmMember]:
+        """Every agent a conversation can reach, by name."""
+        return self.runner.agents
+
+    def local_agents(self) -> dict[str, Agent]:
+        return {name: member for name, member in self.agents().items() if isinstance(member, Agent)}
+
+    def handoff_sources(self, name: str) -> list[str]:
+        """The local agents that can transfer to ``name``."""
+        return [agent.name for agent in self.local_agents().values() if any(h.name == name for h in agent.handoffs)]
+
+    async def register_remote(
+        self,
+        url: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        handoff_from: Sequence[str] | None = None,
+    ) -> RemoteAgent:
+        """Fetch the card at ``url`` and add the agent; by default the starting agent may transfer to it."""
+        try:
+            check_agent_url(url)
+        except ValueError as exc:
+            raise ServiceError(str(exc), data={"field": "url"}) from None
+        sources = self._default_sources() if handoff_from is None else list(handoff_from)
+        self._check_sources(sources)
+        if name is not None:
+            self._check_free(name)
+        remote = await self._connect(RemoteSpec(url, name, description, tuple(sources)))
+        self._rebuild()
+        return remote
+
+    def remove_agent(self, name: str) -> RemoteAgent:
+        """Forget a remote agent; local agents stop offering the transfer to it."""
+        remote = self._remotes.get(name)
+        if remote is None:
+            if name in self.agents():
+                raise Conflict(
+                    f"agent {name!r} is defined by the configuration, not registered by URL; it cannot be removed"
+                )
+            raise NotFound(f"no agent named {name!r} (agents: {', '.join(sorted(self.agents())) or 'none'})")
+        if self._starting is remote:
+            raise Conflict(f"agent {name!r} is the starting agent; it cannot be removed")
+        for agent in self.local_agents().values():
+            agent.remove_handoff(name)
+        del self._remotes[name]
+        self._extra = [member for member in self._extra if member is not remote]
+        self._rebuild()
+        return remote
+
+    async def _connect(self, spec: RemoteSpec) -> RemoteAgent:
+        try:
+            remote = await RemoteAgent.connect(spec.url, self.gateway, name=spec.name, description=spec.description)
+        except AgentToolError as exc:
+            raise AgentUnreachable(
+                f"cannot fetch the agent card from {spec.url}: {exc.message}", data={"url": spec.url, "reason": exc.reason}
+            ) from None
+        self._check_free(remote.name)
+        for source in spec.handoff_from:
+            self._local(source).add_handoff(remote)
+        self._remotes[remote.name] = remote
+        self._extra.append(remote)
+        return remote
+
+    def _rebuild(self) -> None:
+        runner = Runner(
+            self.starting_agent,
+            session_store=self.session_store,
+            event_log=self._tap,
+            max_handoffs_per_turn=self.max_handoffs_per_turn,
+            max_tool_iterations=self.max_tool_iterations,
+            history_policy=self.history_policy,
+            gateway=self.gateway,
+        )
+        for member in self._extra:
+            runner.register_agent(member)
+        self._runner = runner
+
+    def _member(self, name: str) -> SwarmMember:
+        member = self._members().get(name)
+        if member is None:
+            raise ValueError(f"the starting agent {name!r} is not among the agents given")
+        return member
+
+    def _members(self) -> dict[str, SwarmMember]:
+        """Every agent known so far, also before the first Runner exists (while connecting at start)."""
+        if self._runner is not None:
+            return self._runner.agents
+        found: dict[str, SwarmMember] = {}
+        pending = [m for m in [self._starting, *self._extra] if m is not None]
+        while pending:
+            member = pending.pop(0)
+            if member.name not in found:
+                found[member.name] = member
+                pending.extend(member.handoffs)
+        return found
+
+    def _check_free(self, name: str) -> None:
+        if name in self._members():
+            raise Conflict(f"an agent named {name!r} is already registered; remove it first or register under another name")
+
+    def _default_sources(self) -> list[str]:
+        return [self._starting.name] if isinstance(self._starting, Agent) else []
+
+    def _check_sources(self, sources: Sequence[str]) -> None:
+        for source in sources:
+            self._local(source)
+
+    def _local(self, name: str) -> Agent:
+        members = self._members()
+        member = members.get(name)
+        if not isinstance(member, Agent):
+            local = sorted(n for n, m in members.items() if isinstance(m, Agent))
+            raise ServiceError(
+                f"handoff_from names {name!r}, which is not a local agent (local agents: {', '.join(local) or 'none'})",
+                data={"field": "handoff_from"},
+            )
+        return member
+
+    # -- agent tools --------------------------------------------------------------------------
+
+    def add_tool(self, spec: ToolConfig, attach_to: Sequence[str] = ()) -> AgentTool:
+        """Define an agent tool; ``attach_to`` names local agents whose model may call it."""
+        if spec.name in self.gateway.tools:
+            raise Conflict(f"an agent tool named {spec.name!r} already exists; delete it first")
+        targets = [self._tool_target(name) for name in attach_to]
+        try:
+            tool = self.gateway.add_agent_tool(
+                spec.name,
+                agent=spec.agent,
+                mode=spec.gateway_mode(),
+                timeout_ms=spec.timeout_ms,
+                budget={"max_cost_usd": spec.max_cost_usd},
+                streaming={"idle_timeout_secs": spec.idle_timeout_secs},
+                description=spec.description,
+            )
+        except ValueError as exc:
+            raise ServiceError(str(exc)) from None
+        for agent in targets:
+            agent.add_tool(tool)
+        return tool
+
+    def remove_tool(self, name: str) -> AgentTool:
+        tool = self.get_tool(name)
+        del self.gateway.tools[name]
+        for agent in self.local_agents().values():
+            agent.tools = [t for t in agent.tools if t is not tool]
+        return tool
+
+    def get_tool(self, name: str) -> AgentTool:
+        tool = self.gateway.tools.get(name)
+        if tool is None:
+            raise NotFound(f"no agent tool named {name!r} (tools: {', '.join(sorted(self.gateway.tools)) or 'none'})")
+        return tool
+
+    def tool_users(self, tool: AgentTool) -> list[str]:
+        return [agent.name for agent in self.local_agents().values() if any(t is tool for t in agent.tools)]
+
+    def _tool_target(self, name: str) -> Agent:
+        member = self.agents().get(name)
+        if not isinstance(member, Agent):
+            local = ", ".join(sorted(self.local_agents())) or "none"
+            raise ServiceError(
+                f"attach_to names {name!r}, which is not a local agent (local agents: {local})", data={"field": "attach_to"}
+            )
+        return member
+
+    async def call_tool(self, name: str, input: ToolInput) -> tuple[str, AgentToolResult]:
+        """Call a tool in the caller's task; the run (its own) is closed when the call ends."""
+        tool = self.get_tool(name)
+        run_id = new_run_id()
+        self._active_runs.add(run_id)
+        try:
+            return run_id, await tool.call(input, run_id=run_id)
+        finally:
+            await self._finish_run(run_id)
+
+    async def start_tool_call(self, name: str, input: ToolInput) -> str:
+        """Start a tool call in the background (a dropped client does not stop it); returns its run id."""
+        tool = self.get_tool(name)
+        run_id = new_run_id()
+        self._active_runs.add(run_id)
+        self._task_group().start_soon(self._background_call, tool, input, run_id)
+        return run_id
+
+    async def _background_call(self, tool: AgentTool, input: ToolInput, run_id: str) -> None:
+        try:
+            await tool.call(input, run_id=run_id)
+        except AgentToolError as exc:
+            logger.info("agent tool %s failed (%s): %s", tool.name, exc.reason, exc.message)
+        except Exception:
+            logger.exception("agent tool %s broke", tool.name)
+        finally:
+            await self._finish_run(run_id)
+
+    async def _finish_run(self, run_id: str) -> None:
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.event_log.close_run(run_id)
+            finally:
+                self._active_runs.discard(run_id)
+
+    # -- conversations ------------------------------------------------------------------------
+
+    async def start_turn(self, session_id: str, message: str, context_variables: Mapping[str, Any] | None = None) -> str:
+        """Start one user turn in the background; returns its run id as soon as ``run_started`` is written.
+
+        Errors before the run starts (a broken session store, say) are raised here.
+        """
+        runner = self.runner
+        return await self._task_group().start(self._turn, runner, session_id, message, dict(context_variables or {}))
+
+    async def _turn(
+        self,
+        runner: Runner,
+        session_id: str,
+        message: str,
+        context_variables: dict[str, Any],
+        *,
+        task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        started: list[str] = []
+
+        def on_start(run_id: str) -> None:
+            if not started:
+                started.append(run_id)
+                self._active_runs.add(run_id)
+                task_status.started(run_id)
+
+        watch_first_append(on_start)
+        try:
+            async with aclosing(runner.run_stream(session_id, message, context_variables)) as events:
+                async for _ in events:
+                    pass
+        except (AgentToolError, SwarmError) as exc:
+            if not started:
+                raise
+            logger.info("run %s of session %s failed: %s", started[0], session_id, exc)
+        except Exception:
+            if not started:
+                raise
+            logger.warning("run %s of session %s failed", started[0], session_id, exc_info=True)
+        finally:
+            if started:
+                self._active_runs.discard(started[0])
+
+    async def run_known(self, run_id: str) -> bool:
+        """A run the log has events for, or one this service started and has not written to yet."""
+        if run_id in self._active_runs or await self.event_log.is_closed(run_id):
+            return True
+        return bool(await self.event_log.read(run_id, -1, limit=1))
+
+    def _task_group(self) -> TaskGroup:
+        if self._tasks is None:
+            raise RuntimeError("the gateway service is not running: use `async with service:` first")
+        return self._tasks

@@ -1,0 +1,80 @@
+"""``/agents``: the swarm's members; remote ones are registered by URL (their card is fetched) and removed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..swarm import Agent, RemoteAgent
+from ..swarm.agent import SwarmMember
+from .bodies import RegisterAgentBody
+from .core import GatewayService, NotFound
+from .http import body_limit, guarded, json_response, read_body, service_of
+
+
+def agent_info(service: GatewayService, member: SwarmMember) -> dict[str, Any]:
+    """What the API shows of one agent."""
+    info: dict[str, Any] = {
+        "name": member.name,
+        "starting": member is service.starting_agent,
+        "handoff_from": service.handoff_sources(member.name),
+    }
+    if isinstance(member, RemoteAgent):
+        info.update(
+            kind="remote",
+            url=member.uri,
+            description=member.description,
+            streaming=member.streaming,
+            card=member.card.to_wire(),
+        )
+    elif isinstance(member, Agent):
+        info.update(
+            kind="local",
+            description=member.description or member.specialty,
+            model=type(member.get_model()).__name__,
+            handoffs=[h.name for h in member.handoffs],
+            tools=[t.name for t in member.tools],
+        )
+    else:
+        info.update(kind=type(member).__name__, description=member.specialty)
+    return info
+
+
+async def _list(request: Request) -> Response:
+    service = service_of(request)
+    agents = [agent_info(service, member) for member in service.agents().values()]
+    return json_response({"starting_agent": service.starting_agent.name, "agents": agents})
+
+
+async def _register(request: Request) -> Response:
+    body = await read_body(request, RegisterAgentBody, body_limit(request))
+    service = service_of(request)
+    remote = await service.register_remote(
+        body.url, name=body.name, description=body.description, handoff_from=body.handoff_from
+    )
+    return json_response(agent_info(service, remote), status_code=201, headers={"location": f"/agents/{remote.name}"})
+
+
+async def _get(request: Request) -> Response:
+    service = service_of(request)
+    name = request.path_params["name"]
+    member = service.agents().get(name)
+    if member is None:
+        raise NotFound(f"no agent named {name!r} (agents: {', '.join(sorted(service.agents())) or 'none'})")
+    return json_response(agent_info(service, member))
+
+
+async def _remove(request: Request) -> Response:
+    removed = service_of(request).remove_agent(request.path_params["name"])
+    return json_response({"removed": removed.name, "url": removed.uri})
+
+
+routes = [
+    Route("/agents", guarded(_list), methods=["GET"]),
+    Route("/agents", guarded(_register), methods=["POST"]),
+    Route("/agents/{name}", guarded(_get), methods=["GET"]),
+    Route("/agents/{name}", guarded(_remove), methods=["DELETE"]),
+]

@@ -1,0 +1,50 @@
+"""``/runs``: every run in the event log; one run's events from a seq, replayed then followed live."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .core import NotFound
+from .http import guarded, json_response, ndjson_response, query_bool, query_int, service_of
+
+
+async def _list(request: Request) -> Response:
+    """Newest first, each with what its first event says (session, agent or tool) and whether it ended."""
+    service = service_of(request)
+    limit = query_int(request, "limit", 50, minimum=1, maximum=1000)
+    runs = []
+    for run_id in await service.event_log.list_runs(limit):
+        first = await service.event_log.read(run_id, -1, limit=1)
+        head = first[0] if first else None
+        fields = head.fields if head is not None else {}
+        runs.append(
+            {
+                "run_id": run_id,
+                "closed": await service.event_log.is_closed(run_id),
+                "first_event": head.type if head is not None else None,
+                "started_ms": head.timestamp_ms if head is not None else None,
+                "session_id": fields.get("session_id"),
+                "agent": fields.get("agent"),
+                "tool": fields.get("tool"),
+            }
+        )
+    return json_response({"runs": runs})
+
+
+async def _events(request: Request) -> Response:
+    """``after_seq`` (default -1: from the start) and ``follow`` (1: stay until the run ends)."""
+    service = service_of(request)
+    run_id = request.path_params["run_id"]
+    after_seq = query_int(request, "after_seq", -1, minimum=-1)
+    follow = query_bool(request, "follow")
+    if not await service.run_known(run_id):
+        raise NotFound(f"no run {run_id!r} in the event log (GET /runs lists them)")
+    return ndjson_response(service.event_log.as_ndjson(run_id, after_seq, follow), headers={"x-run-id": run_id})
+
+
+routes = [
+    Route("/runs", guarded(_list), methods=["GET"]),
+    Route("/runs/{run_id}/events", guarded(_events), methods=["GET"]),
+]

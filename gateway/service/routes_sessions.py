@@ -1,0 +1,92 @@
+"""``/sessions/{id}``: post a user message and receive the run's events as NDJSON, live; read or forget a session."""
+
+from __future__ import annotations
+
+import re
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from protocol import ErrorCode, ProtocolError
+
+from ..events import Event, EventType
+from .bodies import MessageBody
+from .core import ApiErrorCode, GatewayService, NotFound
+from .http import body_limit, error_response, guarded, json_response, ndjson_response, read_body, service_of
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")
+
+
+def _session_id(request: Request) -> str:
+    session_id = request.path_params["session_id"]
+    if not _SESSION_ID.match(session_id):
+        raise ProtocolError(
+            ErrorCode.INVALID_PARAMS,
+            f"session id {session_id!r} is not valid (1-128 letters, digits, '.', '_', ':', '~' or '-')",
+        )
+    return session_id
+
+
+async def _post_message(request: Request) -> Response:
+    """The run goes on in the gateway even if this response is dropped; ``GET /runs/{id}/events`` picks it up."""
+    session_id = _session_id(request)
+    body = await read_body(request, MessageBody, body_limit(request))
+    service = service_of(request)
+    run_id = await service.start_turn(session_id, body.message, body.context_variables)
+    headers = {"x-run-id": run_id, "x-session-id": session_id}
+    if body.stream:
+        return ndjson_response(service.event_log.as_ndjson(run_id, follow=True), headers=headers)
+    return await _summary(service, run_id, session_id, headers)
+
+
+async def _summary(service: GatewayService, run_id: str, session_id: str, headers: dict[str, str]) -> Response:
+    """Wait for the run's end; its answer as one JSON object, or its failure as a 502."""
+    count = 0
+    last: Event | None = None
+    async for event in service.event_log.follow(run_id):
+        count += 1
+        last = event
+    if last is None or last.type != EventType.RUN_COMPLETED.value:
+        fields = last.fields if last is not None else {}
+        data = {"run_id": run_id, "session_id": session_id, "error_type": fields.get("error_type")}
+        message = f"the run failed: {fields.get('error', 'it ended without a result')}"
+        return error_response(502, ApiErrorCode.RUN_FAILED, message, data, headers)
+    summary = {
+        "run_id": run_id,
+        "session_id": session_id,
+        "active_agent_name": last.fields.get("active_agent_name"),
+        "content": last.fields.get("content"),
+        "handoffs": last.fields.get("handoffs"),
+        "events": count,
+    }
+    return json_response(summary, headers=headers)
+
+
+async def _get(request: Request) -> Response:
+    session_id = _session_id(request)
+    session = await service_of(request).session_store.load(session_id)
+    if session.version == 0:
+        raise NotFound(f"no session {session_id!r} yet; post a message to /sessions/{session_id}/messages to start it")
+    return json_response(
+        {
+            "session_id": session.id,
+            "active_agent": session.active_agent,
+            "context_variables": session.context_variables,
+            "history": session.history,
+            "version": session.version,
+        }
+    )
+
+
+async def _delete(request: Request) -> Response:
+    session_id = _session_id(request)
+    await service_of(request).session_store.delete(session_id)
+    return json_response({"deleted": session_id})
+
+
+routes = [
+    Route("/sessions/{session_id}/messages", guarded(_post_message), methods=["POST"]),
+    Route("/sessions/{session_id}", guarded(_get), methods=["GET"]),
+    Route("/sessions/{session_id}", guarded(_delete), methods=["DELETE"]),
+]

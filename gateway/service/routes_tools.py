@@ -1,0 +1,80 @@
+"""``/tools``: agents exposed as tools; define, list, remove, and call one directly (JSON, or NDJSON events)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from ..agent_tool import AgentTool
+from ..errors import AgentToolError
+from .bodies import DefineToolBody, ToolCallBody
+from .core import ApiErrorCode, GatewayService
+from .http import body_limit, error_response, guarded, json_response, ndjson_response, read_body, service_of
+
+def tool_info(service: GatewayService, tool: AgentTool) -> dict[str, Any]:
+    return {
+        "name": tool.name,
+        "agent": tool.agent,
+        "mode": tool.mode.kind,
+        "max_turns": tool.mode.max_turns if tool.mode.kind == "conversational" else None,
+        "timeout_ms": tool.timeout_ms,
+        "max_cost_usd": tool.budget.max_cost_usd,
+        "idle_timeout_secs": tool.idle_timeout_s,
+        "description": tool.description,
+        "used_by": service.tool_users(tool),
+    }
+
+
+async def _list(request: Request) -> Response:
+    service = service_of(request)
+    return json_response({"tools": [tool_info(service, tool) for tool in service.gateway.tools.values()]})
+
+
+async def _define(request: Request) -> Response:
+    body = await read_body(request, DefineToolBody, body_limit(request))
+    service = service_of(request)
+    tool = service.add_tool(body, attach_to=body.attach_to)
+    return json_response(tool_info(service, tool), status_code=201, headers={"location": f"/tools/{tool.name}"})
+
+
+async def _get(request: Request) -> Response:
+    service = service_of(request)
+    return json_response(tool_info(service, service.get_tool(request.path_params["name"])))
+
+
+async def _remove(request: Request) -> Response:
+    removed = service_of(request).remove_tool(request.path_params["name"])
+    return json_response({"removed": removed.name})
+
+
+async def _call(request: Request) -> Response:
+    """Sync: the result as JSON (a failure is 502/504 with the partial result). Stream: the call's events."""
+    body = await read_body(request, ToolCallBody, body_limit(request))
+    service = service_of(request)
+    name = request.path_params["name"]
+    if body.stream:
+        run_id = await service.start_tool_call(name, body.input)
+        return ndjson_response(service.event_log.as_ndjson(run_id, follow=True), headers={"x-run-id": run_id})
+    service.get_tool(name)
+    try:
+        run_id, result = await service.call_tool(name, body.input)
+    except AgentToolError as exc:
+        partial = exc.partial.to_dict() if exc.partial is not None else None
+        status = 504 if exc.reason.endswith("timeout") else 502
+        run_id = partial["run_id"] if partial else ""
+        data = {"reason": exc.reason, "run_id": run_id, "partial": partial}
+        message = f"agent tool {name!r} failed ({exc.reason}): {exc.message}"
+        return error_response(status, ApiErrorCode.AGENT_TOOL_FAILED, message, data, {"x-run-id": run_id})
+    return json_response({"run_id": run_id, "result": result.to_dict()}, headers={"x-run-id": run_id})
+
+
+routes = [
+    Route("/tools", guarded(_list), methods=["GET"]),
+    Route("/tools", guarded(_define), methods=["POST"]),
+    Route("/tools/{name}", guarded(_get), methods=["GET"]),
+    Route("/tools/{name}", guarded(_remove), methods=["DELETE"]),
+    Route("/tools/{name}/call", guarded(_call), methods=["POST"]),
+]

@@ -1,0 +1,69 @@
+"""Helpers for the gateway service tests: agents on loopback, a gateway app on loopback, NDJSON reading."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+import httpx
+import orjson
+from servers import serve_app
+
+from agent_server import HostedAgent, TaskContext, TextChunk, create_app
+from agent_server.testing import scripted_agent
+from gateway import Agent, MemoryEventLog, MemorySessionStore
+from gateway.service import GatewayService, RemoteSpec, create_gateway_app
+
+
+def billing_agent(pause_s: float = 0.0) -> HostedAgent:
+    """A remote specialist that answers in two chunks."""
+
+    async def billing(ctx: TaskContext) -> AsyncIterator[Any]:
+        yield TextChunk("Billing here: ", cost_usd=0.001)
+        await anyio.sleep(pause_s)
+        yield TextChunk("your refund is on its way.", cost_usd=0.001)
+
+    return HostedAgent("billing", billing, description="Billing: refunds, double charges, invoices and payments.")
+
+
+@contextmanager
+def agent_server(agent: HostedAgent | None = None) -> Iterator[str]:
+    """An agent server on loopback; by default the scripted agent (its messages are commands)."""
+    with serve_app(create_app(agent or scripted_agent("scripted"))) as url:
+        yield url
+
+
+def triage_service(*, remotes: tuple[RemoteSpec, ...] = (), **options: Any) -> GatewayService:
+    """A local offline triage agent in front, memory stores."""
+    triage = Agent("triage", "Route customers to the right specialist.")
+    return GatewayService(
+        triage, remotes=remotes, session_store=MemorySessionStore(), event_log=MemoryEventLog(), **options
+    )
+
+
+@contextmanager
+def gateway_server(service: GatewayService) -> Iterator[str]:
+    with serve_app(create_gateway_app(service)) as url:
+        yield url
+
+
+def client(url: str) -> httpx.Client:
+    return httpx.Client(base_url=url, timeout=10)
+
+
+def lines_of(response: httpx.Response) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in response.text.splitlines() if line]
+
+
+def timed_lines(response: httpx.Response) -> list[tuple[float, dict[str, Any]]]:
+    """Each NDJSON line with the monotonic time it arrived."""
+    return [(time.monotonic(), orjson.loads(line)) for line in response.iter_lines() if line]
+
+
+def error_of(response: httpx.Response) -> dict[str, Any]:
+    body = response.json()
+    assert set(body) == {"error"}, body
+    return body["error"]

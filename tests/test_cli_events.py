@@ -1,0 +1,77 @@
+"""``switchboard events``: a run's events from a gateway service; ``--follow`` sees a live run to its end."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from gateway_service_support import agent_server, client, gateway_server, lines_of
+
+from gateway import MemoryEventLog, MemorySessionStore
+from gateway.cli import main
+from gateway.service import GatewayService, RemoteSpec
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def gateway_url() -> Iterator[str]:
+    """The scripted remote agent answers first, so ``stream N INTERVAL`` makes a slow run."""
+    with agent_server() as agent_url:
+        service = GatewayService(
+            starting_agent_name="slow",
+            remotes=[RemoteSpec(agent_url, "slow")],
+            session_store=MemorySessionStore(),
+            event_log=MemoryEventLog(),
+        )
+        with gateway_server(service) as url:
+            yield url
+
+
+def test_follow_prints_a_live_run_from_the_start_until_it_ends(gateway_url: str) -> None:
+    with client(gateway_url) as http, http.stream("POST", "/sessions/ev/messages", json={"message": "stream 10 0.25"}) as run:
+        run_id = run.headers["x-run-id"]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "events", run_id, "--follow", "--gateway", gateway_url],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        assert process.stdout is not None
+        arrivals = [(time.monotonic(), orjson.loads(line)) for line in process.stdout]
+        assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
+        streamed = [orjson.loads(line) for line in run.iter_lines() if line]
+    events = [event for _, event in arrivals]
+    assert [e["seq"] for e in events] == list(range(len(events))) and events[-1]["type"] == "run_completed"
+    assert events == streamed  # exactly what the client of the session saw
+    deltas = [at for at, event in arrivals if event["type"] == "text_delta"]
+    assert deltas[-1] - deltas[0] >= 0.4  # later chunks were printed as the run produced them
+
+
+def test_without_follow_it_prints_what_is_stored_from_a_seq(gateway_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with client(gateway_url) as http:
+        response = http.post("/sessions/ev2/messages", json={"message": "stream 2 0.01"})
+        run_id = response.headers["x-run-id"]
+        stored = lines_of(response)
+    assert main(["events", run_id, "--gateway", gateway_url]) == 0
+    assert [orjson.loads(line) for line in capsys.readouterr().out.splitlines()] == stored
+    assert main(["events", run_id, "--gateway", gateway_url, "--after-seq", "2"]) == 0
+    assert [orjson.loads(line)["seq"] for line in capsys.readouterr().out.splitlines()] == [e["seq"] for e in stored[3:]]
+
+
+def test_an_unknown_run_and_an_unreachable_gateway_exit_1_with_a_message(
+    gateway_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["events", "run_nope", "--gateway", gateway_url]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "switchboard events: the gateway answered 404: no run 'run_nope' in the event log (GET /runs lists them)"
+    )
+    assert main(["events", "run_nope", "--gateway", "http://127.0.0.1:1"]) == 1
+    assert "cannot reach the gateway at http://127.0.0.1:1" in capsys.readouterr().err

@@ -1,0 +1,104 @@
+"""``switchboard gateway --config FILE`` as a real process: it starts, answers, and stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from servers import free_port
+
+from gateway.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _start(config: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "gateway", "gateway", "--config", str(config), *extra],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def _wait_for_health(url: str, process: subprocess.Popen[str]) -> dict[str, object]:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the gateway exited with {process.returncode}: {process.communicate()[1]}")
+        try:
+            return httpx.get(f"{url}/health", timeout=0.5).json()
+        except httpx.TransportError:
+            time.sleep(0.05)
+    pytest.fail("the gateway did not come up")
+
+
+def test_it_serves_the_configured_swarm_and_terminates_cleanly(tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f'[gateway]\nport = 1\nname = "desk"\ndata_dir = "{tmp_path / "data"}"\n\n'
+        '[[agents]]\nname = "frontdesk"\ninstructions = "Greet visitors."\n',
+        encoding="utf-8",
+    )
+    process = _start(config, "--port", str(port))
+    url = f"http://127.0.0.1:{port}"
+    try:
+        health = _wait_for_health(url, process)
+        assert health == {"status": "ok", "name": "desk", "starting_agent": "frontdesk", "agents": 1, "tools": 0}
+        answer = httpx.post(f"{url}/sessions/s/messages", json={"message": "hello", "stream": False}, timeout=10).json()
+        assert answer["active_agent_name"] == "frontdesk"
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            _, stderr = process.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            pytest.fail(f"the gateway did not stop on SIGTERM: {process.communicate()[1]}")
+    assert process.returncode == 0, stderr
+    assert f"switchboard gateway 'desk' on http://127.0.0.1:{port}" in stderr and "Application shutdown complete" in stderr
+    assert {p.name for p in (tmp_path / "data").iterdir()} >= {"events.db", "sessions.db"}
+
+
+def test_a_bad_configuration_exits_2_naming_file_key_and_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text('[[tools]]\nname = "t"\nagent = "http://127.0.0.1:9"\nmode = "fast"\n', encoding="utf-8")
+    assert main(["gateway", "--config", str(config)]) == 2
+    assert capsys.readouterr().err == (
+        "switchboard gateway: invalid configuration:\n"
+        f"{config}: tools[0].mode: unknown mode 'fast' (expected sync, streaming, conversational)\n"
+    )
+
+
+def test_check_prints_the_effective_configuration(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text("[limits]\nmax_tool_iterations = 4\n", encoding="utf-8")
+    monkeypatch.setenv("SWITCHBOARD_PORT", "9400")
+    assert main(["gateway", "--config", str(config), "--check", "--host", "0.0.0.0"]) == 0
+    effective = json.loads(capsys.readouterr().out)
+    assert effective["gateway"]["port"] == 9400 and effective["gateway"]["host"] == "0.0.0.0"
+    assert effective["limits"]["max_tool_iterations"] == 4 and effective["agents"][0]["name"] == "assistant"
+
+
+def test_an_unreachable_remote_agent_stops_the_start_with_one_clear_line(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f'[gateway]\nport = {free_port()}\n\n[stores]\nsessions = "memory"\nevents = "memory"\n\n'
+        '[[agents]]\nname = "triage"\nhandoffs = ["billing"]\n\n[[agents]]\nname = "billing"\nurl = "http://127.0.0.1:1"\n',
+        encoding="utf-8",
+    )
+    process = _start(config)
+    _, stderr = process.communicate(timeout=20)
+    assert process.returncode == 1
+    assert stderr.rstrip().splitlines()[-1].startswith(
+        "switchboard gateway: could not start: cannot fetch the agent card from http://127.0.0.1:1: cannot reach"
+    )
