@@ -1,0 +1,78 @@
+"""`make demo` end to end: real agent services and a gateway as processes on loopback."""
+
+from __future__ import annotations
+
+import io
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from examples.demo import run_demo
+
+ROOT = Path(__file__).resolve().parent.parent
+_SERVICE_LINE = re.compile(r"^  (\S+)\s+(http://127\.0\.0\.1:\d+)\s+\(pid (\d+)\)$", re.M)
+
+
+def _answers(url: str) -> bool:
+    try:
+        httpx.get(url + "/.well-known/agent.json", timeout=0.5)
+    except httpx.TransportError:
+        return False
+    return True
+
+
+def test_the_demo_scenario_passes_every_step_and_stops_every_service() -> None:
+    out = io.StringIO()
+    steps = run_demo(out)
+    by_title = {s.title.split(". ", 1)[1]: s for s in steps}
+    assert all(s.passed for s in steps), out.getvalue()
+
+    local_to_remote = by_title["local-to-remote handoff"].events
+    assert [(e["source"], e["target"]) for e in local_to_remote if e["type"] == "handoff"] == [("triage", "billing")]
+    remote_to_remote = by_title["remote-to-remote handoff"].events
+    assert [(e["source"], e["target"]) for e in remote_to_remote if e["type"] == "handoff"] == [("billing", "tech")]
+    assert remote_to_remote[-1]["type"] == "run_completed" and remote_to_remote[-1]["active_agent_name"] == "tech"
+
+    for title, reason in (("budget cutoff", "budget_exceeded"), ("idle timeout", "idle_timeout")):
+        ending = by_title[title].events[-1]
+        assert ending["type"] == "agent_tool_terminated"
+        assert ending["reason"] == reason
+        assert ending["cancel_sent"] is True and ending["cancel_acknowledged"] is True
+    budget = by_title["budget cutoff"].events
+    assert budget[-1]["accumulated_cost_usd"] > 0.004
+    assert all(e["accumulated_cost_usd"] <= 0.004 for e in budget if e["type"] == "agent_tool_progress")
+
+    conversational = by_title["agent-as-tool, conversational"].events
+    assert [e["turn"] for e in conversational if e["type"] == "agent_tool_progress"] == [1, 2, 3]
+
+    services = _SERVICE_LINE.findall(out.getvalue())
+    assert {name for name, _, _ in services} == {"billing", "tech", "editor", "researcher", "slow_researcher", "gateway"}
+    assert not any(_answers(url) for _, url, _ in services)
+
+
+@pytest.mark.timeout(60)
+def test_ctrl_c_stops_every_process_the_demo_started() -> None:
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "examples.demo"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert demo.stdout is not None
+    seen: list[str] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        line = demo.stdout.readline()
+        seen.append(line)
+        if line.startswith("ready in") or not line:
+            break
+    services = _SERVICE_LINE.findall("".join(seen))
+    assert len(services) == 6, "".join(seen)
+    demo.send_signal(signal.SIGINT)
+    rest, _ = demo.communicate(timeout=20)
+    assert demo.returncode == 130, rest
+    assert "interrupted" in rest
+    assert not any(_answers(url) for _, url, _ in services)
