@@ -38,6 +38,7 @@ class ServiceGroup:
         self.services: list[Service] = []
 
     def start(self, name: str, args: Sequence[str], url: str, ready_path: str) -> Service:
+        """Run ``python -m gateway ARGS`` (a ``switchboard`` command) in the background."""
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         with open(self.log_dir / f"{name}.log", "wb") as log:
             process = subprocess.Popen(
