@@ -10,15 +10,13 @@ and streams every answer as it arrives. Offline model, loopback only.
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-import uvicorn
 
-from agent_server import Handoff, HostedAgent, TaskContext, create_app
+from agent_server import Handoff, HostedAgent, TaskContext
+from examples._loopback import free_port, serve_agent
 from gateway import Agent, Gateway, Runner
 
 TECH_WORDS = ("crash", "error", "bug", "broken")
@@ -55,26 +53,6 @@ def escalation_agent() -> HostedAgent:
     return HostedAgent("escalation", escalation, description="Human escalations.")
 
 
-@asynccontextmanager
-async def serve(agent: HostedAgent, port: int) -> AsyncIterator[str]:
-    """One agent server on 127.0.0.1 inside this event loop, stopped when the block ends."""
-    server = uvicorn.Server(uvicorn.Config(create_app(agent), host="127.0.0.1", port=port, log_level="warning"))
-    async with anyio.create_task_group() as group:
-        group.start_soon(server.serve)
-        while not server.started:
-            await anyio.sleep(0.01)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            server.should_exit = True
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 CONVERSATION = [
     "I was charged twice, please refund order ORD-1234",
     "And now the app crashes with an error",
@@ -86,9 +64,9 @@ async def main() -> None:
     escalation_port = free_port()
     escalation_url = f"http://127.0.0.1:{escalation_port}"
     async with (
-        serve(billing_agent(), free_port()) as billing_url,
-        serve(tech_agent(escalation_url), free_port()) as tech_url,
-        serve(escalation_agent(), escalation_port),
+        serve_agent(billing_agent()) as billing_url,
+        serve_agent(tech_agent(escalation_url)) as tech_url,
+        serve_agent(escalation_agent(), escalation_port),
         Gateway() as gateway,
     ):
         triage = Agent("triage", "You are the front desk; route customers to billing or tech.")

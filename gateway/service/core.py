@@ -35,7 +35,6 @@ from ..gateway import Gateway
 from ..recorder import new_run_id
 from ..swarm import Agent, FullHistory, HistoryPolicy, MemorySessionStore, RemoteAgent, Runner, SessionStore, SwarmError
 from ..swarm.agent import SwarmMember
-from .run_tap import RunTap, watch_first_append
 
 logger = logging.getLogger("gateway.service")
 
@@ -130,7 +129,6 @@ class GatewayService:
         self._pending = list(remotes)
         self._remotes: dict[str, RemoteAgent] = {}
         self._closers = list(closers)
-        self._tap = RunTap(self.event_log)
         self._tasks: TaskGroup | None = None
         self._active_runs: set[str] = set()
         self._runner: Runner | None = None
@@ -269,7 +267,7 @@ class GatewayService:
         runner = Runner(
             self.starting_agent,
             session_store=self.session_store,
-            event_log=self._tap,
+            event_log=self.event_log,
             max_handoffs_per_turn=self.max_handoffs_per_turn,
             max_tool_iterations=self.max_tool_iterations,
             history_policy=self.history_policy,
@@ -423,18 +421,13 @@ class GatewayService:
         task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         started: list[str] = []
-
-        def on_start(run_id: str) -> None:
-            if not started:
-                started.append(run_id)
-                self._active_runs.add(run_id)
-                task_status.started(run_id)
-
-        watch_first_append(on_start)
         try:
             async with aclosing(runner.run_stream(session_id, message, context_variables)) as events:
-                async for _ in events:
-                    pass
+                async for event in events:
+                    if not started:
+                        started.append(event.run_id)
+                        self._active_runs.add(event.run_id)
+                        task_status.started(event.run_id)
         except (AgentToolError, SwarmError) as exc:
             if not started:
                 raise

@@ -146,6 +146,8 @@ class Runner:
                 )
                 if lost is not None:
                     await turn.emit(EventType.AGENT_CHANGED, previous=lost, agent=agent.name, cause="not_registered")
+                for event in turn.drain():
+                    yield event
                 while not turn.done:
                     step = self._remote_step if isinstance(turn.agent, RemoteAgent) else self._local_step
                     async with aclosing(step(turn, agents)) as events:

@@ -1,0 +1,42 @@
+"""Agent servers on loopback for the examples: each one a uvicorn server inside the caller's event loop.
+
+    async with serve_agent(make_researcher()) as url:
+        ...  # url is "http://127.0.0.1:PORT"; the server stops when the block ends
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+import uvicorn
+
+from agent_server import HostedAgent, create_app
+
+STARTUP_TIMEOUT_S = 10.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@asynccontextmanager
+async def serve_agent(agent: HostedAgent, port: int | None = None) -> AsyncIterator[str]:
+    """Serve ``agent`` on 127.0.0.1 (a free port unless given); yields its base URL once it accepts connections."""
+    port = port or free_port()
+    config = uvicorn.Config(create_app(agent), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    async with anyio.create_task_group() as group:
+        group.start_soon(server.serve)
+        with anyio.fail_after(STARTUP_TIMEOUT_S):
+            while not server.started:
+                await anyio.sleep(0.01)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            server.should_exit = True
