@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 import uvicorn
+from starlette.types import ASGIApp
 
 from agent_server import HostedAgent, create_app
 
@@ -28,8 +29,15 @@ def free_port() -> int:
 @asynccontextmanager
 async def serve_agent(agent: HostedAgent, port: int | None = None) -> AsyncIterator[str]:
     """Serve ``agent`` on 127.0.0.1 (a free port unless given); yields its base URL once it accepts connections."""
+    async with serve_app(create_app(agent), port) as url:
+        yield url
+
+
+@asynccontextmanager
+async def serve_app(app: ASGIApp, port: int | None = None) -> AsyncIterator[str]:
+    """Serve any ASGI app (an agent server, a gateway) the same way."""
     port = port or free_port()
-    config = uvicorn.Config(create_app(agent), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     server = uvicorn.Server(config)
     async with anyio.create_task_group() as group:
         group.start_soon(server.serve)

@@ -62,6 +62,13 @@ EXPECTED: dict[str, list[str | re.Pattern[str]]] = {
         "   completed: Oslo, next 4 days: day 1:",
         "all steps behaved as expected",
     ],
+    "gateway_of_gateways": [
+        "registered 'billing-desk' by URL; its card lists skills ['refunds']",
+        "  [triage -> billing-desk]",
+        "  billing-desk> Done: refund of the duplicate charge on ORD-77 issued.",
+        "tool ask_billing_desk -> completed: Done: refund of the duplicate charge on ORD-88 issued.",
+        "all steps behaved as expected",
+    ],
 }
 
 
