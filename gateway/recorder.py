@@ -6,6 +6,7 @@ called by a model inside a swarm run records into that run without being passed 
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,34 @@ if TYPE_CHECKING:
     from .event_log import EventLog
 
 
+logger = logging.getLogger("gateway.events")
+
+# Steps worth a line in the log at INFO; the rest (progress, text deltas...) go to DEBUG.
+_INFO_EVENTS = frozenset(
+    {
+        EventType.AGENT_TOOL_INVOKED,
+        EventType.AGENT_TOOL_COMPLETED,
+        EventType.RUN_STARTED,
+        EventType.RUN_COMPLETED,
+        EventType.HANDOFF,
+    }
+)
+_WARNING_EVENTS = frozenset(
+    {
+        EventType.AGENT_TOOL_TERMINATED,
+        EventType.AGENT_TOOL_ERROR,
+        EventType.RUN_FAILED,
+        EventType.HANDOFF_REFUSED,
+        EventType.CYCLE_DETECTED,
+        EventType.LIMIT_REACHED,
+    }
+)
+_LOGGED_FIELDS = (
+    "tool", "agent", "mode", "session_id", "source", "target", "reason", "kind", "message", "error",
+    "state", "cancel_acknowledged", "accumulated_cost_usd", "chunks", "active_agent_name", "duration_ms",
+)
+
+
 def new_run_id() -> str:
     return "run_" + uuid.uuid4().hex[:16]
 
@@ -28,8 +57,10 @@ class RunRecorder:
         self.run_id = run_id or new_run_id()
 
     async def emit(self, type: EventType | str, **fields: Any) -> Event:
-        """Append one event now; returns it with its seq."""
-        return await self.log.append(Event.create(type, self.run_id, **fields))
+        """Append one event now; returns it with its seq. Lifecycle steps are also logged."""
+        event = await self.log.append(Event.create(type, self.run_id, **fields))
+        _log(event)
+        return event
 
     @contextmanager
     def active(self) -> Iterator[RunRecorder]:
@@ -46,3 +77,18 @@ _current: ContextVar[RunRecorder | None] = ContextVar("switchboard_run_recorder"
 
 def current_recorder() -> RunRecorder | None:
     return _current.get()
+
+
+def _log(event: Event) -> None:
+    level = (
+        logging.WARNING
+        if event.type in _WARNING_EVENTS
+        else logging.INFO
+        if event.type in _INFO_EVENTS
+        else logging.DEBUG
+    )
+    if not logger.isEnabledFor(level):
+        return
+    fields = event.fields
+    details = " ".join(f"{key}={fields[key]!r}" for key in _LOGGED_FIELDS if fields.get(key) is not None)
+    logger.log(level, "run=%s seq=%d %s %s", event.run_id, event.seq, event.type, details)
