@@ -154,8 +154,6 @@ def tool(
 
 def as_tool(obj: Tool | Callable[..., Any]) -> Tool:
     """What the runner calls on each entry of an agent's tool list: tools pass through, callables are wrapped."""
-    if isinstance(obj, FunctionTool):
-        return obj
     if isinstance(obj, Tool):
         return obj
     if callable(obj):

@@ -146,8 +146,10 @@ async def test_a_model_that_keeps_calling_tools_after_the_limit_still_ends_the_t
 
     model = ScriptedModel([calls(call("ping")), calls(call("ping"))])
     response = await Runner(Agent("Stubborn", model=model, tools=[ping]), max_tool_iterations=1).run_async("s", "x")
-    assert response.content.startswith("Sorry, I could not finish")
+    assert response.content == "Sorry, I could not finish that within the limits of a single turn."
     assert [m["content"] for m in response.messages if m["role"] == "tool"] == ["pong"]
+    assert model.calls[1].tools == []
+    assert not response.events_of("limit_reached"), "no call was refused: the limit was reached, not exceeded"
 
 
 async def test_ping_pong_is_cut_by_cycle_detection_below_the_handoff_limit() -> None:
@@ -220,7 +222,11 @@ async def test_several_handoffs_in_one_response_ordinary_tools_first_only_first_
     assert results["lookup"] == "ORD-1: shipped"
     assert response.active_agent_name == "Billing" and response.content == "Billing here."
     [skipped] = response.events_of("handoff_refused")
-    assert (skipped.fields["target"], skipped.fields["cause"]) == ("Tech", "one_per_response")
+    assert (skipped.fields["target"], skipped.fields["cause"], skipped.fields["reason"]) == (
+        "Tech",
+        "one_per_response",
+        "crash",
+    )
     assert len(response.events_of("handoff")) == 1
 
 

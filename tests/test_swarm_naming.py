@@ -119,6 +119,16 @@ def test_description_prefers_an_explicit_description_and_reads_callable_instruct
     assert from_doc.get_instructions({"name": "Ada"}) == "You help Ada"
 
 
+def test_callable_instructions_without_a_docstring_are_summarized_from_their_text() -> None:
+    vip = Agent("VIP", lambda ctx: f"You serve {ctx['tier']} customers with  premium care.")
+    broken = Agent("Broken", lambda ctx: ctx["tier"].upper() + 1)
+    descriptions = [t.description for t in _router(vip, broken).get_all_tools()]
+    assert descriptions == [
+        "Hand off the dialogue to 'VIP'. Target agent specialty: You serve customers with premium care.",
+        "Hand off the dialogue to 'Broken'. Target agent specialty: Broken",
+    ]
+
+
 def test_transfer_tool_takes_an_optional_reason_and_returns_a_handoff() -> None:
     [transfer] = _router(Agent("BillingSpecialist")).get_all_tools()
     assert transfer.spec.parameters["properties"].keys() == {"reason"}

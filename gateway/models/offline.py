@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-from gateway.models.base import ChatMessage, ModelResponse, ModelStreamItem, TextDelta, ToolCall, ToolSpec
+from gateway.models.base import ChatMessage, ModelResponse, ModelStreamItem, ToolCall, ToolSpec, replay
 from protocol.handoff_names import TRANSFER_PREFIX, sanitize_agent_name
 
 _HANDOFF_MARKER = "HANDOFF_SUCCESS"
@@ -74,11 +74,8 @@ class OfflineModel:
     async def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
         return self.respond(messages, tools)
 
-    async def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncIterator[ModelStreamItem]:
-        response = self.respond(messages, tools)
-        for piece in re.findall(r"\S+\s*|\s+", response.content):
-            yield TextDelta(piece)
-        yield response
+    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncIterator[ModelStreamItem]:
+        return replay(self.respond(messages, tools))
 
     def respond(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
         """The whole decision, synchronous: answer, ask, or call one tool."""

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from gateway.models.base import ChatMessage, ModelResponse, ModelStreamItem, TextDelta, ToolSpec
+from gateway.models.base import ChatMessage, ModelResponse, ModelStreamItem, ToolSpec, replay
 from gateway.models.errors import ScriptExhaustedError
 
 ScriptStep = ModelResponse | Callable[[list[ChatMessage]], ModelResponse]
@@ -38,11 +37,8 @@ class ScriptedModel:
     async def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
         return self._next(messages, tools)
 
-    async def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncIterator[ModelStreamItem]:
-        response = self._next(messages, tools)
-        for piece in re.findall(r"\S+\s*|\s+", response.content):
-            yield TextDelta(piece)
-        yield response
+    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncIterator[ModelStreamItem]:
+        return replay(self._next(messages, tools))
 
     def _next(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
         position = len(self.calls)

@@ -7,8 +7,9 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from gateway.models.base import ChatModel
+from gateway.tools import Tool, as_tool
 
-from .handoff import SwarmTool, TransferTool, specialty_of, transfer_tools
+from .handoff import TransferTool, specialty_of, transfer_tools
 
 DEFAULT_INSTRUCTIONS = "You are a helpful agent."
 
@@ -52,7 +53,7 @@ class Agent:
         self.instructions = instructions
         self.model = model
         self.description = description
-        self.tools: list[SwarmTool] = []
+        self.tools: list[Tool] = []
         self._handoffs: list[SwarmMember] = []
         for tool_like in tools:
             self.add_tool(tool_like)
@@ -70,7 +71,18 @@ class Agent:
             return specialty_of(self.description)
         if isinstance(self.instructions, str):
             return specialty_of(self.instructions)
-        return specialty_of(self.instructions.__doc__ or self.name)
+        return specialty_of(self.instructions.__doc__ or self._instructions_without_context())
+
+    def _instructions_without_context(self) -> str:
+        """Callable instructions rendered with no context variables; the name if that fails.
+
+        Building a transfer tool must never fail because of a template, so any error of the
+        user's function is swallowed here (the turn itself calls it with the real context).
+        """
+        try:
+            return self.get_instructions({}).strip() or self.name
+        except Exception:
+            return self.name
 
     def add_handoff(self, other: SwarmMember) -> None:
         """Let this agent transfer the conversation to ``other``; a same-named peer is replaced."""
@@ -86,9 +98,11 @@ class Agent:
         self._handoffs = kept
         return removed
 
-    def add_tool(self, tool_like: Any) -> SwarmTool:
+    def add_tool(self, tool_like: Any) -> Tool:
         """Add a domain tool: a function (sync or async), a FunctionTool or an agent tool."""
-        tool = _as_swarm_tool(tool_like)
+        if isinstance(tool_like, TransferTool):
+            raise TypeError("transfer tools are synthesized from handoffs; use add_handoff instead")
+        tool = as_tool(tool_like)
         self.tools = [t for t in self.tools if t.name != tool.name]
         self.tools.append(tool)
         return tool
@@ -99,7 +113,7 @@ class Agent:
             return self.instructions
         return self.instructions(defaultdict(str, context_variables or {}))
 
-    def get_all_tools(self) -> list[SwarmTool]:
+    def get_all_tools(self) -> list[Tool]:
         """Domain tools, then one transfer tool per handoff target (names unique per agent)."""
         return [*self.tools, *transfer_tools(self._handoffs, taken=[t.name for t in self.tools])]
 
@@ -115,13 +129,3 @@ class Agent:
         tools = [t.name for t in self.tools]
         return f"Agent(name={self.name!r}, tools={tools}, handoffs={[h.name for h in self._handoffs]})"
 
-
-def _as_swarm_tool(tool_like: Any) -> SwarmTool:
-    """Objects that already look like tools (FunctionTool, AgentTool) pass through."""
-    if isinstance(tool_like, TransferTool):
-        raise TypeError("transfer tools are synthesized from handoffs; use add_handoff instead")
-    if hasattr(tool_like, "spec") and hasattr(tool_like, "invoke"):
-        return tool_like
-    from gateway.tools import as_tool
-
-    return as_tool(tool_like)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from gateway.models.base import ToolSpec
 from protocol.handoff_names import transfer_tool_names
@@ -20,18 +20,6 @@ if TYPE_CHECKING:
 
 SPECIALTY_MAX_CHARS = 160
 _WHITESPACE = re.compile(r"\s+")
-
-
-class SwarmTool(Protocol):
-    """What the runner needs of a tool; FunctionTool and AgentTool both have this shape."""
-
-    name: str
-    description: str
-
-    @property
-    def spec(self) -> ToolSpec: ...
-
-    async def invoke(self, arguments: dict[str, Any], context_variables: dict[str, Any]) -> Any: ...
 
 
 @dataclass(frozen=True)

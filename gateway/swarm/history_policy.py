@@ -29,6 +29,8 @@ _IDENTIFIER = re.compile(r"#?\b(?=[A-Z0-9-]*\d)([A-Z]{1,5}-?\d{2,}|\d{4,})\b")
 
 
 class HistoryPolicy(Protocol):
+    """Shapes the history shown to the agent that received ``handoff``; ``name`` goes to remote agents."""
+
     name: str
 
     async def view(
@@ -71,8 +73,7 @@ class SummaryHistory:
             f"Summary of the conversation before {handoff.source!r} handed it to {handoff.target!r}"
             f"{_reason_clause(handoff)}:\n{summary}"
         )
-        query = _last_user_message(before)
-        return [{"role": "system", "content": note}, *([query] if query else []), *after]
+        return _condensed(note, before, after)
 
     async def _summarize(self, messages: list[ChatMessage]) -> str:
         if self.summarizer is None:
@@ -93,9 +94,7 @@ class StructuredHistory:
             return list(history)
         before, after = _split(history, handoff)
         payload = handoff_payload(before, handoff, context_variables)
-        note = "Handoff payload (JSON):\n" + orjson.dumps(payload, default=str).decode()
-        query = _last_user_message(before)
-        return [{"role": "system", "content": note}, *([query] if query else []), *after]
+        return _condensed("Handoff payload (JSON):\n" + orjson.dumps(payload, default=str).decode(), before, after)
 
 
 def handoff_payload(
@@ -157,6 +156,12 @@ def extractive_summary(messages: list[ChatMessage], max_chars: int = 800) -> str
 def _split(history: list[ChatMessage], handoff: HandoffRecord) -> tuple[list[ChatMessage], list[ChatMessage]]:
     at = max(0, min(handoff.at, len(history)))
     return list(history[:at]), list(history[at:])
+
+
+def _condensed(note: str, before: list[ChatMessage], after: list[ChatMessage]) -> list[ChatMessage]:
+    """``note`` in place of ``before``, then the user message that caused the handoff, then ``after``."""
+    query = _last_user_message(before)
+    return [{"role": "system", "content": note}, *([query] if query else []), *after]
 
 
 def _last_user_message(messages: list[ChatMessage]) -> ChatMessage | None:

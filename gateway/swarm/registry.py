@@ -24,6 +24,8 @@ ConnectURI = Callable[[str], Awaitable[SwarmMember]]
 
 
 class AgentRegistry:
+    """The starting agent, the registered ones and the members found by URI; see the module docstring."""
+
     def __init__(self, starting_agent: SwarmMember) -> None:
         self.starting_agent = starting_agent
         self._registered: list[SwarmMember] = []
@@ -52,18 +54,18 @@ class AgentRegistry:
             pending.extend(member.handoffs)
         return agents
 
-    async def resolve(
-        self, target: str | SwarmMember, agents: dict[str, SwarmMember], connect: ConnectURI | None
-    ) -> SwarmMember:
-        """The member a transfer names (one found by URI joins ``agents``); AgentHandoffError when none."""
-        if not isinstance(target, str):
-            if agents.get(target.name) is target:
-                return target
+    def registered(self, member: SwarmMember, agents: dict[str, SwarmMember]) -> SwarmMember:
+        """``member`` itself when it is the agent registered under its name (a tool may return an Agent)."""
+        if agents.get(member.name) is not member:
             raise AgentHandoffError(
-                f"handoff target agent {target.name!r} is not registered with the Runner "
+                f"handoff target agent {member.name!r} is not registered with the Runner "
                 "(add it to some agent's handoffs or call runner.register_agent)",
-                target=target.name,
+                target=member.name,
             )
+        return member
+
+    async def resolve(self, target: str, agents: dict[str, SwarmMember], connect: ConnectURI | None) -> SwarmMember:
+        """The member a transfer names (one found by URI joins ``agents``); AgentHandoffError when none."""
         found = find_by_name(agents, target)
         if found is not None:
             return found

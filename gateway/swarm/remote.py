@@ -6,18 +6,27 @@ part with the conversation as the history policy shapes it. Its answer streams b
 text deltas; a ``handoff`` line (or ``metadata.handoff`` on a non-streamed task) asks
 the coordinator to transfer the conversation, which the Runner resolves and counts like
 any other hop.
+
+Deadlines: a ``tasks/send`` must finish within ``timeout_s`` (default 60 s); a stream may
+run as long as it keeps talking, but a silence longer than ``idle_timeout_s`` (default
+30 s) ends it. Either way a best-effort ``tasks/cancel`` goes out when the task id is
+known, and ``AgentToolTimeout`` fails the turn (the session lock is released, nothing is
+saved).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing, suppress
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
+import anyio
 from pydantic import ValidationError
 
-from gateway.errors import PeerProtocolError
+from gateway.errors import AgentToolError, AgentToolTimeout, PeerProtocolError
+from gateway.idle_timeout import IdleTimeout, with_idle_timeout
 from gateway.models.base import ChatMessage, TextDelta
 from gateway.peers.base import Peer
 from protocol import (
@@ -36,6 +45,10 @@ from protocol import (
 
 from .agent import SwarmMember
 from .handoff import specialty_of
+
+DEFAULT_REMOTE_TIMEOUT_S = 60.0
+DEFAULT_REMOTE_IDLE_TIMEOUT_S = 30.0
+_CANCEL_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,8 @@ class RemoteAgent:
         name: str | None = None,
         description: str | None = None,
         streaming: bool | None = None,
+        timeout_s: float = DEFAULT_REMOTE_TIMEOUT_S,
+        idle_timeout_s: float = DEFAULT_REMOTE_IDLE_TIMEOUT_S,
     ) -> None:
         self.peer = peer
         self.card = card
@@ -67,6 +82,8 @@ class RemoteAgent:
         self.name = name or card.name
         self.description = description or _card_description(card) or self.name
         self.streaming = card.capabilities.streaming if streaming is None else streaming
+        self.timeout_s = timeout_s
+        self.idle_timeout_s = idle_timeout_s
 
     @classmethod
     async def connect(
@@ -88,32 +105,51 @@ class RemoteAgent:
         return ()
 
     async def ask(self, params: TaskSendParams) -> AsyncIterator[TextDelta | RemoteReply]:
-        """Text deltas as they arrive, then one RemoteReply."""
+        """Text deltas as they arrive, then one RemoteReply; AgentToolTimeout past a deadline."""
         if not self.streaming:
-            yield _reply_from_task(await self.peer.send(params))
+            with anyio.move_on_after(self.timeout_s) as deadline:
+                task = await self.peer.send(params)
+            if deadline.cancelled_caught:
+                await self._give_up(params.id, f"{self.uri} did not answer within {self.timeout_s:g} s", "timeout")
+            yield _reply_from_task(task)
             return
         task_id = params.id or ""
         text: list[str] = []
         handoff: HandoffRequest | None = None
         cost = 0.0
-        async with self.peer.subscribe(params) as items:
-            async for item in items:
-                if not isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
-                    continue
-                task_id = item.id
-                cost += item.cost_usd or 0.0
-                if isinstance(item, ArtifactEvent):
-                    piece = "".join(p.text for p in item.artifact.parts if isinstance(p, TextPart))
-                    if piece:
-                        text.append(piece)
-                        yield TextDelta(piece)
-                elif isinstance(item, HandoffEvent):
-                    handoff = handoff or item.handoff
-                elif item.final:
-                    message = item.status.message.text if item.status.message is not None else ""
-                    yield RemoteReply(task_id, "".join(text) or message, item.status.state, handoff, cost)
-                    return
+        async with (
+            self.peer.subscribe(params) as stream,
+            aclosing(with_idle_timeout(stream, self.idle_timeout_s)) as items,
+        ):
+            try:
+                async for item in items:
+                    if not isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
+                        continue
+                    task_id = item.id
+                    cost += item.cost_usd or 0.0
+                    if isinstance(item, ArtifactEvent):
+                        piece = "".join(p.text for p in item.artifact.parts if isinstance(p, TextPart))
+                        if piece:
+                            text.append(piece)
+                            yield TextDelta(piece)
+                    elif isinstance(item, HandoffEvent):
+                        handoff = handoff or item.handoff
+                    elif item.final:
+                        message = item.status.message.text if item.status.message is not None else ""
+                        yield RemoteReply(task_id, "".join(text) or message, item.status.state, handoff, cost)
+                        return
+            except IdleTimeout:
+                await self._give_up(task_id, f"no data from {self.uri} for {self.idle_timeout_s:g} s", "idle_timeout")
         raise PeerProtocolError(f"the stream from {self.uri} ended without a final line", reason="cut_off")
+
+    async def _give_up(self, task_id: str | None, message: str, reason: str) -> NoReturn:
+        """Best-effort ``tasks/cancel`` (when the task id is known), then the timeout error."""
+        if task_id:
+            with anyio.move_on_after(_CANCEL_TIMEOUT_S, shield=True):
+                with suppress(AgentToolError):
+                    await self.peer.cancel(task_id)
+        seconds = self.timeout_s if reason == "timeout" else self.idle_timeout_s
+        raise AgentToolTimeout(message, reason=reason, seconds=seconds)
 
     def __repr__(self) -> str:
         return f"RemoteAgent(name={self.name!r}, uri={self.uri!r})"

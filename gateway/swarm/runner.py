@@ -18,10 +18,12 @@ The loop, in the order a reader meets it in ``_turn``:
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, aclosing, nullcontext
+from contextlib import AbstractAsyncContextManager, aclosing, nullcontext, suppress
 from typing import Any
 
 import anyio
@@ -32,14 +34,15 @@ from gateway.event_log import EventLog, MemoryEventLog
 from gateway.events import Event, EventType
 from gateway.models.base import ChatMessage, ModelResponse, TextDelta, ToolCall
 from gateway.recorder import RunRecorder
-from gateway.tools import ToolResult
-from protocol import TaskState
+from gateway.tools import Tool, ToolResult
+from protocol import HandoffRequest, TaskState
 from protocol.handoff_names import sanitize_agent_name, transfer_tool_name
 
 from .agent import Agent, SwarmMember
-from .handoff import Handoff, SwarmTool, TransferTool
+from .errors import AgentHandoffError
+from .handoff import Handoff, TransferTool
 from .history_policy import FullHistory, HistoryPolicy
-from .registry import AgentRegistry
+from .registry import AgentRegistry, ConnectURI
 from .remote import RemoteAgent, RemoteReply, task_params
 from .sessions import HandoffRecord, MemorySessionStore, Session, SessionStore
 from .turn import RunResponse, Turn, repeated_cycle
@@ -108,6 +111,7 @@ class Runner:
     async def run_async(
         self, session_id: str, user_message: str, context_variables: dict[str, Any] | None = None
     ) -> RunResponse:
+        """One user turn: the agent holding the conversation (and any it hands off to) answers."""
         response: RunResponse | None = None
         async with aclosing(self._turn(session_id, user_message, context_variables, stream=False)) as items:
             async for item in items:
@@ -139,7 +143,7 @@ class Runner:
             agent, lost = await self._active_member(session, agents)
             turn = Turn(session, RunRecorder(self.event_log), agent, stream, path=[agent.name])
             session.context_variables.update(context_variables or {})
-            turn.add({"role": "user", "content": user_message})
+            session.history.append({"role": "user", "content": user_message})
             try:
                 await turn.emit(
                     EventType.RUN_STARTED, session_id=session_id, agent=agent.name, user_message=user_message
@@ -178,13 +182,15 @@ class Runner:
             yield turn.response()
 
     async def _local_step(self, turn: Turn, agents: dict[str, SwarmMember]) -> AsyncIterator[Event]:
-        """One model call of a local agent, then its tool calls."""
+        """One model call of a local agent, then its tool calls.
+
+        Once the turn has used up ``max_tool_iterations`` the model is offered no tools and
+        told to answer; tool calls it still makes are dropped.
+        """
         agent = turn.agent
         assert isinstance(agent, Agent)
         tools = agent.get_all_tools()
-        if turn.tool_calls >= self.max_tool_iterations and not turn.tools_exhausted:
-            await self._tools_exhausted(turn)
-        final = turn.tools_exhausted
+        final = turn.tool_calls >= self.max_tool_iterations
         offered = (
             [] if final else [t.spec for t in tools if not (turn.transfers_blocked and isinstance(t, TransferTool))]
         )
@@ -206,75 +212,74 @@ class Runner:
         else:
             response = await agent.get_model().complete(messages, offered)
         calls = [] if final else list(response.tool_calls)
-        message = _assistant_message(agent.name, response.content, calls)
-        turn.add(message)
-        await turn.emit(
-            EventType.MESSAGE,
-            agent=agent.name,
-            role="assistant",
-            content=response.content,
-            tool_calls=message.get("tool_calls", []),
-        )
+        await turn.say(_assistant_message(agent.name, response.content, calls))
         if calls:
             await self._run_tool_calls(turn, tools, calls, agents)
         else:
-            turn.content = response.content or (FALLBACK_ANSWER if final else "")
-            turn.done = True
+            turn.finish(response.content or (FALLBACK_ANSWER if final else ""))
         for event in turn.drain():
             yield event
 
     async def _run_tool_calls(
-        self, turn: Turn, tools: list[SwarmTool], calls: list[ToolCall], agents: dict[str, SwarmMember]
+        self, turn: Turn, tools: list[Tool], calls: list[ToolCall], agents: dict[str, SwarmMember]
     ) -> None:
-        """Ordinary tools first, then transfers; only the first transfer asked for is honoured."""
-        source = turn.agent
+        """Ordinary tools first, then transfers; only the first transfer asked for is honoured.
+
+        Results go into the history in the order the model asked; calls past
+        ``max_tool_iterations`` are answered without running.
+        """
+        source = turn.agent.name
         by_name = {t.name: t for t in tools}
         ordinary_first = sorted(range(len(calls)), key=lambda i: isinstance(by_name.get(calls[i].name), TransferTool))
-        results: dict[int, str] = {}
-        requests: list[tuple[int, Handoff | SwarmMember]] = []
-        for i in ordinary_first:
+        room = max(0, self.max_tool_iterations - turn.tool_calls)
+        results = {i: TOOL_LIMIT_MESSAGE for i in ordinary_first[room:]}
+        requests: list[tuple[int, Handoff]] = []
+        for i in ordinary_first[:room]:
             call = calls[i]
-            if turn.tool_calls >= self.max_tool_iterations:
-                if not turn.tools_exhausted:
-                    await self._tools_exhausted(turn)
-                results[i] = TOOL_LIMIT_MESSAGE
-                continue
             turn.tool_calls += 1
             await turn.emit(
-                EventType.TOOL_CALL, agent=source.name, tool=call.name, call_id=call.id, arguments=call.arguments
+                EventType.TOOL_CALL, agent=source, tool=call.name, call_id=call.id, arguments=call.arguments
             )
-            tool = by_name.get(call.name)
-            if tool is None:
-                results[i] = f"Error: agent {source.name!r} has no tool named {call.name!r}."
-                continue
-            results[i], request = await self._invoke(turn, tool, call)
+            results[i], request = await self._invoke(turn, by_name.get(call.name), call, agents)
             if request is not None:
                 requests.append((i, request))
+        if len(results) > room:
+            await turn.emit(
+                EventType.LIMIT_REACHED, agent=source, limit="max_tool_iterations", value=self.max_tool_iterations
+            )
         requests.sort(key=lambda r: r[0])
         accepted: tuple[SwarmMember, Handoff] | None = None
         if requests:
-            i, request = requests[0]
-            target = await self._registry.resolve(_target_of(request), agents, self._connector())
-            handoff = _as_handoff(request, target)
-            refusal = await self._admit(turn, target, request)
+            i, handoff = requests[0]
+            target = await self._registry.resolve(handoff.target_agent_name, agents, self._connector())
+            refusal = await self._admit(turn, target, handoff)
             results[i] = _join(results[i], refusal or _handoff_success(target.name, handoff.reason))
             accepted = (target, handoff) if refusal is None else None
-        for i, request in requests[1:]:
+        for i, handoff in requests[1:]:
             await turn.emit(
-                EventType.HANDOFF_REFUSED, source=source.name, target=_name_of(request), cause="one_per_response"
+                EventType.HANDOFF_REFUSED,
+                source=source,
+                target=handoff.target_agent_name,
+                cause="one_per_response",
+                reason=handoff.reason,
             )
             results[i] = _join(results[i], ONE_TRANSFER_MESSAGE)
         for i, call in enumerate(calls):
-            turn.add({"role": "tool", "tool_call_id": call.id, "name": call.name, "content": results[i]})
-            await turn.emit(
-                EventType.TOOL_RESULT, agent=source.name, tool=call.name, call_id=call.id, content=results[i]
-            )
+            await turn.tool_result(source, call.id, call.name, results[i])
         if accepted is not None:
             await self._switch(turn, *accepted)
 
-    async def _invoke(self, turn: Turn, tool: SwarmTool, call: ToolCall) -> tuple[str, Handoff | SwarmMember | None]:
-        """Run one tool; its result as text, plus the transfer it asked for, if any."""
-        context = dict(turn.session.context_variables)
+    async def _invoke(
+        self, turn: Turn, tool: Tool | None, call: ToolCall, agents: dict[str, SwarmMember]
+    ) -> tuple[str, Handoff | None]:
+        """Run one tool; its result as text, plus the transfer it asked for, if any.
+
+        The tool gets a deep copy of the context variables, so only a ``ToolResult`` changes
+        them; a tool that raises (bad arguments included) becomes an error result.
+        """
+        if tool is None:
+            return f"Error: agent {turn.agent.name!r} has no tool named {call.name!r}.", None
+        context = copy.deepcopy(turn.session.context_variables)
         try:
             with turn.recorder.active():
                 value = await tool.invoke(dict(call.arguments), context)
@@ -282,14 +287,17 @@ class Runner:
             return f"Error: {type(exc).__name__}: {exc}", None
         if isinstance(value, ToolResult):
             turn.session.context_variables.update(value.context_variables or {})
-            return _result_text(value.value), value.agent
-        if isinstance(value, Handoff):
-            return "", value
-        if isinstance(value, Agent | RemoteAgent):
-            return "", value
-        return _result_text(value), None
+            return _result_text(value.value), self._requested_transfer(value.agent, agents)
+        request = self._requested_transfer(value, agents)
+        return ("" if request is not None else _result_text(value)), request
 
-    async def _admit(self, turn: Turn, target: SwarmMember, request: Handoff | SwarmMember) -> str | None:
+    def _requested_transfer(self, value: Any, agents: dict[str, SwarmMember]) -> Handoff | None:
+        """A tool's value as a transfer request: a Handoff, or a registered agent object."""
+        if isinstance(value, Agent | RemoteAgent):
+            return Handoff(self._registry.registered(value, agents).name)
+        return value if isinstance(value, Handoff) else None
+
+    async def _admit(self, turn: Turn, target: SwarmMember, handoff: Handoff) -> str | None:
         """None when the transfer may happen; else why not (and transfers end for this turn)."""
         source = turn.agent.name
         refusal: str | None = None
@@ -312,7 +320,7 @@ class Runner:
             return None
         turn.transfers_blocked = True
         await turn.emit(
-            EventType.HANDOFF_REFUSED, source=source, target=target.name, cause=cause, reason=_reason_of(request)
+            EventType.HANDOFF_REFUSED, source=source, target=target.name, cause=cause, reason=handoff.reason
         )
         return refusal
 
@@ -320,23 +328,21 @@ class Runner:
         """The transfer itself: new active agent, context updates, the record history policies read."""
         source = turn.agent
         session = turn.session
-        turn.handoffs += 1
         turn.path.append(target.name)
-        turn.last_handoff = handoff
+        turn.last_handoff = dataclasses.replace(handoff, target_agent_name=target.name)
         turn.agent = target
         session.context_variables.update(handoff.context_variables)
         session.active_agent = target.name
         session.handoff = HandoffRecord(
             source.name, target.name, handoff.reason, dict(handoff.payload or {}), at=len(session.history)
         )
-        remote = isinstance(source, RemoteAgent) or isinstance(target, RemoteAgent)
         await turn.emit(
             EventType.HANDOFF,
             source=source.name,
             target=target.name,
             reason=handoff.reason,
             hop=turn.handoffs,
-            remote=remote,
+            remote=isinstance(source, RemoteAgent) or isinstance(target, RemoteAgent),
         )
         await turn.emit(EventType.AGENT_CHANGED, previous=source.name, agent=target.name)
 
@@ -345,7 +351,7 @@ class Runner:
         remote = turn.agent
         assert isinstance(remote, RemoteAgent)
         session = turn.session
-        blocked_before = turn.transfers_blocked
+        handoffs_allowed = not turn.transfers_blocked
         params = task_params(
             task_id=session.remote_tasks.pop(remote.name, None),
             session_id=session.id,
@@ -357,7 +363,7 @@ class Runner:
                 "path": list(turn.path),
                 "hop": turn.handoffs,
                 "max_handoffs_per_turn": self.max_handoffs_per_turn,
-                "handoffs_allowed": not turn.transfers_blocked,
+                "handoffs_allowed": handoffs_allowed,
                 "history_policy": self.history_policy.name,
             },
         )
@@ -375,77 +381,53 @@ class Runner:
             raise AgentTaskFailed(reply.state.value, reply.text)
         if reply.state == TaskState.INPUT_REQUIRED:
             session.remote_tasks[remote.name] = reply.task_id
-        message: ChatMessage = {"role": "assistant", "content": reply.text or None, "sender": remote.name}
         if reply.handoff is None:
-            turn.add(message)
-            await turn.emit(
-                EventType.MESSAGE,
-                agent=remote.name,
-                role="assistant",
-                content=reply.text,
-                state=reply.state.value,
-                remote=True,
-            )
-            turn.content = reply.text
-            turn.done = True
+            message: ChatMessage = {"role": "assistant", "content": reply.text or None, "sender": remote.name}
+            await turn.say(message, state=reply.state.value, remote=True)
+            turn.finish(reply.text)
         else:
-            await self._remote_transfer(turn, reply, message, agents, blocked_before)
+            await self._remote_transfer(turn, reply, reply.handoff, agents, handoffs_allowed)
         for event in turn.drain():
             yield event
 
     async def _remote_transfer(
-        self, turn: Turn, reply: RemoteReply, message: ChatMessage, agents: dict[str, SwarmMember], blocked_before: bool
+        self,
+        turn: Turn,
+        reply: RemoteReply,
+        request: HandoffRequest,
+        agents: dict[str, SwarmMember],
+        handoffs_allowed: bool,
     ) -> None:
-        """Record the request as a transfer tool call, so every agent reads one kind of history."""
-        remote = turn.agent
-        request = reply.handoff
-        assert request is not None
+        """Record the request as a transfer tool call, so every agent reads one kind of history.
+
+        A refused request is put to the remote agent once more (``remote_input``); if it
+        asks again although transfers were over, its text is the answer.
+        """
+        remote = turn.agent.name
         target = await self._registry.resolve(request.target, agents, self._connector())
         call_id = "handoff_" + uuid.uuid4().hex[:16]
         tool = transfer_tool_name(target.name)
         arguments = {"reason": request.reason} if request.reason else {}
-        message["tool_calls"] = [
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": tool, "arguments": orjson.dumps(arguments).decode()},
-            }
-        ]
-        turn.add(message)
-        await turn.emit(
-            EventType.MESSAGE,
-            agent=remote.name,
-            role="assistant",
-            content=reply.text,
-            tool_calls=message["tool_calls"],
-            remote=True,
+        function = {"name": tool, "arguments": orjson.dumps(arguments).decode()}
+        call = {"id": call_id, "type": "function", "function": function}
+        await turn.say(
+            {"role": "assistant", "content": reply.text or None, "sender": remote, "tool_calls": [call]}, remote=True
         )
-        await turn.emit(
-            EventType.TOOL_CALL, agent=remote.name, tool=tool, call_id=call_id, arguments=arguments, remote=True
-        )
+        await turn.emit(EventType.TOOL_CALL, agent=remote, tool=tool, call_id=call_id, arguments=arguments, remote=True)
         handoff = Handoff(target.name, request.reason, payload=dict(request.payload or {}))
         refusal = await self._admit(turn, target, handoff)
         content = refusal or _handoff_success(target.name, request.reason)
-        turn.add({"role": "tool", "tool_call_id": call_id, "name": tool, "content": content})
-        await turn.emit(
-            EventType.TOOL_RESULT, agent=remote.name, tool=tool, call_id=call_id, content=content, remote=True
-        )
+        await turn.tool_result(remote, call_id, tool, content, remote=True)
         if refusal is None:
             turn.remote_input = None
             await self._switch(turn, target, handoff)
-        elif blocked_before:
-            turn.content = reply.text or FALLBACK_ANSWER
-            turn.done = True
-        else:
+        elif handoffs_allowed:
             turn.remote_input = f"{refusal} Your request to transfer to {target.name!r} was not carried out."
-
-    async def _tools_exhausted(self, turn: Turn) -> None:
-        turn.tools_exhausted = True
-        await turn.emit(
-            EventType.LIMIT_REACHED, agent=turn.agent.name, limit="max_tool_iterations", value=self.max_tool_iterations
-        )
+        else:
+            turn.finish(reply.text or FALLBACK_ANSWER)
 
     async def _model_messages(self, agent: Agent, turn: Turn) -> list[ChatMessage]:
+        """The agent's instructions, then the history as its model may see it."""
         system = {"role": "system", "content": agent.get_instructions(turn.session.context_variables)}
         return [system, *(_for_model(m) for m in await self._view(agent, turn))]
 
@@ -462,15 +444,15 @@ class Runner:
             return self.starting_agent, None
         if name in agents:
             return agents[name], None
-        if session.active_agent_uri and self._connector() is not None:
-            try:
-                return await self._registry.resolve(session.active_agent_uri, agents, self._connector()), None
-            except Exception:
-                pass
+        connect = self._connector()
+        if session.active_agent_uri and connect is not None:
+            with suppress(AgentHandoffError):
+                return await self._registry.resolve(session.active_agent_uri, agents, connect), None
         session.handoff = None
         return self.starting_agent, name
 
-    def _connector(self) -> Any:
+    def _connector(self) -> ConnectURI | None:
+        """How the registry reaches a URI target: through the gateway, unless URIs are turned off."""
         if not self.resolve_uris or self.gateway is None:
             return None
         gateway = self.gateway
@@ -517,24 +499,6 @@ def _result_text(value: Any) -> str:
 
 def _join(first: str, second: str) -> str:
     return f"{first}\n{second}" if first else second
-
-
-def _target_of(request: Handoff | SwarmMember) -> str | SwarmMember:
-    return request.target_agent_name if isinstance(request, Handoff) else request
-
-
-def _name_of(request: Handoff | SwarmMember) -> str:
-    return request.target_agent_name if isinstance(request, Handoff) else request.name
-
-
-def _reason_of(request: Handoff | SwarmMember) -> str | None:
-    return request.reason if isinstance(request, Handoff) else None
-
-
-def _as_handoff(request: Handoff | SwarmMember, target: SwarmMember) -> Handoff:
-    if isinstance(request, Handoff):
-        return Handoff(target.name, request.reason, dict(request.context_variables), request.payload)
-    return Handoff(target.name)
 
 
 def _last_user_text(history: list[ChatMessage]) -> str:

@@ -39,7 +39,7 @@ class Turn:
     """Mutable bookkeeping of a turn: the counters the limits read, and the events to hand out.
 
     ``path`` lists the agents that held the conversation in this turn, in order, local and
-    remote alike, which is what cycle detection reads.
+    remote alike: cycle detection reads it, and each accepted transfer adds one entry.
     """
 
     session: Session
@@ -47,10 +47,8 @@ class Turn:
     agent: SwarmMember
     stream: bool
     path: list[str] = field(default_factory=list)
-    handoffs: int = 0
     tool_calls: int = 0
     transfers_blocked: bool = False
-    tools_exhausted: bool = False
     remote_input: str | None = None
     last_handoff: Handoff | None = None
     content: str = ""
@@ -58,6 +56,11 @@ class Turn:
     new_messages: list[ChatMessage] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     _outbox: list[Event] = field(default_factory=list)
+
+    @property
+    def handoffs(self) -> int:
+        """Transfers accepted so far in this turn."""
+        return len(self.path) - 1
 
     async def emit(self, type: EventType, **fields: Any) -> Event:
         """Append to the event log now; the streaming caller gets it at the next drain."""
@@ -71,8 +74,31 @@ class Turn:
         return events
 
     def add(self, message: ChatMessage) -> None:
+        """A message produced in this turn: into the session's history and the response."""
         self.session.history.append(message)
         self.new_messages.append(message)
+
+    async def say(self, message: ChatMessage, **fields: Any) -> None:
+        """An assistant message (its ``sender`` is the agent), recorded as a ``message`` event too."""
+        self.add(message)
+        await self.emit(
+            EventType.MESSAGE,
+            agent=message["sender"],
+            role="assistant",
+            content=message.get("content") or "",
+            tool_calls=message.get("tool_calls", []),
+            **fields,
+        )
+
+    async def tool_result(self, agent: str, call_id: str, tool: str, content: str, **fields: Any) -> None:
+        """The answer to one tool call, in the history and as a ``tool_result`` event."""
+        self.add({"role": "tool", "tool_call_id": call_id, "name": tool, "content": content})
+        await self.emit(EventType.TOOL_RESULT, agent=agent, tool=tool, call_id=call_id, content=content, **fields)
+
+    def finish(self, content: str) -> None:
+        """The active agent answered: the turn ends with ``content``."""
+        self.content = content
+        self.done = True
 
     def response(self) -> RunResponse:
         return RunResponse(
