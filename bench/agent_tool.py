@@ -7,7 +7,11 @@ run this measures sync calls per second (``/tasks/send``) and streamed chunks pe
 (``/tasks/sendSubscribe``), each through the gateway (events recorded in the memory log)
 and directly (one pooled httpx client, the Task or each stream event parsed), at several
 concurrency levels, and prints the gateway/direct ratios. Every loop is bounded both in
-count and in time. Concurrency shows the cost of one shared pool (encode/httpx#3215).
+count and in time.
+
+Sync calls are also made directly with a client per worker (no shared pool) and through
+one client capped at ``CAPPED_CONNECTIONS`` connections: against the shared 100-connection
+pool, they show what the pool itself costs under concurrency (encode/httpx#3215).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import anyio
 import httpx
@@ -35,6 +39,8 @@ _SERVER = (
     "import sys; serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning')"
 )
 STREAM_CHUNKS = 200
+POOL_CONNECTIONS = 100
+CAPPED_CONNECTIONS = 10
 _STARTUP_S = 20.0
 
 
@@ -45,6 +51,7 @@ class Figure:
     gateway_per_s: float
     direct_per_s: float
     unpooled_per_s: float | None = None
+    capped_per_s: float | None = None
 
     @property
     def ratio(self) -> float:
@@ -104,19 +111,19 @@ async def run(url: str, *, quick: bool, tmp_dir: str) -> list[Figure]:
     seconds = 1.0 if quick else 3.0
     sync_count = 300 if quick else 3000
     stream_count = 10 if quick else 100
-    limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
     figures: list[Figure] = []
     async with (
-        Gateway() as gateway,
+        Gateway(max_connections=POOL_CONNECTIONS) as gateway,
         Gateway(SQLiteEventLog(os.path.join(tmp_dir, "events.db"))) as durable,
-        httpx.AsyncClient(limits=limits, timeout=30.0) as direct,
+        _client(POOL_CONNECTIONS) as direct,
+        _client(CAPPED_CONNECTIONS) as capped,
     ):
         gateway.add_agent_tool("echo", url)
         gateway.add_agent_tool("stream", url, mode="streaming")
         durable.add_agent_tool("stream", url, mode="streaming")
-        send_body = orjson.dumps({"message": {"role": "user", "parts": [{"type": "text", "text": "echo hi"}]}})
+        send_body = _message_body("echo hi")
         stream_text = f"stream {STREAM_CHUNKS} 0 0"
-        stream_body = orjson.dumps({"message": {"role": "user", "parts": [{"type": "text", "text": stream_text}]}})
+        stream_body = _message_body(stream_text)
 
         async def gateway_sync() -> int:
             await gateway.call_tool("echo", "echo hi")
@@ -126,6 +133,9 @@ async def run(url: str, *, quick: bool, tmp_dir: str) -> list[Figure]:
             response = await client.post(url + "/tasks/send", content=send_body, headers={"content-type": "application/json"})
             Task.model_validate(orjson.loads(response.content))
             return 1
+
+        async def capped_sync() -> int:
+            return await direct_sync(capped)
 
         async def unpooled_sync(concurrency: int) -> float:
             """Direct calls with one client per worker: no shared pool to contend for."""
@@ -167,45 +177,53 @@ async def run(url: str, *, quick: bool, tmp_dir: str) -> list[Figure]:
                 await response.aclose()
             return lines - 1
 
+        async def compare(
+            what: str, through: Op, concurrency: int, count: int, direct_op: Op = direct_stream
+        ) -> Figure:
+            return Figure(
+                what,
+                concurrency,
+                await _rate(through, concurrency=concurrency, count=count, seconds=seconds),
+                await _rate(direct_op, concurrency=concurrency, count=count, seconds=seconds),
+            )
+
         for op in (gateway_sync, direct_sync, gateway_stream, direct_stream):
             await _rate(op, concurrency=4, count=20, seconds=1.0)
         for concurrency in (1, 10, 50):
+            figure = await compare("sync calls/s", gateway_sync, concurrency, sync_count, direct_sync)
             figures.append(
-                Figure(
-                    "sync calls/s",
-                    concurrency,
-                    await _rate(gateway_sync, concurrency=concurrency, count=sync_count, seconds=seconds),
-                    await _rate(direct_sync, concurrency=concurrency, count=sync_count, seconds=seconds),
-                    await unpooled_sync(concurrency),
+                replace(
+                    figure,
+                    unpooled_per_s=await unpooled_sync(concurrency),
+                    capped_per_s=await _rate(capped_sync, concurrency=concurrency, count=sync_count, seconds=seconds),
                 )
             )
         for concurrency in (1, 10):
-            figures.append(
-                Figure(
-                    "streamed chunks/s",
-                    concurrency,
-                    await _rate(gateway_stream, concurrency=concurrency, count=stream_count, seconds=seconds),
-                    await _rate(direct_stream, concurrency=concurrency, count=stream_count, seconds=seconds),
-                )
-            )
-        figures.append(
-            Figure(
-                "chunks/s sqlite log",
-                1,
-                await _rate(durable_stream, concurrency=1, count=stream_count, seconds=seconds),
-                await _rate(direct_stream, concurrency=1, count=stream_count, seconds=seconds),
-            )
-        )
+            figures.append(await compare("streamed chunks/s", gateway_stream, concurrency, stream_count))
+        figures.append(await compare("chunks/s sqlite log", durable_stream, 1, stream_count))
     return figures
 
 
+Op = Callable[[], Awaitable[int]]
+
+
+def _client(max_connections: int) -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    return httpx.AsyncClient(limits=limits, timeout=30.0)
+
+
+def _message_body(text: str) -> bytes:
+    return orjson.dumps({"message": {"role": "user", "parts": [{"type": "text", "text": text}]}})
+
+
 def report(figures: list[Figure]) -> str:
-    lines = [f"{'measure':<22}{'conc':>5}{'gateway/s':>11}{'direct/s':>10}{'ratio':>7}{'direct, client/worker':>23}"]
+    lines = [
+        f"{'measure':<22}{'conc':>5}{'gateway/s':>11}{'direct/s':>10}{'ratio':>7}"
+        f"{'direct, client/worker':>23}{f'direct, {CAPPED_CONNECTIONS} conns':>17}"
+    ]
     for f in figures:
-        unpooled = f"{f.unpooled_per_s:>23.0f}" if f.unpooled_per_s is not None else ""
-        lines.append(
-            f"{f.what:<22}{f.concurrency:>5}{f.gateway_per_s:>11.0f}{f.direct_per_s:>10.0f}{f.ratio:>7.2f}{unpooled}"
-        )
+        extra = "".join(f"{value:>{width}.0f}" for value, width in ((f.unpooled_per_s, 23), (f.capped_per_s, 17)) if value)
+        lines.append(f"{f.what:<22}{f.concurrency:>5}{f.gateway_per_s:>11.0f}{f.direct_per_s:>10.0f}{f.ratio:>7.2f}{extra}")
     return "\n".join(lines)
 
 

@@ -119,6 +119,17 @@ class AgentCall:
             with anyio.CancelScope(shield=True):
                 await self._terminated(_Terminated(AgentToolError("the caller cancelled the call", reason="cancelled")))
             raise
+        except Exception as exc:
+            # Not a failure the call knows (a bug, a raising next_input): still the call's last step.
+            with anyio.CancelScope(shield=True):
+                await self._emit(
+                    EventType.AGENT_TOOL_ERROR,
+                    kind="internal_error",
+                    error=type(exc).__name__,
+                    message=str(exc) or type(exc).__name__,
+                    **self._totals(),
+                )
+            raise
         await self._emit(
             EventType.AGENT_TOOL_COMPLETED,
             state=self.result.state,
@@ -186,14 +197,14 @@ class AgentCall:
     async def _send_turn(self, peer: Peer, params: TaskSendParams) -> Task:
         """``peer.send`` within ``timeout_ms``; past it, cancel the task while the request is still open."""
         timeout_s = self.tool.timeout_ms / 1000
-        outcome: Task | AgentToolError | _Terminated | None = None
+        outcome: Task | Exception | None = None
         done = anyio.Event()
 
         async def send() -> None:
             nonlocal outcome
             try:
                 outcome = await peer.send(params)
-            except AgentToolError as exc:
+            except Exception as exc:  # raised below, in the caller's task, not as an ExceptionGroup
                 outcome = exc
             finally:
                 done.set()
@@ -208,7 +219,7 @@ class AgentCall:
                 )
                 outcome = await self._cancel_for(_Terminated(error))
                 task_group.cancel_scope.cancel()
-        if isinstance(outcome, AgentToolError | _Terminated):
+        if isinstance(outcome, Exception):
             raise outcome
         assert outcome is not None
         return outcome
@@ -263,6 +274,10 @@ class AgentCall:
         self.result.cost_usd = total
         error = BudgetExceeded(total, self.tool.budget.max_cost_usd or 0.0)
         if line is not None:
+            if isinstance(line, StatusEvent) and line.final:
+                # A final line's cost (e.g. the total billed at the end) arrives once the task has ended.
+                self.result.state = line.status.state.value
+                raise _Terminated(error, cancel=False, rejected_chunk=line.to_wire())
             raise _Terminated(error, rejected_chunk=line.to_wire())
         assert task is not None
         self.result.state = task.status.state.value

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from protocol import DataPart, Message, TextPart
 
@@ -26,6 +26,16 @@ if TYPE_CHECKING:
 
 NextInput = Callable[[str, AgentToolResult], str | Message | None | Awaitable[str | Message | None]]
 ToolInput = str | Message | Mapping[str, Any]
+
+class AgentToolOptions(TypedDict, total=False):
+    """The options of ``add_agent_tool`` after the name and URI (see ``AgentTool``)."""
+
+    mode: str | Mapping[str, Any] | Mode
+    timeout_ms: int
+    budget: Budget | Mapping[str, Any] | None
+    streaming: Mapping[str, Any] | None
+    description: str | None
+
 
 DEFAULT_TIMEOUT_MS = 30_000
 DEFAULT_IDLE_TIMEOUT_S = 30.0

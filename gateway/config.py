@@ -30,6 +30,7 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8080
 DEFAULT_DATA_DIR = ".switchboard"
 DEFAULT_AGENT_NAME = "assistant"
+DEFAULT_STARTUP_WAIT_S = 5.0
 MODES = ("sync", "streaming", "conversational")
 HISTORY_POLICIES = ("full", "summary", "structured")
 
@@ -54,6 +55,7 @@ class ServerConfig(_Strict):
     data_dir: str = DEFAULT_DATA_DIR
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     max_body_bytes: int = Field(1 << 20, ge=1)
+    startup_wait_secs: float = Field(DEFAULT_STARTUP_WAIT_S, ge=0)
 
 
 class LimitsConfig(_Strict):

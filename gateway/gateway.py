@@ -7,11 +7,9 @@ them, closes the HTTP client the gateway made, and the event log it made.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any
+from typing import Any, Unpack
 
 import anyio
 import httpx
@@ -20,19 +18,16 @@ from anyio.abc import TaskGroup
 from protocol import DEFAULT_MAX_LINE_BYTES
 
 from .agent_result import AgentToolResult
-from .agent_tool import DEFAULT_TIMEOUT_MS, AgentTool, Mode, ToolInput
-from .budget import Budget
+from .agent_tool import AgentTool, AgentToolOptions, ToolInput
 from .errors import PeerConnectionError, UnknownAgentTool
 from .event_log import EventLog, MemoryEventLog
 from .peers import A2AHttpPeer, LocalAgentHost, LocalPeer, MCPConnection, MCPPeer, Peer
-from .uri import A2AHttpTarget, LocalTarget, MCPHttpTarget, MCPStdioTarget, parse_agent_uri
+from .uri import LOCAL_NAME, A2AHttpTarget, LocalTarget, MCPHttpTarget, MCPStdioTarget, parse_agent_uri
 
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_HEADERS_TIMEOUT_S = 10.0
 DEFAULT_CANCEL_TIMEOUT_S = 2.0
 DEFAULT_MAX_CONNECTIONS = 100
-
-_LOCAL_NAME = re.compile(r"^[A-Za-z0-9_.~-]{1,128}$")
 
 
 class Gateway:
@@ -113,7 +108,7 @@ class Gateway:
 
     def register_local_agent(self, name: str, agent: Any) -> str:
         """Serve ``agent`` (a HostedAgent or an async function) in this process as ``local://NAME``."""
-        if not _LOCAL_NAME.match(name):
+        if not LOCAL_NAME.match(name):
             raise ValueError(f"local agent name {name!r} is not valid (1-128 letters, digits, '_', '.', '~' or '-')")
         if name in self._local:
             raise ValueError(f"a local agent named {name!r} is already registered")
@@ -123,30 +118,11 @@ class Gateway:
             self._task_group.start_soon(host.serve)
         return f"local://{name}"
 
-    def add_agent_tool(
-        self,
-        name: str,
-        agent: str,
-        mode: str | Mapping[str, Any] | Mode = "sync",
-        timeout_ms: int = DEFAULT_TIMEOUT_MS,
-        budget: Budget | Mapping[str, Any] | None = None,
-        streaming: Mapping[str, Any] | None = None,
-        description: str | None = None,
-    ) -> AgentTool:
+    def add_agent_tool(self, name: str, agent: str, **options: Unpack[AgentToolOptions]) -> AgentTool:
         """Make the agent at URI ``agent`` callable as tool ``name``; bad URIs and options fail here."""
         if name in self.tools:
             raise ValueError(f"an agent tool named {name!r} already exists")
-        tool = AgentTool(
-            self,
-            name,
-            agent,
-            mode=mode,
-            timeout_ms=timeout_ms,
-            budget=budget,
-            streaming=streaming,
-            description=description,
-        )
-        self.tools[name] = tool
+        tool = self.tools[name] = AgentTool(self, name, agent, **options)
         return tool
 
     def get_tool(self, name: str) -> AgentTool:

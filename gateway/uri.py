@@ -11,6 +11,7 @@ number of ``env=NAME=VALUE``. See docs/uris.md.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
@@ -23,6 +24,8 @@ EXPECTED_FORMS = (
 )
 
 _STDIO_KEYS = frozenset({"args", "cwd", "env"})
+LOCAL_NAME = re.compile(r"^[A-Za-z0-9_.~-]{1,128}$")
+"""What ``register_local_agent`` accepts, so that a ``local://`` URI no agent could have fails when added."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ def _local(uri: str) -> LocalTarget:
     name = unquote(parts.netloc)
     if not name or parts.path not in ("", "/") or parts.query or parts.fragment:
         raise InvalidAgentURI(uri, "write local://NAME with the registered agent's name and nothing after it")
+    if not LOCAL_NAME.match(name):
+        raise InvalidAgentURI(uri, f"{name!r} is not a local agent name (1-128 letters, digits, '_', '.', '~' or '-')")
     return LocalTarget(uri=uri, name=name)
 
 

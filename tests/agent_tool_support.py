@@ -1,4 +1,8 @@
-"""Shared pieces of the agent-tool tests: a misbehaving A2A server, a silent TCP server, log checks."""
+"""Shared pieces of the agent-tool tests: the scripted agent served over HTTP and in-process, a
+misbehaving A2A server, a silent TCP server, log checks.
+
+Test modules import the fixtures ``scripted_url`` and ``agent`` from here.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,10 @@ from typing import Any
 
 import anyio
 import orjson
+import pytest
+from agent_server import create_app
+from agent_server.testing import Probe, scripted_agent
+from servers import serve_app
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -21,13 +29,34 @@ from gateway.events import Event
 HUGE_LINE_BYTES = 50 * 1024 * 1024
 _PIECE = b"x" * (64 * 1024)
 
+PROBE = Probe()
+"""What the scripted agent behind ``scripted_url`` and ``agent`` went through (task ids are unique)."""
+
+
+@pytest.fixture(scope="module")
+def scripted_url() -> Iterator[str]:
+    """The scripted agent on a loopback port."""
+    with serve_app(create_app(scripted_agent(probe=PROBE))) as url:
+        yield url
+
+
+@pytest.fixture(params=["http", "local"])
+async def agent(request: pytest.FixtureRequest, scripted_url: str) -> AsyncIterator[tuple[Gateway, str]]:
+    """A started gateway and the URI of the scripted agent, remote or in-process."""
+    async with Gateway() as gateway:
+        if request.param == "http":
+            yield gateway, scripted_url
+        else:
+            yield gateway, gateway.register_local_agent("scripted", scripted_agent(probe=PROBE))
+
 
 def line(value: dict[str, Any]) -> bytes:
     return orjson.dumps(value) + b"\n"
 
 
-def status(task_id: str, seq: int, state: str, *, final: bool = False) -> bytes:
-    return line({"seq": seq, "id": task_id, "type": "status", "status": {"state": state}, "final": final})
+def status(task_id: str, seq: int, state: str, *, final: bool = False, cost: float | None = None) -> bytes:
+    event = {"seq": seq, "id": task_id, "type": "status", "status": {"state": state}, "final": final}
+    return line(event if cost is None else {**event, "cost_usd": cost})
 
 
 def artifact(task_id: str, seq: int, text: str, cost: float = 0.0) -> bytes:
@@ -38,11 +67,14 @@ def artifact(task_id: str, seq: int, text: str, cost: float = 0.0) -> bytes:
 class FaultyAgent:
     """A raw A2A server whose stream misbehaves as the message text says; it records the cancels it gets.
 
-    ``malformed``, ``non_utf8``, ``cut``, ``break``, ``huge``, ``http_error``, ``text_error``.
+    ``malformed``, ``non_utf8``, ``cut``, ``break``, ``huge``, ``http_error``, ``text_error``;
+    ``final_cost`` bills $1 on its final line; ``slow_cancel`` and ``failing_cancel`` fall
+    silent after two lines and answer a cancel late (after 30 s) or with HTTP 500.
     """
 
     def __init__(self) -> None:
         self.canceled: list[str] = []
+        self._commands: dict[str, str] = {}
         self.app = Starlette(
             routes=[
                 Route("/tasks/sendSubscribe", self._subscribe, methods=["POST"]),
@@ -55,6 +87,7 @@ class FaultyAgent:
         body = orjson.loads(await request.body())
         task_id = body["id"]
         command = body["message"]["parts"][0]["text"]
+        self._commands[task_id] = command
         if command == "http_error":
             error = {"error": {"code": -32603, "message": "the model provider is down, retry in a minute"}}
             return Response(orjson.dumps(error), status_code=503, media_type="application/json")
@@ -81,10 +114,19 @@ class FaultyAgent:
             for _ in range(HUGE_LINE_BYTES // len(_PIECE)):
                 yield _PIECE
             yield b"\n" + status(task_id, 3, "completed", final=True)
+        elif command == "final_cost":
+            yield status(task_id, 2, "completed", final=True, cost=1.0)
+        elif command in ("slow_cancel", "failing_cancel"):
+            await anyio.sleep(30)
 
     async def _cancel(self, request: Request) -> Response:
         task_id = orjson.loads(await request.body())["id"]
         self.canceled.append(task_id)
+        command = self._commands.get(task_id)
+        if command == "slow_cancel":
+            await anyio.sleep(30)
+        if command == "failing_cancel":
+            return Response("cancel is broken", status_code=500, media_type="text/plain")
         task = {"id": task_id, "status": {"state": "canceled"}, "artifacts": []}
         return Response(orjson.dumps(task), media_type="application/json")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -10,6 +11,7 @@ from typing import Any
 import anyio
 import httpx
 import orjson
+import pytest
 from servers import serve_app
 
 from agent_server import HostedAgent, TaskContext, TextChunk, create_app
@@ -44,10 +46,34 @@ def triage_service(*, remotes: tuple[RemoteSpec, ...] = (), **options: Any) -> G
     )
 
 
+def remote_first_service(agent_url: str, name: str = "slow", startup_wait_s: float = 0.0) -> GatewayService:
+    """The remote agent at ``agent_url`` answers first (the scripted one: ``stream N INTERVAL`` makes a slow run)."""
+    return GatewayService(
+        starting_agent_name=name,
+        remotes=[RemoteSpec(agent_url, name)],
+        session_store=MemorySessionStore(),
+        event_log=MemoryEventLog(),
+        startup_wait_s=startup_wait_s,
+    )
+
+
 @contextmanager
 def gateway_server(service: GatewayService) -> Iterator[str]:
     with serve_app(create_gateway_app(service)) as url:
         yield url
+
+
+def wait_for_health(url: str, process: subprocess.Popen[str]) -> dict[str, Any]:
+    """``GET /health`` of a gateway started as a process, once it answers; fails the test if the process exits."""
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"the gateway exited with {process.returncode}: {process.communicate()[1]}")
+        try:
+            return httpx.get(f"{url}/health", timeout=0.5).json()
+        except httpx.TransportError:
+            time.sleep(0.05)
+    pytest.fail("the gateway did not come up")
 
 
 def client(url: str) -> httpx.Client:

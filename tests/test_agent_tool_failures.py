@@ -14,7 +14,7 @@ import pytest
 from agent_tool_support import FaultyAgent, call_events, progress_texts, types_of
 from servers import serve_app
 
-from gateway import Gateway, PeerConnectionError, PeerHTTPError, PeerProtocolError
+from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionError, PeerHTTPError, PeerProtocolError
 
 pytestmark = pytest.mark.anyio
 
@@ -115,3 +115,44 @@ async def test_a_50_mb_line_fails_the_call_with_cancel_and_memory_stays_near_the
     assert events[-1].type == "agent_tool_terminated" and terminated["reason"] == "line_too_long"
     assert terminated["line_bytes"] > LINE_LIMIT and terminated["cancel_acknowledged"] is True
     assert caught.value.partial.task_id in agent.canceled
+
+
+@pytest.mark.parametrize("command", ["slow_cancel", "failing_cancel"])
+async def test_a_cancel_the_peer_answers_late_or_with_an_error_is_not_acknowledged_and_bounded(
+    faulty: tuple[FaultyAgent, str], command: str
+) -> None:
+    agent, url = faulty
+    async with Gateway(cancel_timeout_s=0.3) as gateway:
+        gateway.add_agent_tool("silent", url, mode="streaming", streaming={"idle_timeout_secs": 0.2})
+        started = time.monotonic()
+        with pytest.raises(AgentToolTimeout) as caught:
+            await gateway.call_tool("silent", command, run_id="r")
+        assert time.monotonic() - started < 0.2 + 0.3 + 0.3, "idle timeout, then at most the cancel's own deadline"
+        assert caught.value.partial is not None and caught.value.partial.text == "partial "
+        assert caught.value.partial.task_id in agent.canceled
+        events = await call_events(gateway, "r")
+        assert progress_texts(events) == ["partial "]
+        terminated = events[-1].fields
+        assert (terminated["reason"], terminated["cancel_sent"], terminated["cancel_acknowledged"]) == (
+            "idle_timeout",
+            True,
+            False,
+        )
+
+
+async def test_a_cost_billed_on_the_final_line_fails_the_call_without_cancelling_an_ended_task(
+    gateway: Gateway, faulty: tuple[FaultyAgent, str]
+) -> None:
+    agent, url = faulty
+    gateway.add_agent_tool("billed", url, mode="streaming", budget={"max_cost_usd": 0.5})
+    with pytest.raises(BudgetExceeded) as caught:
+        await gateway.call_tool("billed", "final_cost", run_id="r")
+    partial = caught.value.partial
+    assert partial is not None and partial.text == "partial " and partial.cost_usd == pytest.approx(1.001)
+    assert partial.state == "completed", "the rejected final line still tells how the task ended"
+    assert partial.task_id not in agent.canceled
+    events = await call_events(gateway, "r")
+    assert progress_texts(events) == ["partial "]
+    terminated = events[-1].fields
+    assert terminated["reason"] == "budget_exceeded" and terminated["rejected_chunk"]["final"] is True
+    assert terminated["cancel_sent"] is False and terminated["cancel_acknowledged"] is False

@@ -5,34 +5,20 @@ Real time, kept short. Against the scripted agent over HTTP on loopback and in-p
 
 from __future__ import annotations
 
+import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import anyio
 import pytest
-from agent_server import create_app
-from agent_server.testing import Probe, scripted_agent
-from agent_tool_support import call_events, progress_texts, silent_server, types_of
-from servers import free_port, serve_app
+from agent_tool_support import PROBE, call_events, progress_texts, silent_server, types_of
+from agent_tool_support import agent, scripted_url  # noqa: F401 (fixtures)
+from servers import free_port
 
 from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionError
 
 pytestmark = pytest.mark.anyio
-
-PROBE = Probe()
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    with serve_app(create_app(scripted_agent(probe=PROBE))) as url:
-        yield url
-
-
-@pytest.fixture(params=["http", "local"])
-async def agent(request: pytest.FixtureRequest, server_url: str) -> AsyncIterator[tuple[Gateway, str]]:
-    async with Gateway() as gateway:
-        uri = server_url if request.param == "http" else gateway.register_local_agent("scripted", scripted_agent(probe=PROBE))
-        yield gateway, uri
 
 
 async def test_idle_timeout_ends_the_call_promptly_and_the_remote_task_ends_canceled(agent: tuple[Gateway, str]) -> None:
@@ -139,6 +125,39 @@ async def test_a_peer_that_never_sends_headers_fails_at_the_headers_deadline() -
             terminated = (await call_events(gateway, "r-mute-sync"))[-1].fields
             assert sync_caught.value.reason == "timeout"
             assert terminated["cancel_sent"] is True and terminated["cancel_acknowledged"] is False
+
+
+@contextmanager
+def unanswered_syn() -> Iterator[str]:
+    """A loopback port whose accept queue is full: the kernel drops new SYNs, so connecting hangs."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        fillers = [socket.socket() for _ in range(3)]
+        try:
+            for filler in fillers:
+                filler.setblocking(False)
+                filler.connect_ex(("127.0.0.1", port))
+            time.sleep(0.05)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            for filler in fillers:
+                filler.close()
+
+
+@pytest.mark.parametrize("mode", ["sync", "streaming"])
+async def test_a_peer_that_does_not_accept_the_connection_fails_at_the_connect_deadline(mode: str) -> None:
+    with unanswered_syn() as url:
+        async with Gateway(connect_timeout_s=0.3) as gateway:
+            gateway.add_agent_tool("unreachable", url, mode=mode, timeout_ms=5000)
+            started = time.monotonic()
+            with pytest.raises(AgentToolTimeout) as caught:
+                await gateway.call_tool("unreachable", "hello", run_id="r-connect")
+            assert 0.3 <= time.monotonic() - started < 0.8
+            assert caught.value.reason == "connect_timeout"
+            events = await call_events(gateway, "r-connect")
+            assert types_of(events) == ["invoked", "error"] and events[-1].fields["timeout_s"] == 0.3
 
 
 async def test_a_refused_connection_fails_at_once_with_a_connection_error() -> None:

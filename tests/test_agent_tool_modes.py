@@ -5,13 +5,9 @@ The agent is agent_server.testing's scripted agent: each message's text says wha
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-
 import pytest
-from agent_server import create_app
-from agent_server.testing import Probe, scripted_agent
 from agent_tool_support import call_events, progress_texts, types_of
-from servers import serve_app
+from agent_tool_support import agent, scripted_url  # noqa: F401 (fixtures)
 
 from gateway import (
     AgentTaskFailed,
@@ -28,22 +24,6 @@ from gateway.tools import Tool
 from protocol import Message
 
 pytestmark = pytest.mark.anyio
-
-PROBE = Probe()
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    with serve_app(create_app(scripted_agent(probe=PROBE))) as url:
-        yield url
-
-
-@pytest.fixture(params=["http", "local"])
-async def agent(request: pytest.FixtureRequest, server_url: str) -> AsyncIterator[tuple[Gateway, str]]:
-    """A started gateway and the URI of the scripted agent, remote or in-process."""
-    async with Gateway() as gateway:
-        uri = server_url if request.param == "http" else gateway.register_local_agent("scripted", scripted_agent(probe=PROBE))
-        yield gateway, uri
 
 
 async def test_sync_returns_the_tasks_whole_output_and_records_invoked_then_completed(agent: tuple[Gateway, str]) -> None:
@@ -118,6 +98,21 @@ async def test_conversational_next_input_callable_decides_and_max_turns_bounds(a
     gateway.add_agent_tool("declined", uri, mode={"conversational": {"next_input": lambda reply, result: None}})
     declined = await gateway.call_tool("declined", "ask anything?")
     assert (declined.turns, declined.state) == (1, "input-required")
+
+
+async def test_a_next_input_that_raises_ends_the_call_with_a_recorded_error(agent: tuple[Gateway, str]) -> None:
+    gateway, uri = agent
+
+    def broken(reply: str, so_far: AgentToolResult) -> str:
+        raise ValueError(f"cannot answer {reply!r}")
+
+    gateway.add_agent_tool("broken", uri, mode={"conversational": {"next_input": broken}})
+    with pytest.raises(ValueError, match="cannot answer"):
+        await gateway.call_tool("broken", "ask which colour?", run_id="r-broken")
+    events = await call_events(gateway, "r-broken")
+    assert types_of(events) == ["invoked", "progress", "error"], "the turn received stays, the failure is the last step"
+    error = events[-1].fields
+    assert (error["kind"], error["error"], error["turns"]) == ("internal_error", "ValueError", 1)
 
 
 async def test_sync_and_streaming_end_at_input_required_with_the_question(agent: tuple[Gateway, str]) -> None:

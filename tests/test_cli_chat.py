@@ -57,6 +57,14 @@ def test_end_of_input_leaves_and_the_session_continues_where_it_was(gateway_url:
     assert again.stdout.splitlines() == ["billing> Billing here: your refund is on its way."]
 
 
+def test_a_refused_message_is_reported_and_the_chat_goes_on(gateway_url: str) -> None:
+    too_big = "x" * (1 << 20)
+    done = _chat(gateway_url, f"{too_big}\nI need a refund for a double charge\n", "--session", "c3")
+    assert "the gateway answered 413" in done.stderr
+    assert "billing> Billing here: your refund is on its way." in done.stdout.splitlines()
+    assert done.returncode == 1
+
+
 def test_an_unreachable_gateway_exits_1(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(sys, "stdin", io.StringIO("hello\n"))
     assert main(["chat", "--gateway", "http://127.0.0.1:1"]) == 1

@@ -11,11 +11,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-from gateway_service_support import agent_server, client, gateway_server, lines_of
+from gateway_service_support import agent_server, client, gateway_server, lines_of, remote_first_service
 
-from gateway import MemoryEventLog, MemorySessionStore
 from gateway.cli import main
-from gateway.service import GatewayService, RemoteSpec
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,13 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def gateway_url() -> Iterator[str]:
     """The scripted remote agent answers first, so ``stream N INTERVAL`` makes a slow run."""
     with agent_server() as agent_url:
-        service = GatewayService(
-            starting_agent_name="slow",
-            remotes=[RemoteSpec(agent_url, "slow")],
-            session_store=MemorySessionStore(),
-            event_log=MemoryEventLog(),
-        )
-        with gateway_server(service) as url:
+        with gateway_server(remote_first_service(agent_url)) as url:
             yield url
 
 

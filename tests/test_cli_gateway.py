@@ -7,11 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
+from gateway_service_support import wait_for_health
 from servers import free_port
 
 from gateway.cli import main
@@ -30,18 +30,6 @@ def _start(config: Path, *extra: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for_health(url: str, process: subprocess.Popen[str]) -> dict[str, object]:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"the gateway exited with {process.returncode}: {process.communicate()[1]}")
-        try:
-            return httpx.get(f"{url}/health", timeout=0.5).json()
-        except httpx.TransportError:
-            time.sleep(0.05)
-    pytest.fail("the gateway did not come up")
-
-
 def test_it_serves_the_configured_swarm_and_terminates_cleanly(tmp_path: Path) -> None:
     port = free_port()
     config = tmp_path / "gateway.toml"
@@ -53,7 +41,7 @@ def test_it_serves_the_configured_swarm_and_terminates_cleanly(tmp_path: Path) -
     process = _start(config, "--port", str(port))
     url = f"http://127.0.0.1:{port}"
     try:
-        health = _wait_for_health(url, process)
+        health = wait_for_health(url, process)
         assert health == {"status": "ok", "name": "desk", "starting_agent": "frontdesk", "agents": 1, "tools": 0}
         answer = httpx.post(f"{url}/sessions/s/messages", json={"message": "hello", "stream": False}, timeout=10).json()
         assert answer["active_agent_name"] == "frontdesk"
@@ -92,13 +80,14 @@ def test_check_prints_the_effective_configuration(tmp_path: Path, capsys: pytest
 def test_an_unreachable_remote_agent_stops_the_start_with_one_clear_line(tmp_path: Path) -> None:
     config = tmp_path / "gateway.toml"
     config.write_text(
-        f'[gateway]\nport = {free_port()}\n\n[stores]\nsessions = "memory"\nevents = "memory"\n\n'
+        f'[gateway]\nport = {free_port()}\nstartup_wait_secs = 0.8\n\n[stores]\nsessions = "memory"\nevents = "memory"\n\n'
         '[[agents]]\nname = "triage"\nhandoffs = ["billing"]\n\n[[agents]]\nname = "billing"\nurl = "http://127.0.0.1:1"\n',
         encoding="utf-8",
     )
     process = _start(config)
     _, stderr = process.communicate(timeout=20)
     assert process.returncode == 1
-    assert stderr.rstrip().splitlines()[-1].startswith(
-        "switchboard gateway: could not start: cannot fetch the agent card from http://127.0.0.1:1: cannot reach"
-    )
+    last = stderr.rstrip().splitlines()[-1]
+    assert last.startswith("switchboard gateway: could not start: cannot fetch the agent card from http://127.0.0.1:1: cannot reach")
+    assert last.endswith("over 0.8 s)")
+    assert "remote agent http://127.0.0.1:1 not reachable yet (attempt 1: " in stderr

@@ -92,7 +92,9 @@ def test_malformed_json_wrong_content_type_and_a_body_that_is_no_object(api: htt
     form = api.post("/agents", content=b"url=x", headers={"content-type": "application/x-www-form-urlencoded"})
     assert form.status_code == 415 and "Content-Type: application/json" in error_of(form)["message"]
     listing = api.post("/agents", json=["http://x"])
-    assert listing.status_code == 400 and "must be a JSON object, got list" in error_of(listing)["message"]
+    assert listing.status_code == 400 and "must be a JSON object, got a list" in error_of(listing)["message"]
+    null = api.post("/agents", content=b"null", headers={"content-type": "application/json"})
+    assert null.status_code == 400 and error_of(null)["message"] == "the body must be a JSON object, got null"
     huge = api.post("/sessions/s1/messages", json={"message": "x" * (1 << 20)})
     assert huge.status_code == 413 and "larger than the limit of 1048576 bytes" in error_of(huge)["message"]
 
@@ -182,10 +184,24 @@ def test_a_failed_sync_call_is_502_with_the_partial_result_and_a_timeout_504(api
     assert slow.status_code == 504 and error_of(slow)["data"]["reason"] == "timeout"
 
 
-def test_a_tool_call_refuses_a_bad_input(api: httpx.Client, scripted_url: str) -> None:
+@pytest.mark.parametrize("value", [42, None, ["a"]])
+def test_a_tool_call_refuses_a_bad_input_with_one_reason(api: httpx.Client, scripted_url: str, value: object) -> None:
     api.post("/tools", json={"name": "picky", "agent": scripted_url})
-    response = api.post("/tools/picky/call", json={"input": 42})
-    assert response.status_code == 400 and error_of(response)["message"].startswith("invalid body: input")
+    response = api.post("/tools/picky/call", json={"input": value})
+    assert response.status_code == 400
+    assert error_of(response)["message"] == (
+        f"invalid body: input: must be a string (the message text) or a JSON object (a data part), got {value!r}"
+    )
+
+
+def test_a_tool_whose_agent_is_down_fails_with_the_run_to_read(api: httpx.Client) -> None:
+    api.post("/tools", json={"name": "down", "agent": "http://127.0.0.1:1"})
+    response = api.post("/tools/down/call", json={"input": "hi"})
+    assert response.status_code == 502
+    error = error_of(response)
+    assert error["data"]["reason"] == "connection_error" and "cannot reach http://127.0.0.1:1" in error["message"]
+    events = lines_of(api.get(f"/runs/{error['data']['run_id']}/events"))
+    assert [e["type"] for e in events] == ["agent_tool_invoked", "agent_tool_error"]
 
 
 def test_a_message_streams_the_runs_events_and_the_session_keeps_them(api: httpx.Client) -> None:
@@ -231,6 +247,8 @@ def test_sessions_can_be_read_and_forgotten(api: httpx.Client) -> None:
     assert api.get("/sessions/s-forget").status_code == 200
     assert api.delete("/sessions/s-forget").json() == {"deleted": "s-forget"}
     assert api.get("/sessions/s-forget").status_code == 404
+    again = api.delete("/sessions/s-forget")
+    assert again.status_code == 404 and error_of(again)["message"].startswith("no session 's-forget' yet")
 
 
 def test_run_events_from_a_seq_and_the_errors_of_the_runs_routes(api: httpx.Client) -> None:

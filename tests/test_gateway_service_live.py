@@ -15,6 +15,7 @@ from gateway_service_support import (
     client,
     gateway_server,
     lines_of,
+    remote_first_service,
     timed_lines,
     triage_service,
 )
@@ -22,7 +23,7 @@ from servers import serve_app
 
 from gateway import Agent, MemoryEventLog, MemorySessionStore
 from gateway.config import validate_config
-from gateway.service import GatewayService, RemoteSpec, create_gateway_app
+from gateway.service import GatewayService, create_gateway_app
 
 
 @pytest.fixture(scope="module")
@@ -34,13 +35,7 @@ def scripted_url() -> Iterator[str]:
 @pytest.fixture(scope="module")
 def slow_gateway(scripted_url: str) -> Iterator[str]:
     """The starting agent is the scripted remote agent: ``stream N INTERVAL`` makes it answer slowly."""
-    service = GatewayService(
-        starting_agent_name="slow",
-        remotes=[RemoteSpec(scripted_url, "slow")],
-        session_store=MemorySessionStore(),
-        event_log=MemoryEventLog(),
-    )
-    with gateway_server(service) as url:
+    with gateway_server(remote_first_service(scripted_url)) as url:
         yield url
 
 

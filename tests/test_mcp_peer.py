@@ -146,3 +146,15 @@ async def test_a_stdio_command_that_cannot_start_is_a_connection_error(gateway: 
     with pytest.raises(PeerConnectionError, match="cannot connect to the MCP server"):
         await gateway.call_tool("broken", "x", run_id="r-broken")
     assert types_of(await call_events(gateway, "r-broken")) == ["invoked", "error"]
+
+
+async def test_a_stdio_server_that_never_answers_fails_at_the_connect_deadline(tmp_path: Path) -> None:
+    mute = f"mcp+stdio:{quote(sys.executable)}?args=-c+'import+time;time.sleep(60)'#tool"
+    async with Gateway(connect_timeout_s=0.5) as gateway:
+        gateway.add_agent_tool("mute", mute)
+        started = time.monotonic()
+        with pytest.raises(AgentToolTimeout) as caught:
+            await gateway.call_tool("mute", "x", run_id="r-mute")
+        assert 0.5 <= time.monotonic() - started < 1.0, "shutting the server down is not on the caller's clock"
+        assert caught.value.reason == "connect_timeout"
+        assert types_of(await call_events(gateway, "r-mute")) == ["invoked", "error"]

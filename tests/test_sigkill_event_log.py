@@ -1,4 +1,5 @@
-"""A gateway process killed with SIGKILL mid-stream leaves every event it had appended readable."""
+"""A gateway process killed with SIGKILL mid-stream leaves every event it had appended readable,
+and the next process to own the log closes the run it left open, so followers end."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ import anyio
 import pytest
 
 from gateway.event_log import SQLiteEventLog
+from gateway.event_log.base import INTERRUPTED
+from gateway.events import Event, EventType
+from gateway.service import GatewayService
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,9 +53,8 @@ _CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
-def test_sigkill_mid_stream_loses_no_appended_event(tmp_path: Path) -> None:
-    path = tmp_path / "events.db"
+def _kill_mid_stream(path: Path, *, events: int = 30) -> list[int]:
+    """Run the child until it has appended ``events`` events, SIGKILL it; returns the seqs it reported."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)])}
     child = subprocess.Popen(
         [sys.executable, "-c", _CHILD, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT
@@ -60,14 +63,14 @@ def test_sigkill_mid_stream_loses_no_appended_event(tmp_path: Path) -> None:
     try:
         assert child.stdout is not None
         deadline = time.monotonic() + 20
-        while len(reported) < 30 and time.monotonic() < deadline:
+        while len(reported) < events and time.monotonic() < deadline:
             line = child.stdout.readline()
             if not line:
                 break
             run_id, seq = line.decode().split()
             assert run_id == "killed-run"
             reported.append(int(seq))
-        assert len(reported) >= 30, child.stderr.read().decode() if child.stderr else "child stopped early"
+        assert len(reported) >= events, child.stderr.read().decode() if child.stderr else "child stopped early"
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=10)
         assert child.returncode == -signal.SIGKILL
@@ -75,6 +78,13 @@ def test_sigkill_mid_stream_loses_no_appended_event(tmp_path: Path) -> None:
         if child.poll() is None:
             child.kill()
             child.wait()
+    return reported
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
+def test_sigkill_mid_stream_loses_no_appended_event(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    reported = _kill_mid_stream(path)
 
     async def read_back() -> list[tuple[int, str]]:
         log = SQLiteEventLog(path)
@@ -90,3 +100,50 @@ def test_sigkill_mid_stream_loses_no_appended_event(tmp_path: Path) -> None:
     assert events[0][1] == "agent_tool_invoked"
     assert all(kind == "agent_tool_progress" for _, kind in events[1:])
     assert not any(kind == "agent_tool_completed" for _, kind in events), "the stream really was cut mid-way"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
+def test_a_run_cut_off_by_a_kill_is_closed_by_the_next_log_and_its_follower_ends(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+    _kill_mid_stream(path, events=5)
+
+    async def reopen() -> None:
+        log = SQLiteEventLog(path, cross_process_poll_s=30)
+        try:
+            assert not await log.is_closed("killed-run")
+            followed: list[str] = []
+
+            async def follow() -> None:
+                async for event in log.follow("killed-run"):
+                    followed.append(event.type)
+
+            with anyio.fail_after(5):
+                async with anyio.create_task_group() as task_group:
+                    task_group.start_soon(follow)
+                    await anyio.sleep(0.1)
+                    assert await log.close_abandoned_runs() == ["killed-run"]
+            assert followed[-1] == "run_failed" and followed[0] == "agent_tool_invoked"
+            last = (await log.read("killed-run"))[-1]
+            assert last.fields["error"] == INTERRUPTED and await log.is_closed("killed-run")
+            assert await log.close_abandoned_runs() == [], "closed once"
+        finally:
+            await log.aclose()
+
+    anyio.run(reopen)
+
+
+def test_the_gateway_service_closes_abandoned_runs_when_it_starts(tmp_path: Path) -> None:
+    path = tmp_path / "events.db"
+
+    async def scenario() -> None:
+        left_open = SQLiteEventLog(path)
+        await left_open.append(Event.create(EventType.RUN_STARTED, "stopped-run"))
+        await left_open.append(Event.create(EventType.RUN_STARTED, "finished-run"))
+        await left_open.close_run("finished-run")
+        await left_open.aclose()
+        async with GatewayService(event_log=SQLiteEventLog(path)) as service:
+            assert await service.event_log.is_closed("stopped-run")
+            assert [e.type for e in await service.event_log.read("stopped-run")] == ["run_started", "run_failed"]
+            assert [e.type for e in await service.event_log.read("finished-run")] == ["run_started"]
+
+    anyio.run(scenario)

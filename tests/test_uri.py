@@ -68,6 +68,8 @@ def test_tools_of_one_mcp_server_share_its_server_key() -> None:
         ("http://host/x?y=1", "no query or fragment"),
         ("local://", "local://NAME"),
         ("local://a/b", "local://NAME"),
+        ("local://billing:1", "not a local agent name"),
+        ("local://user@billing", "not a local agent name"),
         ("mcp+stdio:python", "#TOOL"),
         ("mcp+stdio://host/python#t", "no host"),
         ("mcp+stdio:#t", "no command"),

@@ -2,8 +2,10 @@
 
 Each line read from stdin (a terminal or a pipe) is posted to the session; the run's
 events are shown as they arrive: ``billing> ...`` for the agent speaking, and a line
-like ``[triage -> billing] refund request`` for every handoff. ``/quit`` or end of input
-leaves.
+like ``[triage -> billing] refund request`` for every handoff. ``/quit``, end of input or
+Ctrl-C at the prompt leaves. A message the gateway refuses is reported and the chat goes
+on (the exit code is then 1); Ctrl-C during an answer stops showing it and returns to the
+prompt, while the run itself goes on in the gateway.
 """
 
 from __future__ import annotations
@@ -17,7 +19,15 @@ import httpx
 import orjson
 
 from ..events import EventType
-from .client import GATEWAY_URL_HELP, CommandFailed, default_gateway_url, gateway_client, refused, unreachable
+from .client import (
+    GATEWAY_URL_HELP,
+    CommandFailed,
+    GatewayRefused,
+    default_gateway_url,
+    gateway_client,
+    refused,
+    unreachable,
+)
 
 QUIT_COMMANDS = frozenset({"/quit", "/exit"})
 
@@ -38,25 +48,38 @@ def run_chat(args: argparse.Namespace) -> int:
     session = args.session or "chat-" + uuid.uuid4().hex[:12]
     interactive = sys.stdin.isatty()
     print(f"session {session} on {url} (/quit to leave)", file=sys.stderr)
+    refusals = 0
     try:
         with gateway_client(url) as client:
-            while True:
-                if interactive:
-                    sys.stdout.write("you> ")
-                    sys.stdout.flush()
-                line = sys.stdin.readline()
-                if not line:
-                    break
-                text = line.strip()
-                if not text:
-                    continue
-                if text in QUIT_COMMANDS:
-                    break
-                _turn(client, url, session, text, ChatView(sys.stdout))
+            while (text := _next_message(interactive)) is not None:
+                try:
+                    _turn(client, url, session, text, ChatView(sys.stdout))
+                except GatewayRefused as exc:
+                    refusals += 1
+                    print(f"switchboard chat: {exc}", file=sys.stderr)
+                except KeyboardInterrupt:
+                    print("\n[stopped showing this answer; the run goes on in the gateway]", file=sys.stderr)
     except CommandFailed as exc:
         print(f"switchboard chat: {exc}", file=sys.stderr)
         return 1
-    return 0
+    return 1 if refusals else 0
+
+
+def _next_message(interactive: bool) -> str | None:
+    """The next non-empty line, or None to leave (end of input, /quit, Ctrl-C at the prompt)."""
+    while True:
+        if interactive:
+            sys.stdout.write("you> ")
+            sys.stdout.flush()
+        try:
+            line = sys.stdin.readline()
+        except KeyboardInterrupt:
+            return None
+        text = line.strip()
+        if not line or text in QUIT_COMMANDS:
+            return None
+        if text:
+            return text
 
 
 def _turn(client: httpx.Client, url: str, session: str, text: str, view: ChatView) -> None:

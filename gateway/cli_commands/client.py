@@ -16,6 +16,10 @@ class CommandFailed(Exception):
     """The command ran but did not succeed; printed as one line on stderr, exit code 1."""
 
 
+class GatewayRefused(CommandFailed):
+    """The gateway answered one request with an error; the next request may still succeed."""
+
+
 def default_gateway_url() -> str:
     return os.environ.get(GATEWAY_URL_ENV) or DEFAULT_GATEWAY_URL
 
@@ -31,11 +35,11 @@ def unreachable(url: str, exc: httpx.TransportError) -> CommandFailed:
     )
 
 
-def refused(response: httpx.Response) -> CommandFailed:
+def refused(response: httpx.Response) -> GatewayRefused:
     """The gateway's own error message when it sent one, else the status line."""
     response.read()
     try:
         message = orjson.loads(response.content)["error"]["message"]
     except (orjson.JSONDecodeError, KeyError, TypeError):
         message = response.text.strip() or response.reason_phrase
-    return CommandFailed(f"the gateway answered {response.status_code}: {message}")
+    return GatewayRefused(f"the gateway answered {response.status_code}: {message}")

@@ -2,8 +2,9 @@
 
 The configuration is checked before anything starts; every problem is printed with its
 file (or environment variable), key and reason, and the exit code is 2. A remote agent
-that cannot be reached at start also stops it (exit code 1). SIGTERM and Ctrl-C shut
-down gracefully: runs still going end ``run_failed``, stores are closed, exit code 0.
+that still cannot be reached after ``gateway.startup_wait_secs`` stops it (exit code 1).
+SIGTERM and Ctrl-C shut down gracefully: runs still going end ``run_failed`` (their streams
+end with it), stores are closed, exit code 0.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import socket
 import sys
 from types import FrameType
 from typing import Any
@@ -18,7 +20,7 @@ from typing import Any
 import uvicorn
 
 from ..config import ConfigError, GatewayConfig, load_config
-from ..service import ServiceError, create_gateway_app
+from ..service import GatewayService, ServiceError, create_gateway_app
 
 GRACEFUL_SHUTDOWN_S = 3
 
@@ -57,7 +59,7 @@ def run_gateway(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"switchboard gateway: invalid configuration:\n{exc}", file=sys.stderr)
         return 2
-    server = uvicorn.Server(
+    server = _GatewayServer(
         uvicorn.Config(
             app,
             host=config.gateway.host,
@@ -75,6 +77,20 @@ def run_gateway(args: argparse.Namespace) -> int:
             return _could_not_start(app.state)
         return 0
     return 0 if server.started else _could_not_start(app.state)
+
+
+class _GatewayServer(uvicorn.Server):
+    """Ends the runs still going before uvicorn waits for connections to close.
+
+    Their NDJSON streams then end with ``run_failed`` at once, instead of being cut (with a
+    traceback each) when the graceful shutdown times out.
+    """
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        service = getattr(self.config.app.state, "service", None)
+        if isinstance(service, GatewayService):
+            await service.stop_runs()
+        await super().shutdown(sockets)
 
 
 def _could_not_start(state: Any) -> int:

@@ -15,6 +15,9 @@ import orjson
 
 from ..events import Event
 
+INTERRUPTED = "interrupted: the process stopped before the run ended"
+"""The ``error`` of the ``run_failed`` event that ``close_abandoned_runs`` appends."""
+
 
 class EventLog(abc.ABC):
     """Where every step of every run is written as it happens."""
@@ -39,6 +42,16 @@ class EventLog(abc.ABC):
     async def is_closed(self, run_id: str) -> bool: ...
 
     @abc.abstractmethod
+    async def close_abandoned_runs(self) -> list[str]:
+        """Close the runs a previous process left open (it stopped mid-run): returns their ids.
+
+        Each run that has events but was never closed gets a ``run_failed`` event (error
+        ``INTERRUPTED``) and is closed, so that its followers end. Call it once, at start,
+        and only when this process is the one gateway that writes to the log (the default
+        embedded SQLite file): a run another live process is still writing would be cut.
+        """
+
+    @abc.abstractmethod
     async def list_runs(self, limit: int = 100) -> list[str]:
         """Run ids, newest first."""
 
@@ -61,6 +74,7 @@ class EventLog(abc.ABC):
             if batch:
                 continue
             if closed:
+                self._wakeups.pop(run_id, None)
                 return
             await self._wait(wakeup)
 

@@ -32,5 +32,9 @@ class MemoryEventLog(EventLog):
     async def is_closed(self, run_id: str) -> bool:
         return run_id in self._closed
 
+    async def close_abandoned_runs(self) -> list[str]:
+        """Nothing to do: a memory log never outlives the process that wrote it."""
+        return []
+
     async def list_runs(self, limit: int = 100) -> list[str]:
         return list(reversed(self._runs))[:limit]

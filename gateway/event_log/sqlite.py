@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -23,8 +24,8 @@ import anyio
 import anyio.to_thread
 import orjson
 
-from ..events import Event, now_ms
-from .base import EventLog
+from ..events import Event, EventType, now_ms
+from .base import INTERRUPTED, EventLog
 
 T = TypeVar("T")
 
@@ -81,6 +82,12 @@ class SQLiteEventLog(EventLog):
     async def is_closed(self, run_id: str) -> bool:
         return await self._run(self._is_closed, run_id)
 
+    async def close_abandoned_runs(self) -> list[str]:
+        run_ids = await self._run(self._close_abandoned_runs, INTERRUPTED)
+        for run_id in run_ids:
+            self._notify(run_id)
+        return run_ids
+
     async def list_runs(self, limit: int = 100) -> list[str]:
         return await self._run(self._list_runs, limit)
 
@@ -102,27 +109,30 @@ class SQLiteEventLog(EventLog):
         return self._conn
 
     def _append(self, event: Event) -> Event:
-        with self._lock:
-            conn = self._connection()
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                (seq,) = conn.execute(
-                    "SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run_id = ?", (event.run_id,)
-                ).fetchone()
-                stored = event.with_seq(seq)
-                conn.execute(
-                    "INSERT INTO events (run_id, seq, type, timestamp_ms, body) VALUES (?, ?, ?, ?, ?)",
-                    (stored.run_id, seq, stored.type, stored.timestamp_ms, orjson.dumps(stored.to_dict())),
-                )
-                if seq == 0:
-                    conn.execute(
-                        "INSERT OR IGNORE INTO runs (run_id, created_ms) VALUES (?, ?)", (stored.run_id, now_ms())
-                    )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            return stored
+        with self._lock, self._transaction() as conn:
+            return _insert(conn, event)
+
+    def _close_abandoned_runs(self, reason: str) -> list[str]:
+        with self._lock, self._transaction() as conn:
+            rows = conn.execute(
+                "SELECT run_id FROM runs WHERE closed = 0 AND EXISTS (SELECT 1 FROM events WHERE events.run_id = runs.run_id)"
+            ).fetchall()
+            for (run_id,) in rows:
+                _insert(conn, Event.create(EventType.RUN_FAILED, run_id, error=reason, error_type="Interrupted"))
+                conn.execute("UPDATE runs SET closed = 1 WHERE run_id = ?", (run_id,))
+        return [run_id for (run_id,) in rows]
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction, taken at once (``BEGIN IMMEDIATE``) so that seqs are read and written under it."""
+        conn = self._connection()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     def _read(self, run_id: str, after_seq: int, limit: int) -> list[tuple[bytes]]:
         with self._lock:
@@ -153,3 +163,16 @@ class SQLiteEventLog(EventLog):
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+
+def _insert(conn: sqlite3.Connection, event: Event) -> Event:
+    """Append ``event`` as its run's next seq, inside the caller's write transaction."""
+    (seq,) = conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run_id = ?", (event.run_id,)).fetchone()
+    stored = event.with_seq(seq)
+    conn.execute(
+        "INSERT INTO events (run_id, seq, type, timestamp_ms, body) VALUES (?, ?, ?, ?, ?)",
+        (stored.run_id, seq, stored.type, stored.timestamp_ms, orjson.dumps(stored.to_dict())),
+    )
+    if seq == 0:
+        conn.execute("INSERT OR IGNORE INTO runs (run_id, created_ms) VALUES (?, ?)", (stored.run_id, now_ms()))
+    return stored

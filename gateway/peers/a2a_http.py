@@ -9,7 +9,7 @@ is no read timeout here: the caller's per-chunk idle timeout takes its place. A 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -83,13 +83,12 @@ class A2AHttpPeer(Peer):
             ) from None
         except httpx.TransportError as exc:
             raise self._transport_error(exc) from exc
-        lines = self._lines(response)
         try:
             if response.status_code >= 400:
                 raise _http_error(response.status_code, await _read_bounded(response))
-            yield lines
+            async with aclosing(self._lines(response)) as lines:
+                yield lines
         finally:
-            await lines.aclose()
             await response.aclose()
 
     async def cancel(self, task_id: str) -> bool:

@@ -50,6 +50,3 @@ class Peer(abc.ABC):
 
     @abc.abstractmethod
     async def card(self) -> AgentCard: ...
-
-    async def aclose(self) -> None:
-        """Release what this peer holds; shared resources belong to the gateway."""

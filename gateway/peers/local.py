@@ -6,8 +6,8 @@ app drives; a ``ProtocolError`` becomes the ``PeerHTTPError`` the HTTP layer wou
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -58,19 +58,15 @@ class LocalPeer(Peer):
 
     async def send(self, params: TaskSendParams) -> Task:
         manager = await self._host.running_manager()
-        try:
+        with _as_http_errors():
             return await manager.send(params)
-        except ProtocolError as exc:
-            raise _as_http_error(exc) from exc
 
     @asynccontextmanager
     async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
         manager = await self._host.running_manager()
         async with aclosing(manager.subscribe(params)) as events:
-            try:
+            with _as_http_errors():
                 first = await anext(events)
-            except ProtocolError as exc:
-                raise _as_http_error(exc) from exc
             yield _chain(first, events)
 
     async def cancel(self, task_id: str) -> bool:
@@ -83,10 +79,8 @@ class LocalPeer(Peer):
 
     async def get(self, task_id: str) -> Task:
         manager = await self._host.running_manager()
-        try:
+        with _as_http_errors():
             return await manager.get(task_id)
-        except ProtocolError as exc:
-            raise _as_http_error(exc) from exc
 
     async def card(self) -> AgentCard:
         return self._host.agent.card(self.uri)
@@ -98,5 +92,10 @@ async def _chain(first: StreamEvent, rest: AsyncIterator[StreamEvent]) -> AsyncI
         yield event
 
 
-def _as_http_error(exc: ProtocolError) -> PeerHTTPError:
-    return PeerHTTPError(exc.http_status, exc.message, code=exc.code, body=exc.to_body().to_wire())
+@contextmanager
+def _as_http_errors() -> Iterator[None]:
+    """A ``ProtocolError`` becomes the ``PeerHTTPError`` the HTTP binding would have answered."""
+    try:
+        yield
+    except ProtocolError as exc:
+        raise PeerHTTPError(exc.http_status, exc.message, code=exc.code, body=exc.to_body().to_wire()) from exc

@@ -27,7 +27,7 @@ from typing import Any
 
 import anyio
 import mcp_types
-from anyio.abc import TaskGroup, TaskStatus
+from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client, MCPError, StdioServerParameters
 from mcp_types.jsonrpc import CONNECTION_CLOSED
@@ -110,7 +110,8 @@ class MCPConnection:
     async def _session(self) -> _Live:
         async with self._lock:
             if self._live is None or self._live.stopped.is_set():
-                self._live = await self._task_group.start(self._serve)
+                await self._connect()
+            assert self._live is not None
             return self._live
 
     def error_for(self, client: Client, exc: MCPError) -> AgentToolError:
@@ -119,32 +120,59 @@ class MCPConnection:
             self.discard(client)
         return _mcp_error(exc, self.target.uri)
 
-    async def _serve(self, *, task_status: TaskStatus[_Live]) -> None:
-        """Hold the client open in the gateway's task group until stopped; never raise into it once started."""
-        stop, stopped = anyio.Event(), anyio.Event()
-        live: _Live | None = None
+    async def _connect(self) -> None:
+        """Open a client in the gateway's task group; fail at the connect deadline, not after the cleanup.
+
+        Shutting a server down that did not connect (the SDK waits for a stdio process to
+        exit) goes on in the background, so it does not add to the caller's deadline.
+        """
+        attempt = _Attempt()
+        self._task_group.start_soon(self._serve, attempt)
         try:
-            with anyio.CancelScope() as scope:
-                scope.deadline = anyio.current_time() + self.connect_timeout_s
+            with anyio.move_on_after(self.connect_timeout_s):
+                await attempt.settled.wait()
+        finally:
+            if attempt.live is None:
+                attempt.scope.cancel()
+            else:
+                self._live = attempt.live
+        if attempt.live is not None:
+            return
+        if attempt.error is not None:
+            raise attempt.error
+        raise AgentToolTimeout(
+            f"the MCP server of {self.target.uri} did not connect within {self.connect_timeout_s:g} s",
+            reason="connect_timeout",
+            seconds=self.connect_timeout_s,
+        )
+
+    async def _serve(self, attempt: _Attempt) -> None:
+        """Hold the client open until stopped; never raise into the gateway's task group."""
+        stop, stopped = anyio.Event(), anyio.Event()
+        try:
+            with attempt.scope:
                 async with Client(_server_arg(self.target), read_timeout_seconds=None) as client:
-                    scope.deadline = math.inf
-                    live = _Live(client=client, stop=stop, stopped=stopped)
-                    task_status.started(live)
+                    attempt.live = _Live(client=client, stop=stop, stopped=stopped)
+                    attempt.settled.set()
                     await stop.wait()
-            if live is None:
-                raise AgentToolTimeout(
-                    f"the MCP server of {self.target.uri} did not connect within {self.connect_timeout_s:g} s",
-                    reason="connect_timeout",
-                    seconds=self.connect_timeout_s,
-                )
-        except AgentToolError:
-            raise
         except Exception as exc:
-            if live is None:
-                raise PeerConnectionError(f"cannot connect to the MCP server of {self.target.uri}: {exc}") from exc
-            logger.warning("the MCP connection for %s ended: %s", self.target.uri, exc)
+            if attempt.live is None:
+                attempt.error = PeerConnectionError(f"cannot connect to the MCP server of {self.target.uri}: {exc}")
+            else:
+                logger.warning("the MCP connection for %s ended: %s", self.target.uri, exc)
         finally:
             stopped.set()
+            attempt.settled.set()
+
+
+@dataclass
+class _Attempt:
+    """One try at opening a connection: settled once it is open or has failed."""
+
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    settled: anyio.Event = field(default_factory=anyio.Event)
+    live: _Live | None = None
+    error: AgentToolError | None = None
 
 
 @dataclass

@@ -2,7 +2,17 @@
 
 from .app import ENDPOINTS, create_gateway_app
 from .build import build_service
-from .core import AgentUnreachable, ApiErrorCode, Conflict, GatewayService, NotFound, RemoteSpec, ServiceError
+from .core import (
+    AgentUnreachable,
+    ApiErrorCode,
+    Conflict,
+    GatewayService,
+    NotFound,
+    RemoteSpec,
+    ServiceError,
+    ShuttingDown,
+    ToolCallOutcome,
+)
 
 __all__ = [
     "ENDPOINTS",
@@ -13,6 +23,8 @@ __all__ = [
     "NotFound",
     "RemoteSpec",
     "ServiceError",
+    "ShuttingDown",
+    "ToolCallOutcome",
     "build_service",
     "create_gateway_app",
 ]

@@ -46,5 +46,13 @@ class MessageBody(_Body):
 class ToolCallBody(_Body):
     """``POST /tools/{name}/call``. A string is a text message; an object a data part (MCP tools' arguments)."""
 
-    input: str | dict[str, Any]
+    input: Any
     stream: bool = False
+
+    @field_validator("input")
+    @classmethod
+    def _input(cls, value: Any) -> str | dict[str, Any]:
+        """One reason instead of pydantic's one per member of the union."""
+        if isinstance(value, str | dict):
+            return value
+        raise ValueError(f"must be a string (the message text) or a JSON object (a data part), got {value!r}")

@@ -26,7 +26,7 @@ from ..swarm import (
     StructuredHistory,
     SummaryHistory,
 )
-from .core import Closer, GatewayService, RemoteSpec
+from .core import Closer, GatewayService, RemoteSpec, define_tool
 
 _HISTORY: dict[str, type[Any]] = {"full": FullHistory, "summary": SummaryHistory, "structured": StructuredHistory}
 
@@ -39,15 +39,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
     session_store = _session_store(config)
     gateway = Gateway(event_log=event_log)
     for spec in config.tools:
-        gateway.add_agent_tool(
-            spec.name,
-            agent=spec.agent,
-            mode=spec.gateway_mode(),
-            timeout_ms=spec.timeout_ms,
-            budget={"max_cost_usd": spec.max_cost_usd},
-            streaming={"idle_timeout_secs": spec.idle_timeout_secs},
-            description=spec.description,
-        )
+        define_tool(gateway, spec)
     local: dict[str, Agent] = {}
     for agent in config.agents:
         if not agent.is_remote:
@@ -80,6 +72,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         name=config.gateway.name,
         description=config.gateway.description,
         closers=closers,
+        startup_wait_s=config.gateway.startup_wait_secs,
     )
 
 

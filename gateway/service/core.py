@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import aclosing
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import aclosing, contextmanager
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
 
@@ -29,7 +29,7 @@ from protocol import ErrorCode
 from ..agent_result import AgentToolResult
 from ..agent_tool import AgentTool, ToolInput
 from ..config import ToolConfig, check_agent_url
-from ..errors import AgentToolError
+from ..errors import AgentToolError, PeerHTTPError
 from ..event_log import EventLog, MemoryEventLog
 from ..gateway import Gateway
 from ..recorder import new_run_id
@@ -40,6 +40,10 @@ logger = logging.getLogger("gateway.service")
 
 Closer = Callable[[], Awaitable[None]]
 
+SHUTDOWN_REASON = "the gateway is shutting down"
+STARTUP_RETRY_PAUSE_S = 0.5
+STOP_RUNS_TIMEOUT_S = 5.0
+
 
 class ApiErrorCode(enum.IntEnum):
     """The service's own error codes, next to the A2A ones of protocol.ErrorCode (same JSON-RPC server range)."""
@@ -49,6 +53,7 @@ class ApiErrorCode(enum.IntEnum):
     AGENT_UNREACHABLE = -32012
     AGENT_TOOL_FAILED = -32013
     RUN_FAILED = -32014
+    SHUTTING_DOWN = -32015
 
 
 class ServiceError(Exception):
@@ -76,6 +81,40 @@ class Conflict(ServiceError):
 class AgentUnreachable(ServiceError):
     status = 502
     code = ApiErrorCode.AGENT_UNREACHABLE
+
+    @property
+    def may_heal(self) -> bool:
+        """Nothing answered yet (or a proxy said 5xx): a service still starting; a 404 or a bad card will not heal."""
+        data = self.data or {}
+        return data.get("reason") in ("connection_error", "timeout") or data.get("status", 0) >= 500
+
+
+class ShuttingDown(ServiceError):
+    status = 503
+    code = ApiErrorCode.SHUTTING_DOWN
+
+
+@dataclass
+class ToolCallOutcome:
+    """How a tool call running in the service's task group ended: ``result``, or ``error`` (with its partial)."""
+
+    run_id: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: AgentToolResult | None = None
+    error: AgentToolError | None = None
+
+
+def define_tool(gateway: Gateway, spec: ToolConfig) -> AgentTool:
+    """Add the agent tool a ``[[tools]]`` entry (or a ``POST /tools`` body) describes."""
+    return gateway.add_agent_tool(
+        spec.name,
+        agent=spec.agent,
+        mode=spec.gateway_mode(),
+        timeout_ms=spec.timeout_ms,
+        budget={"max_cost_usd": spec.max_cost_usd},
+        streaming={"idle_timeout_secs": spec.idle_timeout_secs},
+        description=spec.description,
+    )
 
 
 @dataclass(frozen=True)
@@ -105,11 +144,13 @@ class GatewayService:
         name: str = "switchboard",
         description: str | None = None,
         closers: Sequence[Closer] = (),
+        startup_wait_s: float = 0.0,
     ) -> None:
         """``starting_agent`` answers first; or name it with ``starting_agent_name`` when it is one of ``remotes``.
 
         Every part given (Gateway, stores, ``closers``) is closed by the service when it stops;
-        a Gateway given must not be entered yet.
+        a Gateway given must not be entered yet. ``startup_wait_s``: how long to keep trying
+        remote agents that do not answer yet at start (services start in any order).
         """
         if starting_agent is None and starting_agent_name is None:
             starting_agent = Agent("assistant", "You are a helpful assistant.")
@@ -129,6 +170,9 @@ class GatewayService:
         self._pending = list(remotes)
         self._remotes: dict[str, RemoteAgent] = {}
         self._closers = list(closers)
+        self._startup_wait_s = startup_wait_s
+        self._stopping = False
+        self._run_scopes: set[anyio.CancelScope] = set()
         self._tasks: TaskGroup | None = None
         self._active_runs: set[str] = set()
         self._runner: Runner | None = None
@@ -138,8 +182,11 @@ class GatewayService:
     async def __aenter__(self) -> GatewayService:
         await self.gateway.__aenter__()
         try:
+            for run_id in await self.event_log.close_abandoned_runs():
+                logger.warning("run %s was left open by a process that stopped; closed it as run_failed", run_id)
+            deadline = anyio.current_time() + self._startup_wait_s
             for spec in self._pending:
-                await self._connect(spec)
+                await self._connect_at_start(spec, deadline)
             self._pending = []
             if self._starting is None:
                 self._starting = self._member(self._starting_name or "")
@@ -157,10 +204,33 @@ class GatewayService:
         tasks, self._tasks = self._tasks, None
         try:
             if tasks is not None:
-                tasks.cancel_scope.cancel()
+                tasks.cancel_scope.cancel(SHUTDOWN_REASON)
                 await tasks.__aexit__(None, None, None)
         finally:
             await self._close_parts()
+
+    async def stop_runs(self) -> None:
+        """Cancel the runs still going and wait for them to end ``run_failed``; new ones are refused (503).
+
+        A server calls this before it waits for its connections to close, so the NDJSON
+        streams following those runs end with their last event instead of being cut.
+        """
+        self._stopping = True
+        for scope in self._run_scopes:
+            scope.cancel(SHUTDOWN_REASON)
+        with anyio.move_on_after(STOP_RUNS_TIMEOUT_S):
+            while self._run_scopes:
+                await anyio.sleep(0.02)
+
+    @contextmanager
+    def _cancellable_run(self) -> Iterator[None]:
+        """A run's own cancel scope: stop_runs ends runs without cancelling the task group's host (the lifespan)."""
+        with anyio.CancelScope() as scope:
+            self._run_scopes.add(scope)
+            try:
+                yield
+            finally:
+                self._run_scopes.discard(scope)
 
     async def _close_parts(self) -> None:
         """The Gateway first, outside any new cancel scope (its task group must exit in its own)."""
@@ -249,13 +319,34 @@ class GatewayService:
         self._rebuild()
         return remote
 
+    async def _connect_at_start(self, spec: RemoteSpec, deadline: float) -> RemoteAgent:
+        """Connect, trying again until ``deadline`` while nothing answers at the URL (it may be starting too)."""
+        attempt = 1
+        while True:
+            try:
+                return await self._connect(spec)
+            except AgentUnreachable as exc:
+                left = deadline - anyio.current_time()
+                if not exc.may_heal or left <= 0:
+                    if attempt > 1:
+                        exc.message += f" (tried {attempt} times over {self._startup_wait_s:g} s)"
+                    raise
+                logger.warning(
+                    "remote agent %s not reachable yet (attempt %d: %s); trying again for %.1f s more",
+                    spec.url,
+                    attempt,
+                    exc.message,
+                    left,
+                )
+                await anyio.sleep(min(STARTUP_RETRY_PAUSE_S, left))
+                attempt += 1
+
     async def _connect(self, spec: RemoteSpec) -> RemoteAgent:
         try:
             remote = await RemoteAgent.connect(spec.url, self.gateway, name=spec.name, description=spec.description)
         except AgentToolError as exc:
-            raise AgentUnreachable(
-                f"cannot fetch the agent card from {spec.url}: {exc.message}", data={"url": spec.url, "reason": exc.reason}
-            ) from None
+            data = {"url": spec.url, "reason": exc.reason, **({"status": exc.status} if isinstance(exc, PeerHTTPError) else {})}
+            raise AgentUnreachable(f"cannot fetch the agent card from {spec.url}: {exc.message}", data=data) from None
         self._check_free(remote.name)
         for source in spec.handoff_from:
             self._local(source).add_handoff(remote)
@@ -326,15 +417,7 @@ class GatewayService:
             raise Conflict(f"an agent tool named {spec.name!r} already exists; delete it first")
         targets = [self._tool_target(name) for name in attach_to]
         try:
-            tool = self.gateway.add_agent_tool(
-                spec.name,
-                agent=spec.agent,
-                mode=spec.gateway_mode(),
-                timeout_ms=spec.timeout_ms,
-                budget={"max_cost_usd": spec.max_cost_usd},
-                streaming={"idle_timeout_secs": spec.idle_timeout_secs},
-                description=spec.description,
-            )
+            tool = define_tool(self.gateway, spec)
         except ValueError as exc:
             raise ServiceError(str(exc)) from None
         for agent in targets:
@@ -366,33 +449,37 @@ class GatewayService:
             )
         return member
 
-    async def call_tool(self, name: str, input: ToolInput) -> tuple[str, AgentToolResult]:
-        """Call a tool in the caller's task; the run (its own) is closed when the call ends."""
-        tool = self.get_tool(name)
-        run_id = new_run_id()
-        self._active_runs.add(run_id)
-        try:
-            return run_id, await tool.call(input, run_id=run_id)
-        finally:
-            await self._finish_run(run_id)
+    async def call_tool(self, name: str, input: ToolInput) -> ToolCallOutcome:
+        """Call a tool and wait until it ends. It runs in the service like a streamed call, so shutdown ends it too."""
+        outcome = self.start_tool_call(name, input)
+        await outcome.done.wait()
+        return outcome
 
-    async def start_tool_call(self, name: str, input: ToolInput) -> str:
-        """Start a tool call in the background (a dropped client does not stop it); returns its run id."""
+    def start_tool_call(self, name: str, input: ToolInput) -> ToolCallOutcome:
+        """Start a tool call in the background (a dropped client does not stop it); ``done`` is set when it ends."""
         tool = self.get_tool(name)
-        run_id = new_run_id()
-        self._active_runs.add(run_id)
-        self._task_group().start_soon(self._background_call, tool, input, run_id)
-        return run_id
+        tasks = self._task_group()
+        outcome = ToolCallOutcome(new_run_id())
+        self._active_runs.add(outcome.run_id)
+        tasks.start_soon(self._background_call, tool, input, outcome)
+        return outcome
 
-    async def _background_call(self, tool: AgentTool, input: ToolInput, run_id: str) -> None:
-        try:
-            await tool.call(input, run_id=run_id)
-        except AgentToolError as exc:
-            logger.info("agent tool %s failed (%s): %s", tool.name, exc.reason, exc.message)
-        except Exception:
-            logger.exception("agent tool %s broke", tool.name)
-        finally:
-            await self._finish_run(run_id)
+    async def _background_call(self, tool: AgentTool, input: ToolInput, outcome: ToolCallOutcome) -> None:
+        with self._cancellable_run():
+            try:
+                outcome.result = await tool.call(input, run_id=outcome.run_id)
+            except AgentToolError as exc:
+                outcome.error = exc
+                logger.info("agent tool %s failed (%s): %s", tool.name, exc.reason, exc.message)
+            except anyio.get_cancelled_exc_class():
+                outcome.error = AgentToolError(f"the call was cancelled: {SHUTDOWN_REASON}", reason="cancelled")
+                raise
+            except Exception as exc:
+                outcome.error = AgentToolError(f"the call broke: {type(exc).__name__}: {exc}", reason="error")
+                logger.exception("agent tool %s broke", tool.name)
+            finally:
+                await self._finish_run(outcome.run_id)
+                outcome.done.set()
 
     async def _finish_run(self, run_id: str) -> None:
         with anyio.CancelScope(shield=True):
@@ -421,24 +508,25 @@ class GatewayService:
         task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         started: list[str] = []
-        try:
-            async with aclosing(runner.run_stream(session_id, message, context_variables)) as events:
-                async for event in events:
-                    if not started:
-                        started.append(event.run_id)
-                        self._active_runs.add(event.run_id)
-                        task_status.started(event.run_id)
-        except (AgentToolError, SwarmError) as exc:
-            if not started:
-                raise
-            logger.info("run %s of session %s failed: %s", started[0], session_id, exc)
-        except Exception:
-            if not started:
-                raise
-            logger.warning("run %s of session %s failed", started[0], session_id, exc_info=True)
-        finally:
-            if started:
-                self._active_runs.discard(started[0])
+        with self._cancellable_run():
+            try:
+                async with aclosing(runner.run_stream(session_id, message, context_variables)) as events:
+                    async for event in events:
+                        if not started:
+                            started.append(event.run_id)
+                            self._active_runs.add(event.run_id)
+                            task_status.started(event.run_id)
+            except (AgentToolError, SwarmError) as exc:
+                if not started:
+                    raise
+                logger.info("run %s of session %s failed: %s", started[0], session_id, exc)
+            except Exception:
+                if not started:
+                    raise
+                logger.warning("run %s of session %s failed", started[0], session_id, exc_info=True)
+            finally:
+                if started:
+                    self._active_runs.discard(started[0])
 
     async def run_known(self, run_id: str) -> bool:
         """A run the log has events for, or one this service started and has not written to yet."""
@@ -447,6 +535,8 @@ class GatewayService:
         return bool(await self.event_log.read(run_id, -1, limit=1))
 
     def _task_group(self) -> TaskGroup:
+        if self._stopping:
+            raise ShuttingDown(f"{SHUTDOWN_REASON}; try again when it is back")
         if self._tasks is None:
             raise RuntimeError("the gateway service is not running: use `async with service:` first")
         return self._tasks

@@ -88,7 +88,7 @@ async def read_body(request: Request, model: type[M], limit: int) -> M:
     except orjson.JSONDecodeError as exc:
         raise ProtocolError(ErrorCode.PARSE_ERROR, f"the body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
-        raise ProtocolError(ErrorCode.INVALID_REQUEST, f"the body must be a JSON object, got {type(data).__name__}")
+        raise ProtocolError(ErrorCode.INVALID_REQUEST, f"the body must be a JSON object, got {_json_type(data)}")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -104,6 +104,12 @@ def invalid_fields(exc: ValidationError, model: type[BaseModel]) -> ProtocolErro
     ]
     message = "invalid body: " + "; ".join(f"{p['field']}: {p['problem']}" if p["field"] else p["problem"] for p in problems)
     return ProtocolError(ErrorCode.INVALID_PARAMS, message, data=problems)
+
+
+def _json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type (``null``, not ``NoneType``)."""
+    names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "a list"}
+    return names.get(type(value), type(value).__name__)
 
 
 def query_int(request: Request, name: str, default: int, *, minimum: int, maximum: int | None = None) -> int:

@@ -11,6 +11,7 @@ from starlette.routing import Route
 from protocol import ErrorCode, ProtocolError
 
 from ..events import Event, EventType
+from ..swarm import Session
 from .bodies import MessageBody
 from .core import ApiErrorCode, GatewayService, NotFound
 from .http import body_limit, error_response, guarded, json_response, ndjson_response, read_body, service_of
@@ -63,11 +64,15 @@ async def _summary(service: GatewayService, run_id: str, session_id: str, header
     return json_response(summary, headers=headers)
 
 
-async def _get(request: Request) -> Response:
-    session_id = _session_id(request)
-    session = await service_of(request).session_store.load(session_id)
+async def _stored(service: GatewayService, session_id: str) -> Session:
+    session = await service.session_store.load(session_id)
     if session.version == 0:
         raise NotFound(f"no session {session_id!r} yet; post a message to /sessions/{session_id}/messages to start it")
+    return session
+
+
+async def _get(request: Request) -> Response:
+    session = await _stored(service_of(request), _session_id(request))
     return json_response(
         {
             "session_id": session.id,
@@ -80,8 +85,12 @@ async def _get(request: Request) -> Response:
 
 
 async def _delete(request: Request) -> Response:
+    """Waits for a turn going on in the session, so that turn cannot save it back afterwards."""
     session_id = _session_id(request)
-    await service_of(request).session_store.delete(session_id)
+    store = service_of(request).session_store
+    async with store.lock(session_id):
+        await _stored(service_of(request), session_id)
+        await store.delete(session_id)
     return json_response({"deleted": session_id})
 
 

@@ -9,10 +9,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..agent_tool import AgentTool
-from ..errors import AgentToolError
 from .bodies import DefineToolBody, ToolCallBody
 from .core import ApiErrorCode, GatewayService
 from .http import body_limit, error_response, guarded, json_response, ndjson_response, read_body, service_of
+
 
 def tool_info(service: GatewayService, tool: AgentTool) -> dict[str, Any]:
     return {
@@ -56,19 +56,19 @@ async def _call(request: Request) -> Response:
     service = service_of(request)
     name = request.path_params["name"]
     if body.stream:
-        run_id = await service.start_tool_call(name, body.input)
+        run_id = service.start_tool_call(name, body.input).run_id
         return ndjson_response(service.event_log.as_ndjson(run_id, follow=True), headers={"x-run-id": run_id})
-    service.get_tool(name)
-    try:
-        run_id, result = await service.call_tool(name, body.input)
-    except AgentToolError as exc:
+    outcome = await service.call_tool(name, body.input)
+    headers = {"x-run-id": outcome.run_id}
+    if outcome.error is not None:
+        exc = outcome.error
         partial = exc.partial.to_dict() if exc.partial is not None else None
         status = 504 if exc.reason.endswith("timeout") else 502
-        run_id = partial["run_id"] if partial else ""
-        data = {"reason": exc.reason, "run_id": run_id, "partial": partial}
+        data = {"reason": exc.reason, "run_id": outcome.run_id, "partial": partial}
         message = f"agent tool {name!r} failed ({exc.reason}): {exc.message}"
-        return error_response(status, ApiErrorCode.AGENT_TOOL_FAILED, message, data, {"x-run-id": run_id})
-    return json_response({"run_id": run_id, "result": result.to_dict()}, headers={"x-run-id": run_id})
+        return error_response(status, ApiErrorCode.AGENT_TOOL_FAILED, message, data, headers)
+    assert outcome.result is not None
+    return json_response({"run_id": outcome.run_id, "result": outcome.result.to_dict()}, headers=headers)
 
 
 routes = [

@@ -172,7 +172,7 @@ class Runner:
             except BaseException as exc:
                 with anyio.CancelScope(shield=True):
                     await turn.emit(
-                        EventType.RUN_FAILED, agent=turn.agent.name, error=str(exc), error_type=type(exc).__name__
+                        EventType.RUN_FAILED, agent=turn.agent.name, error=_failure(exc), error_type=type(exc).__name__
                     )
                     await self.event_log.close_run(turn.recorder.run_id)
                 raise
@@ -505,3 +505,11 @@ def _last_user_text(history: list[ChatMessage]) -> str:
     message = next((m for m in reversed(history) if m.get("role") == "user"), None)
     content = message.get("content") if message else ""
     return content if isinstance(content, str) else ""
+
+
+def _failure(exc: BaseException) -> str:
+    """What a run_failed event says: the error, or for a cancellation only its reason."""
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        _, _, reason = str(exc).partition("; reason: ")
+        return f"cancelled: {reason}" if reason else "cancelled"
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,125 @@
+"""The gateway service's start and stop: remote agents that come up late, runs still going at shutdown."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+import orjson
+import pytest
+from gateway_service_support import agent_server, client, remote_first_service, wait_for_health
+from servers import free_port, serve_app
+
+from agent_server import create_app
+from agent_server.testing import scripted_agent
+from gateway.service import AgentUnreachable
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _serve_later(port: int, delay_s: float, stop: threading.Event) -> threading.Thread:
+    """An agent server that starts on ``port`` after ``delay_s`` and runs until ``stop`` is set."""
+
+    def run() -> None:
+        time.sleep(delay_s)
+        with serve_app(create_app(scripted_agent("late")), port=port):
+            stop.wait(30)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.anyio
+async def test_a_remote_agent_that_starts_later_is_waited_for(caplog: pytest.LogCaptureFixture) -> None:
+    port, stop = free_port(), threading.Event()
+    thread = _serve_later(port, 0.8, stop)
+    try:
+        started = anyio.current_time()
+        async with remote_first_service(f"http://127.0.0.1:{port}", "late", startup_wait_s=10) as service:
+            assert service.starting_agent.name == "late"
+        assert 0.7 <= anyio.current_time() - started < 5
+    finally:
+        stop.set()
+        thread.join(10)
+    retries = [r.getMessage() for r in caplog.records if "not reachable yet" in r.getMessage()]
+    assert retries and retries[0].startswith(f"remote agent http://127.0.0.1:{port} not reachable yet (attempt 1: ")
+
+
+@pytest.mark.anyio
+async def test_the_wait_is_bounded_and_the_failure_says_how_long_it_tried() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    started = anyio.current_time()
+    with pytest.raises(AgentUnreachable) as caught:
+        async with remote_first_service(url, startup_wait_s=0.6):
+            pass
+    assert 0.5 <= anyio.current_time() - started < 3
+    assert caught.value.message.startswith(f"cannot fetch the agent card from {url}: cannot reach")
+    assert caught.value.message.endswith("over 0.6 s)")
+
+
+@pytest.mark.anyio
+async def test_an_answer_that_is_not_an_agent_is_not_waited_for() -> None:
+    with agent_server() as url:
+        started = anyio.current_time()
+        with pytest.raises(AgentUnreachable) as caught:
+            async with remote_first_service(url + "/not-here", startup_wait_s=10):
+                pass
+    assert anyio.current_time() - started < 2 and caught.value.data["status"] == 404
+
+
+def test_sigterm_ends_the_runs_going_so_their_streams_end_and_nothing_is_cut(tmp_path: Path) -> None:
+    with agent_server() as agent_url:
+        port = free_port()
+        config = tmp_path / "gateway.toml"
+        config.write_text(
+            f'[gateway]\nport = {port}\n\n[stores]\nsessions = "memory"\nevents = "memory"\n\n'
+            f'[[agents]]\nname = "slow"\nurl = "{agent_url}"\n\n'
+            f'[[tools]]\nname = "slow_tool"\nagent = "{agent_url}"\n',
+            encoding="utf-8",
+        )
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "gateway", "--config", str(config)],
+            cwd=ROOT,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_for_health(url, process)
+            sync_answer: list[httpx.Response] = []
+            caller = threading.Thread(
+                target=lambda: sync_answer.append(
+                    httpx.post(f"{url}/tools/slow_tool/call", json={"input": "sleep 30"}, timeout=20)
+                )
+            )
+            caller.start()
+            with client(url) as http, http.stream(
+                "POST", "/sessions/going/messages", json={"message": "stream 100 0.1"}
+            ) as response:
+                lines = response.iter_lines()
+                first = orjson.loads(next(lines))
+                stopped_at = time.monotonic()
+                process.send_signal(signal.SIGTERM)
+                rest = [orjson.loads(line) for line in lines if line]
+            caller.join(20)
+            _, stderr = process.communicate(timeout=15)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert first["type"] == "run_started"
+    assert rest[-1]["type"] == "run_failed" and rest[-1]["error"] == "cancelled: the gateway is shutting down"
+    assert time.monotonic() - stopped_at < 2.5  # not cut by uvicorn's graceful timeout (3 s)
+    assert sync_answer[0].status_code == 502
+    error = sync_answer[0].json()["error"]
+    assert error["data"]["reason"] == "cancelled" and "shutting down" in error["message"] and error["data"]["run_id"]
+    assert process.returncode == 0 and "Traceback" not in stderr, stderr
+
