@@ -5,7 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from protocol import Artifact, DataPart, HandoffRequest, Message, Part, TaskState, TextPart
+from protocol import (
+    MAX_JSON_DEPTH,
+    Artifact,
+    DataPart,
+    HandoffRequest,
+    Message,
+    Part,
+    TaskState,
+    TextPart,
+    WireModel,
+    json_depth,
+)
 
 from .agent import DataChunk, Handoff, InputRequired, TextChunk
 
@@ -34,7 +45,24 @@ _EMPTY = Step()
 
 
 def interpret(item: Any) -> Step:
-    """What one yielded or returned value means; raises TypeError for anything else."""
+    """What one yielded or returned value means; raises TypeError or ValueError for anything else."""
+    step = _sorted(item)
+    for produced in (step.artifact, step.message, step.handoff):
+        if produced is not None:
+            _check_depth(produced)
+    return step
+
+
+def _check_depth(produced: WireModel) -> None:
+    """Refuse data so deeply nested that the task holding it could no longer be serialized or stored."""
+    depth = json_depth(produced.to_wire())
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(
+            f"the agent produced a {type(produced).__name__} nested {depth} levels deep; the limit is {MAX_JSON_DEPTH}"
+        )
+
+
+def _sorted(item: Any) -> Step:
     if item is None:
         return _EMPTY
     if isinstance(item, str):

@@ -149,12 +149,15 @@ class _Handlers:
 
     async def send_subscribe(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/sendSubscribe")
-        return await _stream(_manager(request).subscribe(parsed.params), parsed.envelope)
+        with _enveloped(parsed.envelope):
+            events = await _started(_manager(request).subscribe(parsed.params))
+        return NDJSONStreamResponse(_lines(events, parsed.envelope))
 
     async def resubscribe(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskResubscribeParams, "tasks/resubscribe")
-        events = _manager(request).resubscribe(parsed.params.id, parsed.params.after_seq)
-        return await _stream(events, parsed.envelope)
+        with _enveloped(parsed.envelope):
+            events = await _manager(request).resubscribe(parsed.params.id, parsed.params.after_seq)
+        return NDJSONStreamResponse(_lines(events, parsed.envelope))
 
     async def get(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskQueryParams, "tasks/get")
@@ -170,7 +173,7 @@ class _Handlers:
         if "historyLength" in request.query_params:
             query["historyLength"] = request.query_params["historyLength"]
         try:
-            params = TaskQueryParams.model_validate(query)
+            params = TaskQueryParams.model_validate_strings(query)
         except ValidationError as exc:
             raise ProtocolError.from_validation_error(exc, "query") from None
         task = await _manager(request).get(params.id, params.history_length)
@@ -216,29 +219,30 @@ def _answer(result: Any, envelope: Envelope | None) -> Response:
     return json_response(envelope.wrap_result(result) if envelope is not None else result)
 
 
-async def _stream(events: AsyncIterator[StreamEvent], envelope: Envelope | None) -> Response:
-    """Wait for the first event, so refusals (404, 409) still get their HTTP status, then stream."""
-    with _enveloped(envelope):
-        try:
-            first: StreamEvent | None = await events.__anext__()
-        except StopAsyncIteration:
-            first = None
-        except BaseException:
-            await events.aclose()  # type: ignore[attr-defined]
-            raise
-    return NDJSONStreamResponse(_lines(first, events, envelope))
+async def _started(events: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEvent]:
+    """Run a subscription to its first event (always immediate), so refusals keep their HTTP status."""
+    try:
+        first = await anext(events)
+    except BaseException:
+        await events.aclose()  # type: ignore[attr-defined]
+        raise
+    return _prepended(first, events)
 
 
-async def _lines(
-    first: StreamEvent | None, events: AsyncIterator[StreamEvent], envelope: Envelope | None
-) -> AsyncIterator[bytes]:
+async def _prepended(first: StreamEvent, rest: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEvent]:
+    try:
+        yield first
+        async for event in rest:
+            yield event
+    finally:
+        await rest.aclose()  # type: ignore[attr-defined]
+
+
+async def _lines(events: AsyncIterator[StreamEvent], envelope: Envelope | None) -> AsyncIterator[bytes]:
     def encode(event: StreamEvent) -> bytes:
         return encode_line(envelope.wrap_result(event.to_wire()) if envelope is not None else event)
 
     try:
-        if first is None:
-            return
-        yield encode(first)
         async for event in events:
             yield encode(event)
     except Exception:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from protocol import (
@@ -123,15 +124,32 @@ class TaskManager:
                 run.cancel(_CANCELED_ON_DISCONNECT)
 
     async def resubscribe(self, task_id: str, after_seq: int = -1) -> AsyncIterator[StreamEvent]:
-        """The task's events after ``after_seq``, stored then live, up to the next final line.
+        """Check the request, then return the task's events after ``after_seq``: stored, then live.
 
-        A task that is not running and has nothing after ``after_seq`` gives an empty stream.
+        Refusals are raised here, before any event, so a caller need not wait for the task's
+        next event to learn them: an unknown task, or an ``after_seq`` past the task's last
+        event (such a stream would wait for a seq that never comes). The events run up to
+        and including the next final line; a task that is not running and has nothing after
+        ``after_seq`` gives an empty stream.
         """
+        run = self._runs.get(task_id)
+        if run is None:
+            await self._load(task_id)
+            run = self._runs.get(task_id)
+        last_seq = run.next_seq - 1 if run is not None else await self.store.last_seq(task_id)
+        if after_seq > last_seq:
+            problem = f"{after_seq} is past the last event of task {task_id!r} (seq {last_seq})"
+            raise ProtocolError(
+                ErrorCode.INVALID_PARAMS,
+                f"invalid params: afterSeq: {problem}; resubscribe with afterSeq {last_seq} or less",
+                data=[{"field": "afterSeq", "problem": problem}],
+            )
+        return self._replay(task_id, after_seq)
+
+    async def _replay(self, task_id: str, after_seq: int) -> AsyncIterator[StreamEvent]:
         run = self._runs.get(task_id)
         seen = after_seq
         if run is None or seen + 1 < run.first_seq:
-            if run is None:
-                await self._load(task_id)
             for event in await self.store.read_events(task_id, seen):
                 if run is not None and event.seq >= run.first_seq:
                     break
@@ -230,8 +248,7 @@ class TaskManager:
         task.status = TaskStatus(state=TaskState.WORKING)
         task.artifacts = []
         task.history = [*(task.history or []), params.message]
-        previous = await self.store.read_events(task_id, -1)
-        return task, (previous[-1].seq + 1 if previous else 0)
+        return task, await self.store.last_seq(task_id) + 1
 
     async def _execute(self, run: _Run) -> None:
         outcome = Outcome(TaskState.CANCELED)
@@ -271,7 +288,12 @@ class TaskManager:
                 await aclose()
 
     async def _take(self, run: _Run, item: Any) -> Outcome | None:
-        """Apply one thing the agent produced; an Outcome means this send is over."""
+        """Apply one thing the agent produced; an Outcome means this send is over.
+
+        Once the send is canceled nothing more is taken, even from an agent that swallowed
+        the cancellation instead of re-raising it.
+        """
+        await anyio.lowlevel.checkpoint_if_cancelled()
         step = interpret(item)
         if step.message is not None:
             run.closing_message = step.message
@@ -350,10 +372,10 @@ class TaskManager:
 
     async def _close_idle(self, task: Task, state: TaskState, text: str) -> Task:
         """Give a task that has no run a final status line."""
-        previous = await self.store.read_events(task.id, -1)
+        seq = await self.store.last_seq(task.id) + 1
         task = task.model_copy(deep=True)
         task.status = TaskStatus(state=state, message=Message.agent(text))
-        event = StatusEvent(seq=previous[-1].seq + 1 if previous else 0, id=task.id, status=task.status, final=True)
+        event = StatusEvent(seq=seq, id=task.id, status=task.status, final=True)
         logger.info("task %s agent=%s state=%s", task.id, self.agent.name, state.value)
         await self.store.save_task(task)
         await self.store.append_event(task.id, event)

@@ -103,7 +103,7 @@ def _add_serve(subparsers: Subparsers) -> None:
     )
     parser.add_argument("target", metavar="MODULE:ATTR", help="e.g. examples/echo.py:agent or examples.echo:agent")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8000, help="port to listen on (default: 8000)")
+    parser.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
     parser.add_argument("--store", default="memory", help='task store: "memory" (default) or "sqlite:PATH"')
     parser.add_argument(
         "--cancel-on-disconnect", action="store_true", help="cancel a task when its stream's client goes away"
@@ -111,6 +111,17 @@ def _add_serve(subparsers: Subparsers) -> None:
     parser.add_argument("--public-url", default=None, help="the URL the agent card advertises")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.set_defaults(run=_run_serve)
+
+
+def _port(text: str) -> int:
+    """A TCP port number, 0 (any free port) to 65535; anything else is a usage error (exit 2)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, got {text!r}")
+    return port
 
 
 def _run_serve(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from .card import AgentCapabilities, AgentCard, AgentSkill
 from .errors import ErrorBody, ErrorCode, ErrorDetail, ProtocolError
 from .events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent, parse_stream_event
 from .handoff_names import MAX_TOOL_NAME_LENGTH, sanitize_agent_name, transfer_tool_name, transfer_tool_names
-from .jsonrpc import Envelope, EnvelopedProtocolError, ParsedRequest, parse_request
+from .jsonrpc import MAX_JSON_DEPTH, Envelope, EnvelopedProtocolError, ParsedRequest, json_depth, parse_request
 from .ndjson import (
     DEFAULT_MAX_LINE_BYTES,
     MEDIA_TYPE as NDJSON_MEDIA_TYPE,
@@ -51,6 +51,7 @@ __all__ = [
     "FilePart",
     "HandoffEvent",
     "HandoffRequest",
+    "MAX_JSON_DEPTH",
     "MAX_TOOL_NAME_LENGTH",
     "Message",
     "NDJSONDecoder",
@@ -72,6 +73,7 @@ __all__ = [
     "WireModel",
     "aiter_ndjson",
     "encode_line",
+    "json_depth",
     "parse_request",
     "parse_stream_event",
     "sanitize_agent_name",

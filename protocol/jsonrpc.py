@@ -12,7 +12,14 @@ from .errors import ErrorCode, ProtocolError
 
 P = TypeVar("P", bound=BaseModel)
 
-RpcId = str | int | None
+RpcId = str | int | float | None
+
+MAX_JSON_DEPTH = 64
+"""Deepest nesting a request body may have. Far above any real message, and far below the
+depth at which serializing a stored task (which nests the message a few levels further)
+would fail and leave it unreadable."""
+
+_JSON_TYPE_NAMES = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 
 
 @dataclass(frozen=True)
@@ -44,24 +51,72 @@ class EnvelopedProtocolError(ProtocolError):
 
 def parse_request(body: bytes, model: type[P], method: str) -> ParsedRequest[P]:
     """Parse a plain or enveloped body for ``method`` (e.g. ``tasks/send``) into ``model``."""
-    try:
-        obj = orjson.loads(body) if body.strip() else None
-    except orjson.JSONDecodeError as exc:
-        raise ProtocolError(ErrorCode.PARSE_ERROR, f"request body is not valid JSON: {exc}") from None
-    if obj is None:
-        raise ProtocolError(ErrorCode.INVALID_REQUEST, f"request body is empty; {method} expects a JSON object")
-    if not isinstance(obj, dict):
-        raise ProtocolError(ErrorCode.INVALID_REQUEST, f"request body must be a JSON object, got {type(obj).__name__}")
+    obj = _json_object(body, method)
     envelope: Envelope | None = None
     payload: Any = obj
     if "jsonrpc" in obj:
-        envelope = Envelope(rpc_id=obj.get("id"))
+        envelope = _envelope(obj)
         payload = _unwrap(obj, method, envelope)
     try:
         return ParsedRequest(params=model.model_validate(payload), envelope=envelope)
     except ValidationError as exc:
         error = ProtocolError.from_validation_error(exc)
         raise (EnvelopedProtocolError(error, envelope) if envelope else error) from None
+
+
+def json_depth(value: Any) -> int:
+    """How deeply arrays and objects nest in ``value`` (a scalar is 0), without recursing."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _json_object(body: bytes, method: str) -> dict[str, Any]:
+    if not body.strip():
+        raise ProtocolError(ErrorCode.INVALID_REQUEST, f"request body is empty; {method} expects a JSON object")
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(
+            ErrorCode.PARSE_ERROR,
+            f"request body is not UTF-8 (byte 0x{body[exc.start]:02x} at offset {exc.start}); send JSON encoded as UTF-8",
+        ) from None
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(ErrorCode.PARSE_ERROR, f"request body is not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        got = "null" if obj is None else _JSON_TYPE_NAMES.get(type(obj), type(obj).__name__)
+        raise ProtocolError(ErrorCode.INVALID_REQUEST, f"request body must be a JSON object, got {got}")
+    depth = json_depth(obj)
+    if depth > MAX_JSON_DEPTH:
+        raise ProtocolError(
+            ErrorCode.INVALID_REQUEST,
+            f"request body nests {depth} levels deep; the limit is {MAX_JSON_DEPTH} (flatten the data)",
+        )
+    return obj
+
+
+def _envelope(obj: dict[str, Any]) -> Envelope:
+    """JSON-RPC 2.0: an ``id`` is a string, a number or null; anything else is answered with id null."""
+    rpc_id = obj.get("id")
+    if rpc_id is None or (isinstance(rpc_id, str | int | float) and not isinstance(rpc_id, bool)):
+        return Envelope(rpc_id=rpc_id)
+    got = _JSON_TYPE_NAMES.get(type(rpc_id), "an object")
+    raise EnvelopedProtocolError(
+        ProtocolError(ErrorCode.INVALID_REQUEST, f'the envelope\'s "id" must be a string, a number or null, not {got}'),
+        Envelope(rpc_id=None),
+    )
 
 
 def _unwrap(obj: dict[str, Any], method: str, envelope: Envelope) -> Any:
@@ -71,6 +126,8 @@ def _unwrap(obj: dict[str, Any], method: str, envelope: Envelope) -> Any:
     if obj.get("jsonrpc") != "2.0":
         raise fail(ErrorCode.INVALID_REQUEST, 'the envelope\'s "jsonrpc" must be "2.0"')
     sent = obj.get("method")
+    if sent is not None and not isinstance(sent, str):
+        raise fail(ErrorCode.INVALID_REQUEST, f'the envelope\'s "method" must be a string such as "{method}"')
     if sent is not None and sent != method:
         raise fail(ErrorCode.METHOD_NOT_FOUND, f"method {sent!r} was sent to the endpoint of {method!r}")
     params = obj.get("params")

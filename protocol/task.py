@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from ._wire import WireModel
 
@@ -40,10 +42,28 @@ class DataPart(WireModel):
 
 
 class FileContent(WireModel):
+    """A file carried inline (``bytes``, base64) or by reference (``uri``): exactly one of the two."""
+
     name: str | None = None
     mime_type: str | None = None
     bytes: str | None = Field(default=None, description="base64 content")
     uri: str | None = None
+
+    @field_validator("bytes")
+    @classmethod
+    def _is_base64(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                base64.b64decode(value, validate=True)
+            except (binascii.Error, ValueError):
+                raise ValueError("must be standard base64 (A-Z, a-z, 0-9, +, /, = padding)") from None
+        return value
+
+    @model_validator(mode="after")
+    def _bytes_or_uri(self) -> FileContent:
+        if (self.bytes is None) == (self.uri is None):
+            raise ValueError('a file needs exactly one of "bytes" (base64) or "uri"')
+        return self
 
 
 class FilePart(WireModel):
@@ -133,12 +153,12 @@ class TaskSendParams(WireModel):
     session_id: str | None = None
     message: Message
     metadata: dict[str, Any] | None = None
-    history_length: int | None = Field(default=None, ge=0)
+    history_length: int | None = Field(default=None, ge=0, strict=True)
 
 
 class TaskQueryParams(WireModel):
     id: str = Field(min_length=1)
-    history_length: int | None = Field(default=None, ge=0)
+    history_length: int | None = Field(default=None, ge=0, strict=True)
 
 
 class TaskIdParams(WireModel):
@@ -147,4 +167,4 @@ class TaskIdParams(WireModel):
 
 class TaskResubscribeParams(WireModel):
     id: str = Field(min_length=1)
-    after_seq: int = Field(default=-1, ge=-1)
+    after_seq: int = Field(default=-1, ge=-1, strict=True)

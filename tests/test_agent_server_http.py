@@ -249,9 +249,21 @@ async def test_declared_oversized_body_is_413_before_it_is_sent(base_url: str) -
     )
     with socket.create_connection((host, port), timeout=5) as sock:
         sock.sendall(head.encode())
-        answer = sock.recv(65536)
+        answer = _read_response(sock)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:100]
     assert b'"code":-32600' in answer and b"10485760 bytes" in answer
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    """Head and body of one response; they may come in separate segments."""
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        answer += sock.recv(65536)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    length = int(next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")).split(b":")[1])
+    while len(body) < length:
+        body += sock.recv(65536)
+    return head + b"\r\n\r\n" + body
 
 
 async def test_a_chunked_body_over_the_limit_is_413_while_reading(small_url: str) -> None:
@@ -321,3 +333,98 @@ async def test_twenty_streams_at_once_stay_isolated(client: httpx.AsyncClient) -
         assert [line.get("cost_usd") for line in lines[1:-1]] == [float(f"0.{i:02d}")] * n
         texts = "".join(line["artifact"]["parts"][0]["text"] for line in lines[1:-1])
         assert texts == "".join(f"chunk-{k} " for k in range(n))
+
+
+# ---- hostile and malformed bodies: each gets a 4xx that says what to change, and the server carries on
+
+
+async def test_deeply_nested_json_is_refused_and_never_breaks_a_task(client: httpx.AsyncClient) -> None:
+    """Nesting that pydantic could still parse but no longer serialize used to give 500s and an unreadable task."""
+    for depth in (100, 260, 600):
+        nested = b'{"a":' * depth + b"1" + b"}" * depth
+        body = b'{"id":"deep%d","message":{"parts":[{"type":"data","data":%s}]}}' % (depth, nested)
+        response = await client.post("/tasks/send", content=body, headers={"content-type": "application/json"})
+        _assert_error(response, 400, -32600, "levels deep", "limit is 64")
+        _assert_error(await client.get(f"/tasks/deep{depth}"), 404, -32001)
+    ok = b'{"a":' * 40 + b"1" + b"}" * 40
+    fine = await client.post("/tasks/send", content=b'{"message":{"parts":[{"text":"echo ok"},{"type":"data","data":%s}]}}' % ok)
+    assert fine.status_code == 200
+    assert (await client.get(f"/tasks/{fine.json()['id']}")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "fragment"),
+    [
+        (b"[1, 2]", "got an array"),
+        (b"42", "got a number"),
+        (b'"send"', "got a string"),
+        (b"null", "got null"),
+    ],
+)
+async def test_a_body_that_is_not_an_object_says_what_it_got(client: httpx.AsyncClient, body: bytes, fragment: str) -> None:
+    response = await client.post("/tasks/send", content=body, headers={"content-type": "application/json"})
+    _assert_error(response, 400, -32600, "must be a JSON object", fragment)
+
+
+async def test_a_body_that_is_not_utf8_says_so(client: httpx.AsyncClient) -> None:
+    body = '{"message":{"parts":[{"text":"é"}]}}'.encode("latin-1")
+    response = await client.post("/tasks/send", content=body, headers={"content-type": "application/json"})
+    _assert_error(response, 400, -32700, "not UTF-8", "0xe9")
+
+
+@pytest.mark.parametrize("value", [True, "2", 1.5, -1])
+async def test_history_length_must_be_a_whole_non_negative_number(client: httpx.AsyncClient, value: Any) -> None:
+    response = await client.post("/tasks/send", json=_send_body("echo x", historyLength=value))
+    error = _assert_error(response, 400, -32602, "historyLength")
+    assert error["data"][0]["field"] == "historyLength"
+
+
+@pytest.mark.parametrize(
+    ("file", "problem"),
+    [
+        ({"bytes": "not base64!"}, "base64"),
+        ({"name": "a.txt"}, "exactly one"),
+        ({"bytes": "aGk=", "uri": "https://x/a.txt"}, "exactly one"),
+    ],
+)
+async def test_bad_file_parts_are_refused(client: httpx.AsyncClient, file: dict[str, Any], problem: str) -> None:
+    body = {"message": {"parts": [{"type": "file", "file": file}]}}
+    error = _assert_error(await client.post("/tasks/send", json=body), 400, -32602, "message.parts[0]", problem)
+    assert error["data"][0]["field"].startswith("message.parts[0]")
+
+
+@pytest.mark.parametrize("rpc_id", [{"a": 1}, [1], True])
+async def test_an_envelope_id_that_is_not_a_string_or_number_is_refused(client: httpx.AsyncClient, rpc_id: Any) -> None:
+    response = await client.post("/tasks/send", json={**_envelope(_send_body("echo x"), "tasks/send"), "id": rpc_id})
+    _assert_error(response, 400, -32600, '"id" must be a string, a number or null')
+    assert response.json()["id"] is None and response.json()["jsonrpc"] == "2.0"
+
+
+async def test_an_envelope_method_that_is_not_a_string_is_an_invalid_request(client: httpx.AsyncClient) -> None:
+    response = await client.post("/tasks/send", json=_envelope(_send_body("echo x"), 5))  # type: ignore[arg-type]
+    _assert_error(response, 400, -32600, '"method" must be a string', "tasks/send")
+
+
+async def test_resubscribe_past_the_last_event_of_a_running_task_is_refused_at_once(client: httpx.AsyncClient) -> None:
+    """It used to wait forever for a seq the task would never reach."""
+    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("stream 3 0.2", "ahead")) as stream:
+        await stream.aiter_lines().__anext__()
+        with anyio.fail_after(1):
+            response = await client.post("/tasks/resubscribe", json={"id": "ahead", "afterSeq": 100})
+        error = _assert_error(response, 400, -32602, "afterSeq", "past the last event")
+        assert error["data"][0]["field"] == "afterSeq"
+    await client.post("/tasks/send", json=_send_body("echo done", "ahead-done"))
+    _assert_error(await client.post("/tasks/resubscribe", json={"id": "ahead-done", "afterSeq": 3}), 400, -32602)
+
+
+async def test_resubscribe_to_a_quiet_task_answers_before_its_next_event(client: httpx.AsyncClient) -> None:
+    """The response headers used to wait for the agent's next event, so clients timed out on thinking agents."""
+    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("sleep 30", "quiet")) as stream:
+        await stream.aiter_lines().__anext__()
+        with anyio.fail_after(1):
+            async with client.stream("POST", "/tasks/resubscribe", json={"id": "quiet", "afterSeq": 0}) as again:
+                assert again.status_code == 200
+                assert again.headers["content-type"] == "application/x-ndjson"
+                await client.post("/tasks/cancel", json={"id": "quiet"})
+                lines = [line async for line in aiter_ndjson(again.aiter_bytes())]
+    assert [(line["seq"], line["final"]) for line in lines] == [(1, True)]  # type: ignore[index]

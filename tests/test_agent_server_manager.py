@@ -74,7 +74,7 @@ async def test_an_async_function_returning_text_completes_with_one_artifact() ->
 
     async with _manager(shout) as manager:
         task = await manager.send(_send("hi"))
-        events = await _collect(manager.resubscribe(task.id))
+        events = await _collect(await manager.resubscribe(task.id))
     assert task.status.state is TaskState.COMPLETED and task.output_text == "HI"
     assert [type(e) for e in events] == [StatusEvent, ArtifactEvent, StatusEvent]
     _assert_well_formed(events)
@@ -152,7 +152,7 @@ async def test_input_required_then_resume_on_the_same_task_id() -> None:
         first = await manager.send(_send("hi", "conv", session_id="s9"))
         second_events = await _collect(manager.subscribe(_send("Ada", "conv")))
         second = await manager.get("conv")
-        all_events = await _collect(manager.resubscribe("conv"))
+        all_events = await _collect(await manager.resubscribe("conv"))
     assert first.status.state is TaskState.INPUT_REQUIRED
     assert first.status.message is not None and first.status.message.text == "what is your name?"
     assert first.output_text == "hello!"
@@ -210,7 +210,7 @@ async def test_an_input_required_task_can_be_canceled() -> None:
     async with _manager() as manager:
         await manager.send(_send("ask name?", "q1"))
         task = await manager.cancel("q1")
-        events = await _collect(manager.resubscribe("q1", after_seq=1))
+        events = await _collect(await manager.resubscribe("q1", after_seq=1))
     assert task.status.state is TaskState.CANCELED
     assert [(e.seq, e.final) for e in events] == [(2, True)]
 
@@ -250,7 +250,7 @@ async def test_closing_a_stream_early_leaves_the_task_running() -> None:
         async with aclosing(manager.subscribe(_send("stream 5 0.01", "k1"))) as events:  # type: ignore[type-var]
             await events.__anext__()
         with anyio.fail_after(2):
-            rest = await _collect(manager.resubscribe("k1", after_seq=0))
+            rest = await _collect(await manager.resubscribe("k1", after_seq=0))
     assert rest[-1].status.state is TaskState.COMPLETED  # type: ignore[union-attr]
     _assert_well_formed(rest, first_seq=1)
 
@@ -271,8 +271,8 @@ async def test_resubscribe_mid_run_gives_stored_then_live_events_without_gap_or_
     async with _manager() as manager:
         async with aclosing(manager.subscribe(_send("stream 8 0.01", "r1"))) as events:  # type: ignore[type-var]
             head = [await events.__anext__() for _ in range(3)]
-        tail = await _collect(manager.resubscribe("r1", after_seq=head[-1].seq))
-        everything = await _collect(manager.resubscribe("r1"))
+        tail = await _collect(await manager.resubscribe("r1", after_seq=head[-1].seq))
+        everything = await _collect(await manager.resubscribe("r1"))
     _assert_well_formed(head + tail)
     assert [e.seq for e in everything] == [e.seq for e in head + tail]
 
@@ -280,9 +280,9 @@ async def test_resubscribe_mid_run_gives_stored_then_live_events_without_gap_or_
 async def test_resubscribe_past_the_end_of_a_finished_task_is_empty_and_unknown_is_404() -> None:
     async with _manager() as manager:
         await manager.send(_send("echo x", "e1"))
-        assert await _collect(manager.resubscribe("e1", after_seq=2)) == []
+        assert await _collect(await manager.resubscribe("e1", after_seq=2)) == []
         with pytest.raises(ProtocolError) as unknown:
-            await _collect(manager.resubscribe("nope"))
+            await _collect(await manager.resubscribe("nope"))
     assert unknown.value.code == ErrorCode.TASK_NOT_FOUND
 
 
@@ -327,7 +327,7 @@ async def test_a_task_left_working_by_a_dead_process_is_reported_failed(tmp_path
         await store.append_event("ghost", StatusEvent(seq=0, id="ghost", status=TaskStatus(state=TaskState.WORKING)))
         async with _manager(store=store) as manager:
             task = await manager.get("ghost")
-            events = await _collect(manager.resubscribe("ghost"))
+            events = await _collect(await manager.resubscribe("ghost"))
     finally:
         await store.aclose()
     assert task.status.state is TaskState.FAILED
@@ -387,3 +387,62 @@ async def test_the_researcher_example_streams_at_a_steady_pace_and_stops_promptl
     assert task.status.state is TaskState.CANCELED and stopped - asked < 0.1
     assert task.metadata["cost_usd"] == pytest.approx(0.01 * 5)
     assert task.output_text.startswith("[1/1000] background on tides.\n")
+
+
+async def test_an_agent_that_swallows_cancellation_still_gets_canceled() -> None:
+    """Its output after the cancel is not taken, so the cancel ends instead of waiting on a busy loop."""
+
+    async def stubborn(ctx: TaskContext) -> AsyncIterator[str]:
+        while True:
+            try:
+                await anyio.sleep(3600)
+            except anyio.get_cancelled_exc_class():
+                pass  # the mistake: not re-raising
+            yield "still here"
+
+    async with _manager(stubborn) as manager:
+        async with aclosing(manager.subscribe(_send("go", "st"))) as events:  # type: ignore[type-var]
+            await events.__anext__()
+            with anyio.fail_after(1):
+                task = await manager.cancel("st")
+    assert task.status.state is TaskState.CANCELED and task.artifacts == []
+
+
+async def test_an_agent_result_nested_too_deep_fails_the_task_and_it_stays_readable() -> None:
+    def nested(depth: int) -> dict[str, Any]:
+        value: dict[str, Any] = {"leaf": 1}
+        for _ in range(depth):
+            value = {"a": value}
+        return value
+
+    async def deep(ctx: TaskContext) -> AsyncIterator[Any]:
+        yield "before"
+        yield DataChunk(nested(int(ctx.text)))
+
+    async with _manager(deep) as manager:
+        too_deep = await manager.send(_send("100", "d1"))
+        beyond_serializing = await manager.send(_send("300", "d2"))
+        reread = [await manager.get("d1"), await manager.get("d2")]
+    assert too_deep.status.state is TaskState.FAILED
+    assert "Artifact nested 104 levels deep; the limit is 64" in too_deep.status.message.text  # type: ignore[union-attr]
+    assert beyond_serializing.status.state is TaskState.FAILED
+    assert [task.output_text for task in reread] == ["before", "before"]
+    assert all(task.to_json() for task in reread)
+
+
+async def test_resubscribe_refuses_an_after_seq_past_the_last_event_before_any_event() -> None:
+    async with _manager() as manager:
+        await manager.send(_send("echo x", "p1"))
+        async with aclosing(manager.subscribe(_send("sleep 30", "p2"))) as events:  # type: ignore[type-var]
+            await events.__anext__()
+            with anyio.fail_after(1):
+                with pytest.raises(ProtocolError) as running:
+                    await manager.resubscribe("p2", after_seq=1)
+                live = await manager.resubscribe("p2", after_seq=0)  # returns at once, though no event is due
+            await manager.cancel("p2")
+            assert [e.seq for e in await _collect(live)] == [1]
+        with pytest.raises(ProtocolError) as finished:
+            await manager.resubscribe("p1", after_seq=3)
+    assert (running.value.code, running.value.http_status) == (ErrorCode.INVALID_PARAMS, 400)
+    assert "past the last event" in running.value.message and running.value.data[0]["field"] == "afterSeq"
+    assert finished.value.code == ErrorCode.INVALID_PARAMS and "(seq 2)" in finished.value.message

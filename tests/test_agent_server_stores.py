@@ -35,8 +35,10 @@ def _events(task_id: str) -> list[StatusEvent | ArtifactEvent]:
 
 async def _roundtrip(store: TaskStore) -> None:
     await store.save_task(_task("t1", TaskState.WORKING))
+    assert await store.last_seq("t1") == -1
     for event in _events("t1"):
         await store.append_event("t1", event)
+    assert await store.last_seq("t1") == 2 and await store.last_seq("unknown") == -1
     await store.save_task(_task("t1"))
     loaded = await store.load_task("t1")
     assert loaded == _task("t1")
@@ -46,6 +48,7 @@ async def _roundtrip(store: TaskStore) -> None:
     assert await store.load_task("unknown") is None and await store.read_events("unknown") == []
     await store.delete_task("t1")
     assert await store.load_task("t1") is None and await store.read_events("t1") == []
+    assert await store.last_seq("t1") == -1
 
 
 async def test_memory_store_roundtrip() -> None:
@@ -169,3 +172,12 @@ async def test_open_store_specs(tmp_path: Path) -> None:
     for bad in ("redis://x", "sqlite:", ""):
         with pytest.raises(ValueError):
             open_store(bad)
+
+
+async def test_open_store_says_why_a_sqlite_file_cannot_be_opened(tmp_path: Path) -> None:
+    """A directory or a file that is not a database used to escape as a raw sqlite3 traceback."""
+    not_a_database = tmp_path / "notes.db"
+    not_a_database.write_text("hello")
+    for path in (tmp_path, not_a_database):
+        with pytest.raises(ValueError, match="cannot open the task store"):
+            open_store(f"sqlite:{path}")

@@ -123,6 +123,27 @@ def test_a_bad_store_spec_gets_a_clear_error(capsys: pytest.CaptureFixture[str],
     assert 'use "memory" or "sqlite:PATH"' in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--port", "99999"], "must be a port number from 0 to 65535, got '99999'"),
+        (["--port", "http"], "must be a port number from 0 to 65535"),
+        (["--store", "sqlite:."], "cannot open the task store '.'"),
+    ],
+)
+def test_a_bad_port_or_unopenable_store_is_a_usage_error(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both used to end in a traceback (OverflowError from bind, sqlite3.OperationalError)."""
+    monkeypatch.chdir(ROOT)
+    try:
+        code = main(["serve", "examples.echo:agent", *argv])
+    except SystemExit as exc:  # argparse refuses bad argument values itself
+        code = exc.code
+    assert code == 2
+    assert message in capsys.readouterr().err
+
+
 def test_no_subcommand_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "serve" in capsys.readouterr().err

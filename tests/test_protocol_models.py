@@ -9,8 +9,10 @@ from pydantic import ValidationError
 from protocol import (
     AgentCard,
     ArtifactEvent,
+    MAX_JSON_DEPTH,
     EnvelopedProtocolError,
     ErrorCode,
+    FileContent,
     HandoffEvent,
     Message,
     ProtocolError,
@@ -21,6 +23,7 @@ from protocol import (
     TaskState,
     TaskStatus,
     TextPart,
+    json_depth,
     parse_request,
     parse_stream_event,
 )
@@ -116,6 +119,8 @@ def test_parse_request_envelope_without_method_is_accepted() -> None:
         (b"{not json", ErrorCode.PARSE_ERROR),
         (b"", ErrorCode.INVALID_REQUEST),
         (b"[1, 2]", ErrorCode.INVALID_REQUEST),
+        (b"null", ErrorCode.INVALID_REQUEST),
+        (b'{"message": {"parts": [{"text": "\xff"}]}}', ErrorCode.PARSE_ERROR),
         (b"{}", ErrorCode.INVALID_PARAMS),
     ],
 )
@@ -147,3 +152,41 @@ def test_envelope_refusals_keep_the_envelope(envelope: dict, code: ErrorCode) ->
         parse_request(orjson.dumps(envelope), TaskSendParams, "tasks/send")
     assert caught.value.code == code
     assert caught.value.envelope.wrap_error(caught.value)["id"] == 1
+
+
+def test_json_depth_counts_nesting_without_recursing() -> None:
+    assert json_depth(1) == 0 and json_depth({}) == 1 and json_depth([[], {"a": [1]}]) == 3
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    assert json_depth(deep) == 100_001
+
+
+def test_parse_request_refuses_deep_nesting_with_the_depth_and_the_limit() -> None:
+    body = b'{"message": {"parts": [{"type": "data", "data": ' + b'{"a":' * 70 + b"1" + b"}" * 70 + b"}]}}"
+    with pytest.raises(ProtocolError) as caught:
+        parse_request(body, TaskSendParams, "tasks/send")
+    assert caught.value.code == ErrorCode.INVALID_REQUEST
+    assert f"nests 74 levels deep; the limit is {MAX_JSON_DEPTH}" in caught.value.message
+
+
+@pytest.mark.parametrize("rpc_id", [{"a": 1}, [1], False])
+def test_an_envelope_id_must_be_a_string_a_number_or_null(rpc_id: object) -> None:
+    body = orjson.dumps({"jsonrpc": "2.0", "id": rpc_id, "method": "tasks/send", "params": _SEND})
+    with pytest.raises(EnvelopedProtocolError) as caught:
+        parse_request(body, TaskSendParams, "tasks/send")
+    assert caught.value.code == ErrorCode.INVALID_REQUEST and caught.value.envelope.rpc_id is None
+
+
+def test_file_content_is_base64_bytes_or_a_uri_exactly() -> None:
+    assert FileContent(bytes="aGk=").bytes == "aGk=" and FileContent(uri="https://x/y").uri == "https://x/y"
+    for bad in ({"bytes": "%%%"}, {}, {"bytes": "aGk=", "uri": "https://x/y"}):
+        with pytest.raises(ValidationError):
+            FileContent.model_validate(bad)
+
+
+def test_query_params_are_strict_about_numbers_but_read_query_strings() -> None:
+    assert TaskQueryParams.model_validate_strings({"id": "t", "historyLength": "3"}).history_length == 3
+    for bad in (True, "3", 2.5):
+        with pytest.raises(ValidationError):
+            TaskQueryParams.model_validate({"id": "t", "historyLength": bad})

@@ -38,6 +38,10 @@ class TaskStore(abc.ABC):
         """The stored events with ``seq > after_seq``, in seq order."""
 
     @abc.abstractmethod
+    async def last_seq(self, task_id: str) -> int:
+        """The seq of the task's newest stored event; -1 when it has none."""
+
+    @abc.abstractmethod
     async def delete_task(self, task_id: str) -> None:
         """Forget a task and its events; unknown ids are ignored."""
 

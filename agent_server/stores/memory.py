@@ -71,6 +71,10 @@ class MemoryTaskStore(TaskStore):
             return []
         return [e.model_copy(deep=True) for e in entry.events if e.seq > after_seq]
 
+    async def last_seq(self, task_id: str) -> int:
+        entry = self._live_entry(task_id)
+        return entry.events[-1].seq if entry is not None and entry.events else -1
+
     async def delete_task(self, task_id: str) -> None:
         self._entries.pop(task_id, None)
 

@@ -58,12 +58,15 @@ class SQLiteTaskStore(TaskStore):
         self._lock = threading.Lock()
         self._last_expiry = clock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn: sqlite3.Connection | None = sqlite3.connect(
-            self.path, check_same_thread=False, isolation_level=None, timeout=5.0
-        )
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(_SCHEMA)
+        conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=5.0)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.executescript(_SCHEMA)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn: sqlite3.Connection | None = conn
 
     async def save_task(self, task: Task) -> None:
         body = task.to_json()
@@ -84,6 +87,10 @@ class SQLiteTaskStore(TaskStore):
             self._fetch_all, "SELECT body FROM events WHERE task_id = ? AND seq > ? ORDER BY seq", (task_id, after_seq)
         )
         return [parse_stream_event(orjson.loads(body)) for (body,) in rows]
+
+    async def last_seq(self, task_id: str) -> int:
+        row = await self._run(self._fetch_one, "SELECT MAX(seq) FROM events WHERE task_id = ?", (task_id,))
+        return -1 if row is None or row[0] is None else int(row[0])
 
     async def delete_task(self, task_id: str) -> None:
         await self._run(self._delete, task_id)
