@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
-from functools import wraps
 from typing import Any, TypeVar
 
 import uvicorn
@@ -31,7 +30,14 @@ from protocol import (
     parse_request,
 )
 
-from ._http import NDJSONStreamResponse, check_content_type, error_response, json_response, read_body
+from .http import (
+    NDJSONStreamResponse,
+    check_content_type,
+    guarded,
+    internal_error,
+    json_response,
+    read_body,
+)
 from .agent import AgentHandler, HostedAgent, as_hosted_agent
 from .stores import TaskStore, open_store
 from .task_manager import TaskManager
@@ -77,13 +83,13 @@ def create_app(
             yield
 
     routes = [
-        Route("/tasks/send", _guarded(handlers.send), methods=["POST"]),
-        Route("/tasks/sendSubscribe", _guarded(handlers.send_subscribe), methods=["POST"]),
-        Route("/tasks/get", _guarded(handlers.get), methods=["POST"]),
-        Route("/tasks/cancel", _guarded(handlers.cancel), methods=["POST"]),
-        Route("/tasks/resubscribe", _guarded(handlers.resubscribe), methods=["POST"]),
-        Route("/tasks/{task_id}", _guarded(handlers.get_by_path), methods=["GET"]),
-        Route("/.well-known/agent.json", _guarded(handlers.agent_card), methods=["GET"]),
+        Route("/tasks/send", guarded(handlers.send), methods=["POST"]),
+        Route("/tasks/sendSubscribe", guarded(handlers.send_subscribe), methods=["POST"]),
+        Route("/tasks/get", guarded(handlers.get), methods=["POST"]),
+        Route("/tasks/cancel", guarded(handlers.cancel), methods=["POST"]),
+        Route("/tasks/resubscribe", guarded(handlers.resubscribe), methods=["POST"]),
+        Route("/tasks/{task_id}", guarded(handlers.get_by_path), methods=["GET"]),
+        Route("/.well-known/agent.json", guarded(handlers.agent_card), methods=["GET"]),
     ]
     return Starlette(
         routes=routes,
@@ -112,25 +118,6 @@ def serve(
         app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=graceful_shutdown_s
     )
     uvicorn.Server(config).run()
-
-
-def _guarded(endpoint: Endpoint) -> Endpoint:
-    """Every refusal becomes its JSON error; anything unexpected a logged 500."""
-
-    @wraps(endpoint)
-    async def guarded(request: Request) -> Response:
-        try:
-            return await endpoint(request)
-        except EnvelopedProtocolError as exc:
-            return error_response(exc, exc.envelope)
-        except ProtocolError as exc:
-            return error_response(exc)
-        except HTTPException:
-            raise
-        except Exception as exc:
-            return _internal_error(request, exc)
-
-    return guarded
 
 
 class _Handlers:
@@ -267,10 +254,4 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
 
 
 async def _unexpected_exception(request: Request, exc: Exception) -> Response:
-    return _internal_error(request, exc)
-
-
-def _internal_error(request: Request, exc: Exception) -> Response:
-    logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-    error = ProtocolError(ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}", http_status=500)
-    return error_response(error)
+    return internal_error(request, exc)

@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from protocol import dotted_path
+
 from .config_env import Overrides, apply_environment
 from .errors import InvalidAgentURI
 from .uri import parse_agent_uri
@@ -259,7 +261,7 @@ def load_config(
     env = os.environ if environ is None else environ
     applied = apply_environment(data, env)
     if applied.problems:
-        raise ConfigError([Problem(source, format_loc(loc), reason) for source, loc, reason in applied.problems])
+        raise ConfigError([Problem(source, dotted_path(loc), reason) for source, loc, reason in applied.problems])
     for dotted, value in (overrides or {}).items():
         applied.set_value(dotted.split("."), value, f"--{dotted.rsplit('.', 1)[-1].replace('_', '-')}")
     return validate_config(applied.data, origin, applied)
@@ -274,7 +276,7 @@ def validate_config(
         config = GatewayConfig.model_validate(data)
     except ValidationError as exc:
         raise ConfigError([_problem(error, origin, where) for error in exc.errors()]) from None
-    problems = [Problem(where.origin_of(loc, origin), format_loc(loc), reason) for loc, reason in _cross_check(config)]
+    problems = [Problem(where.origin_of(loc, origin), dotted_path(loc), reason) for loc, reason in _cross_check(config)]
     if problems:
         raise ConfigError(problems)
     return config.with_default_agent()
@@ -298,17 +300,6 @@ def is_python_ref(value: str) -> bool:
     return bool(_PYTHON_REF.match(value))
 
 
-def format_loc(loc: tuple[str | int, ...]) -> str:
-    """``("tools", 0, "mode")`` -> ``tools[0].mode``."""
-    out = ""
-    for item in loc:
-        if isinstance(item, int):
-            out += f"[{item}]"
-        else:
-            out += ("." if out else "") + str(item)
-    return out
-
-
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
@@ -325,7 +316,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
 def _problem(error: Any, origin: str, where: Overrides) -> Problem:
     loc = tuple(error["loc"])
     allowed = _allowed_keys(loc[:-1]) if error["type"] == "extra_forbidden" else []
-    return Problem(where.origin_of(loc, origin), format_loc(loc), describe_error(error, allowed))
+    return Problem(where.origin_of(loc, origin), dotted_path(loc), describe_error(error, allowed))
 
 
 def describe_error(error: Any, allowed: list[str] | None = None) -> str:

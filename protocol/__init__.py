@@ -1,10 +1,18 @@
 """The wire contract of Switchboard: A2A task models, stream events, NDJSON, tool naming. No I/O."""
 
 from .card import AgentCapabilities, AgentCard, AgentSkill
-from .errors import ErrorBody, ErrorCode, ErrorDetail, ProtocolError
+from .errors import ErrorBody, ErrorCode, ErrorDetail, ProtocolError, dotted_path
 from .events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent, parse_stream_event
 from .handoff_names import MAX_TOOL_NAME_LENGTH, sanitize_agent_name, transfer_tool_name, transfer_tool_names
-from .jsonrpc import MAX_JSON_DEPTH, Envelope, EnvelopedProtocolError, ParsedRequest, json_depth, parse_request
+from .jsonrpc import (
+    MAX_JSON_DEPTH,
+    Envelope,
+    EnvelopedProtocolError,
+    ParsedRequest,
+    json_depth,
+    parse_json_object,
+    parse_request,
+)
 from .ndjson import (
     DEFAULT_MAX_LINE_BYTES,
     MEDIA_TYPE as NDJSON_MEDIA_TYPE,
@@ -72,8 +80,10 @@ __all__ = [
     "TextPart",
     "WireModel",
     "aiter_ndjson",
+    "dotted_path",
     "encode_line",
     "json_depth",
+    "parse_json_object",
     "parse_request",
     "parse_stream_event",
     "sanitize_agent_name",

@@ -63,18 +63,19 @@ class ProtocolError(Exception):
     @classmethod
     def from_validation_error(cls, exc: ValidationError, what: str = "params") -> ProtocolError:
         """Names every offending field, e.g. ``invalid params: message.parts: Field required``."""
-        problems = [f"{_dotted(e['loc'])}: {e['msg']}" if e["loc"] else e["msg"] for e in exc.errors()]
+        problems = [f"{dotted_path(e['loc'])}: {e['msg']}" if e["loc"] else e["msg"] for e in exc.errors()]
         return cls(
             ErrorCode.INVALID_PARAMS,
             f"invalid {what}: " + "; ".join(problems),
-            data=[{"field": _dotted(e["loc"]), "problem": e["msg"]} for e in exc.errors()],
+            data=[{"field": dotted_path(e["loc"]), "problem": e["msg"]} for e in exc.errors()],
         )
 
     def __repr__(self) -> str:
         return f"ProtocolError(code={self.code}, message={self.message!r})"
 
 
-def _dotted(loc: tuple[Any, ...]) -> str:
+def dotted_path(loc: tuple[Any, ...]) -> str:
+    """A validation error's location as a person writes it: ``("tools", 0, "mode")`` -> ``tools[0].mode``."""
     out = ""
     for item in loc:
         if isinstance(item, int):

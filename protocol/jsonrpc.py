@@ -51,7 +51,7 @@ class EnvelopedProtocolError(ProtocolError):
 
 def parse_request(body: bytes, model: type[P], method: str) -> ParsedRequest[P]:
     """Parse a plain or enveloped body for ``method`` (e.g. ``tasks/send``) into ``model``."""
-    obj = _json_object(body, method)
+    obj = parse_json_object(body, method)
     envelope: Envelope | None = None
     payload: Any = obj
     if "jsonrpc" in obj:
@@ -81,7 +81,9 @@ def json_depth(value: Any) -> int:
     return deepest
 
 
-def _json_object(body: bytes, method: str) -> dict[str, Any]:
+def parse_json_object(body: bytes, method: str) -> dict[str, Any]:
+    """A request body that must be one JSON object, UTF-8, at most MAX_JSON_DEPTH deep; ``method`` names the
+    request in the error messages."""
     if not body.strip():
         raise ProtocolError(ErrorCode.INVALID_REQUEST, f"request body is empty; {method} expects a JSON object")
     try:

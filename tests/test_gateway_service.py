@@ -92,9 +92,9 @@ def test_malformed_json_wrong_content_type_and_a_body_that_is_no_object(api: htt
     form = api.post("/agents", content=b"url=x", headers={"content-type": "application/x-www-form-urlencoded"})
     assert form.status_code == 415 and "Content-Type: application/json" in error_of(form)["message"]
     listing = api.post("/agents", json=["http://x"])
-    assert listing.status_code == 400 and "must be a JSON object, got a list" in error_of(listing)["message"]
+    assert listing.status_code == 400 and "must be a JSON object, got an array" in error_of(listing)["message"]
     null = api.post("/agents", content=b"null", headers={"content-type": "application/json"})
-    assert null.status_code == 400 and error_of(null)["message"] == "the body must be a JSON object, got null"
+    assert null.status_code == 400 and error_of(null)["message"] == "request body must be a JSON object, got null"
     huge = api.post("/sessions/s1/messages", json={"message": "x" * (1 << 20)})
     assert huge.status_code == 413 and "larger than the limit of 1048576 bytes" in error_of(huge)["message"]
 

@@ -28,14 +28,15 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_server import create_app
-from protocol import ErrorCode
+from agent_server.http import error_response, guarded, json_response
+from protocol import ErrorCode, ProtocolError
 
 from ..config import GatewayConfig
 from . import routes_agents, routes_runs, routes_sessions, routes_tools
 from .binding import swarm_agent
 from .build import build_service, store_spec
 from .core import GatewayService
-from .http import error_response, guarded, json_response, service_of
+from .http import service_of
 
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
@@ -129,11 +130,11 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 404:
         message = f"no such endpoint: {request.method} {request.url.path}; the gateway serves {', '.join(ENDPOINTS)}"
-        return error_response(404, ErrorCode.METHOD_NOT_FOUND, message)
+        return error_response(ProtocolError(ErrorCode.METHOD_NOT_FOUND, message, http_status=404))
     if exc.status_code == 405:
         allowed = (exc.headers or {}).get("Allow", "another method")
         message = f"{request.method} is not allowed on {request.url.path}; use {allowed}"
-        response = error_response(405, ErrorCode.INVALID_REQUEST, message)
+        response = error_response(ProtocolError(ErrorCode.INVALID_REQUEST, message, http_status=405))
         response.headers["allow"] = allowed
         return response
-    return error_response(exc.status_code, ErrorCode.INVALID_REQUEST, str(exc.detail))
+    return error_response(ProtocolError(ErrorCode.INVALID_REQUEST, str(exc.detail), http_status=exc.status_code))

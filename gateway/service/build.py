@@ -13,7 +13,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..config import AgentConfig, ConfigError, GatewayConfig, Problem, format_loc, is_python_ref
+from protocol import dotted_path
+
+from ..config import AgentConfig, ConfigError, GatewayConfig, Problem, is_python_ref
 from ..event_log import EventLog, open_event_log
 from ..gateway import Gateway
 from ..models import ChatModel, OfflineModel, OpenAIChatModel
@@ -109,7 +111,7 @@ def _models(config: GatewayConfig, origin: str) -> tuple[dict[str, ChatModel], l
         try:
             model = _model(agent)
         except ValueError as exc:
-            problems.append(Problem(origin, format_loc(("agents", index, "api_key_env")), str(exc)))
+            problems.append(Problem(origin, dotted_path(("agents", index, "api_key_env")), str(exc)))
             continue
         models[agent.name] = model
         if isinstance(model, OpenAIChatModel):
@@ -141,7 +143,7 @@ def _python_tools(config: GatewayConfig, origin: str) -> dict[str, Any]:
             try:
                 found[name] = _import(name)
             except (ImportError, AttributeError) as exc:
-                key = format_loc(("agents", index, "tools", position))
+                key = dotted_path(("agents", index, "tools", position))
                 problems.append(Problem(origin, key, f"cannot import {name!r}: {exc}"))
     if problems:
         raise ConfigError(problems)

@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
-from protocol import ErrorCode
+from protocol import ErrorCode, ProtocolError
 
 from ..agent_result import AgentToolResult
 from ..agent_tool import AgentTool, ToolInput
@@ -56,31 +56,29 @@ class ApiErrorCode(enum.IntEnum):
     SHUTTING_DOWN = -32015
 
 
-class ServiceError(Exception):
-    """A request the service refuses; ``status`` is the HTTP status, ``code`` the error code, ``data`` details."""
+class ServiceError(ProtocolError):
+    """A request the service refuses; subclasses fix the HTTP ``status`` and the error ``code``."""
 
     status = 400
-    code: int = ErrorCode.INVALID_PARAMS
+    error_code: int = ErrorCode.INVALID_PARAMS
 
     def __init__(self, message: str, *, data: Any = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.data = data
+        super().__init__(self.error_code, message, data=data, http_status=self.status)
 
 
 class NotFound(ServiceError):
     status = 404
-    code = ApiErrorCode.NOT_FOUND
+    error_code = ApiErrorCode.NOT_FOUND
 
 
 class Conflict(ServiceError):
     status = 409
-    code = ApiErrorCode.CONFLICT
+    error_code = ApiErrorCode.CONFLICT
 
 
 class AgentUnreachable(ServiceError):
     status = 502
-    code = ApiErrorCode.AGENT_UNREACHABLE
+    error_code = ApiErrorCode.AGENT_UNREACHABLE
 
     @property
     def may_heal(self) -> bool:
@@ -91,7 +89,7 @@ class AgentUnreachable(ServiceError):
 
 class ShuttingDown(ServiceError):
     status = 503
-    code = ApiErrorCode.SHUTTING_DOWN
+    error_code = ApiErrorCode.SHUTTING_DOWN
 
 
 @dataclass

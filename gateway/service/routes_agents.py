@@ -8,11 +8,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_server.http import guarded, json_response
+
 from ..swarm import Agent, RemoteAgent
 from ..swarm.agent import SwarmMember
 from .bodies import RegisterAgentBody
 from .core import GatewayService, NotFound
-from .http import body_limit, guarded, json_response, read_body, service_of
+from .http import body_limit, read_body, service_of
 
 
 def agent_info(service: GatewayService, member: SwarmMember) -> dict[str, Any]:

@@ -6,8 +6,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+
+from agent_server.http import NDJSONStreamResponse, guarded, json_response
+
 from .core import NotFound
-from .http import guarded, json_response, ndjson_response, query_bool, query_int, service_of
+from .http import query_bool, query_int, service_of
 
 
 async def _list(request: Request) -> Response:
@@ -41,7 +44,7 @@ async def _events(request: Request) -> Response:
     follow = query_bool(request, "follow")
     if not await service.run_known(run_id):
         raise NotFound(f"no run {run_id!r} in the event log (GET /runs lists them)")
-    return ndjson_response(service.event_log.as_ndjson(run_id, after_seq, follow), headers={"x-run-id": run_id})
+    return NDJSONStreamResponse(service.event_log.as_ndjson(run_id, after_seq, follow), headers={"x-run-id": run_id})
 
 
 routes = [

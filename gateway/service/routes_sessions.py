@@ -8,13 +8,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_server.http import NDJSONStreamResponse, error_response, guarded, json_response
 from protocol import ErrorCode, ProtocolError
 
 from ..events import Event, EventType
 from ..swarm import Session
 from .bodies import MessageBody
 from .core import ApiErrorCode, GatewayService, NotFound
-from .http import body_limit, error_response, guarded, json_response, ndjson_response, read_body, service_of
+from .http import body_limit, read_body, service_of
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")
 
@@ -37,7 +38,7 @@ async def _post_message(request: Request) -> Response:
     run_id = await service.start_turn(session_id, body.message, body.context_variables)
     headers = {"x-run-id": run_id, "x-session-id": session_id}
     if body.stream:
-        return ndjson_response(service.event_log.as_ndjson(run_id, follow=True), headers=headers)
+        return NDJSONStreamResponse(service.event_log.as_ndjson(run_id, follow=True), headers=headers)
     return await _summary(service, run_id, session_id, headers)
 
 
@@ -52,7 +53,7 @@ async def _summary(service: GatewayService, run_id: str, session_id: str, header
         fields = last.fields if last is not None else {}
         data = {"run_id": run_id, "session_id": session_id, "error_type": fields.get("error_type")}
         message = f"the run failed: {fields.get('error', 'it ended without a result')}"
-        return error_response(502, ApiErrorCode.RUN_FAILED, message, data, headers)
+        return error_response(ProtocolError(ApiErrorCode.RUN_FAILED, message, data=data, http_status=502), headers=headers)
     summary = {
         "run_id": run_id,
         "session_id": session_id,

@@ -8,10 +8,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+
+from agent_server.http import NDJSONStreamResponse, error_response, guarded, json_response
+from protocol import ProtocolError
+
 from ..agent_tool import AgentTool
 from .bodies import DefineToolBody, ToolCallBody
 from .core import ApiErrorCode, GatewayService
-from .http import body_limit, error_response, guarded, json_response, ndjson_response, read_body, service_of
+from .http import body_limit, read_body, service_of
 
 
 def tool_info(service: GatewayService, tool: AgentTool) -> dict[str, Any]:
@@ -57,7 +61,7 @@ async def _call(request: Request) -> Response:
     name = request.path_params["name"]
     if body.stream:
         run_id = service.start_tool_call(name, body.input).run_id
-        return ndjson_response(service.event_log.as_ndjson(run_id, follow=True), headers={"x-run-id": run_id})
+        return NDJSONStreamResponse(service.event_log.as_ndjson(run_id, follow=True), headers={"x-run-id": run_id})
     outcome = await service.call_tool(name, body.input)
     headers = {"x-run-id": outcome.run_id}
     if outcome.error is not None:
@@ -66,7 +70,9 @@ async def _call(request: Request) -> Response:
         status = 504 if exc.reason.endswith("timeout") else 502
         data = {"reason": exc.reason, "run_id": outcome.run_id, "partial": partial}
         message = f"agent tool {name!r} failed ({exc.reason}): {exc.message}"
-        return error_response(status, ApiErrorCode.AGENT_TOOL_FAILED, message, data, headers)
+        return error_response(
+            ProtocolError(ApiErrorCode.AGENT_TOOL_FAILED, message, data=data, http_status=status), headers=headers
+        )
     assert outcome.result is not None
     return json_response({"run_id": outcome.run_id, "result": outcome.result.to_dict()}, headers=headers)
 

@@ -1,19 +1,25 @@
-"""HTTP plumbing of the agent server: bounded body reading, content types, JSON and NDJSON answers."""
+"""HTTP plumbing shared by the agent server and the gateway service: content types, bounded
+body reading, JSON and NDJSON answers, error bodies."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import wraps
 from typing import Any
 
 import anyio
 import orjson
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from protocol import NDJSON_MEDIA_TYPE, Envelope, ErrorCode, ProtocolError
+from protocol import NDJSON_MEDIA_TYPE, Envelope, EnvelopedProtocolError, ErrorCode, ProtocolError
 
 JSON_MEDIA_TYPE = "application/json"
+
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def check_content_type(request: Request) -> None:
@@ -59,10 +65,38 @@ def json_response(content: Any, status_code: int = 200, headers: dict[str, str] 
     return Response(orjson.dumps(content), status_code=status_code, media_type=JSON_MEDIA_TYPE, headers=headers)
 
 
-def error_response(error: ProtocolError, envelope: Envelope | None = None) -> Response:
+def error_response(
+    error: ProtocolError, envelope: Envelope | None = None, headers: dict[str, str] | None = None
+) -> Response:
     """The error body, in the caller's envelope when it sent one; the HTTP status is the same either way."""
     body = envelope.wrap_error(error) if envelope is not None else error.to_body().to_wire()
-    return json_response(body, status_code=error.http_status)
+    return json_response(body, status_code=error.http_status, headers=headers)
+
+
+def guarded(endpoint: Endpoint) -> Endpoint:
+    """Every refusal (a ProtocolError) becomes its JSON error; anything unexpected a logged 500 that says what broke."""
+
+    @wraps(endpoint)
+    async def guarded_endpoint(request: Request) -> Response:
+        try:
+            return await endpoint(request)
+        except EnvelopedProtocolError as exc:
+            return error_response(exc, exc.envelope)
+        except ProtocolError as exc:
+            return error_response(exc)
+        except HTTPException:
+            raise
+        except Exception as exc:
+            return internal_error(request, exc, logging.getLogger(endpoint.__module__))
+
+    return guarded_endpoint
+
+
+def internal_error(request: Request, exc: Exception, logger: logging.Logger | None = None) -> Response:
+    """A 500 whose message names the error, logged with its traceback."""
+    (logger or logging.getLogger(__name__)).error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    error = ProtocolError(ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}", http_status=500)
+    return error_response(error)
 
 
 class NDJSONStreamResponse(Response):
@@ -74,11 +108,13 @@ class NDJSONStreamResponse(Response):
 
     media_type = NDJSON_MEDIA_TYPE
 
-    def __init__(self, lines: AsyncIterator[bytes], status_code: int = 200) -> None:
+    def __init__(
+        self, lines: AsyncIterator[bytes], status_code: int = 200, headers: dict[str, str] | None = None
+    ) -> None:
         self.lines = lines
         self.status_code = status_code
         self.background = None
-        self.init_headers({"cache-control": "no-store", "x-accel-buffering": "no"})
+        self.init_headers({"cache-control": "no-store", "x-accel-buffering": "no", **(headers or {})})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async with anyio.create_task_group() as task_group:
