@@ -67,7 +67,8 @@ def artifact(task_id: str, seq: int, text: str, cost: float = 0.0) -> bytes:
 class FaultyAgent:
     """A raw A2A server whose stream misbehaves as the message text says; it records the cancels it gets.
 
-    ``malformed``, ``non_utf8``, ``cut``, ``break``, ``huge``, ``http_error``, ``text_error``;
+    ``malformed``, ``non_utf8``, ``cut``, ``break``, ``huge``, ``http_error``, ``text_error``,
+    ``huge_answer`` (a 50 MB JSON answer to ``tasks/send``);
     ``final_cost`` bills $1 on its final line; ``slow_cancel`` and ``failing_cancel`` fall
     silent after two lines and answer a cancel late (after 30 s) or with HTTP 500.
     """
@@ -93,6 +94,8 @@ class FaultyAgent:
             return Response(orjson.dumps(error), status_code=503, media_type="application/json")
         if command == "text_error":
             return Response("upstream exploded", status_code=502, media_type="text/plain")
+        if command == "huge_answer":
+            return StreamingResponse(self._huge_answer(task_id), media_type="application/json")
         return StreamingResponse(self._lines(task_id, command), media_type="application/x-ndjson")
 
     async def _lines(self, task_id: str, command: str) -> AsyncIterator[bytes]:
@@ -118,6 +121,12 @@ class FaultyAgent:
             yield status(task_id, 2, "completed", final=True, cost=1.0)
         elif command in ("slow_cancel", "failing_cancel"):
             await anyio.sleep(30)
+
+    async def _huge_answer(self, task_id: str) -> AsyncIterator[bytes]:
+        yield b'{"id": "' + task_id.encode() + b'", "status": {"state": "completed"}, "padding": "'
+        for _ in range(HUGE_LINE_BYTES // len(_PIECE)):
+            yield _PIECE
+        yield b'"}'
 
     async def _cancel(self, request: Request) -> Response:
         task_id = orjson.loads(await request.body())["id"]

@@ -117,6 +117,19 @@ async def test_a_50_mb_line_fails_the_call_with_cancel_and_memory_stays_near_the
     assert caught.value.partial.task_id in agent.canceled
 
 
+async def test_a_50_mb_answer_to_a_sync_call_fails_it_without_reading_it_all(gateway: Gateway) -> None:
+    tracemalloc.start()
+    try:
+        with pytest.raises(PeerProtocolError, match="more than") as caught:
+            await gateway.call_tool("faulty_sync", "huge_answer", run_id="r")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert caught.value.reason == "answer_too_large"
+    assert peak < 24 * 1024 * 1024, f"peak {peak / 2**20:.1f} MiB: the answer was buffered past its 16 MiB limit"
+    assert types_of(await call_events(gateway, "r")) == ["invoked", "error"]
+
+
 @pytest.mark.parametrize("command", ["slow_cancel", "failing_cancel"])
 async def test_a_cancel_the_peer_answers_late_or_with_an_error_is_not_acknowledged_and_bounded(
     faulty: tuple[FaultyAgent, str], command: str

@@ -37,6 +37,8 @@ from .base import Peer, RawLine, StreamItem
 _JSON_HEADERS = {"content-type": "application/json", "accept": "application/json"}
 _STREAM_HEADERS = {"content-type": "application/json", "accept": NDJSON_MEDIA_TYPE}
 _MAX_ERROR_BODY = 64 * 1024
+_MAX_ANSWER_BYTES = 16 * 1024 * 1024
+"""The largest JSON answer (a Task, a card) read from a peer; a bigger one fails the call."""
 
 
 class A2AHttpPeer(Peer):
@@ -60,8 +62,7 @@ class A2AHttpPeer(Peer):
         )
 
     async def send(self, params: TaskSendParams) -> Task:
-        response = await self._post("/tasks/send", params.to_json(), self._open_timeout)
-        return _task(response, self.uri)
+        return _task(await self._post("/tasks/send", params.to_json(), self._open_timeout), self.uri)
 
     @asynccontextmanager
     async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
@@ -85,7 +86,7 @@ class A2AHttpPeer(Peer):
             raise self._transport_error(exc) from exc
         try:
             if response.status_code >= 400:
-                raise _http_error(response.status_code, await _read_bounded(response))
+                raise _http_error(response.status_code, await _read_bounded(response, _MAX_ERROR_BODY))
             async with aclosing(self._lines(response)) as lines:
                 yield lines
         finally:
@@ -93,35 +94,40 @@ class A2AHttpPeer(Peer):
 
     async def cancel(self, task_id: str) -> bool:
         try:
-            response = await self._post("/tasks/cancel", orjson.dumps({"id": task_id}), self._short_timeout)
-            return _task(response, self.uri).status.state == TaskState.CANCELED
+            answer = await self._post("/tasks/cancel", orjson.dumps({"id": task_id}), self._short_timeout)
+            return _task(answer, self.uri).status.state == TaskState.CANCELED
         except (PeerHTTPError, PeerConnectionError, PeerProtocolError, AgentToolTimeout):
             return False
 
     async def get(self, task_id: str) -> Task:
-        response = await self._post("/tasks/get", orjson.dumps({"id": task_id}), self._short_timeout)
-        return _task(response, self.uri)
+        return _task(await self._post("/tasks/get", orjson.dumps({"id": task_id}), self._short_timeout), self.uri)
 
     async def card(self) -> AgentCard:
+        content = await self._exchange("GET", "/.well-known/agent.json", None, self._short_timeout)
         try:
-            response = await self._client.get(self.base_url + "/.well-known/agent.json", timeout=self._short_timeout)
-        except httpx.TransportError as exc:
-            raise self._transport_error(exc) from exc
-        if response.status_code >= 400:
-            raise _http_error(response.status_code, response.content)
-        try:
-            return AgentCard.model_validate(orjson.loads(response.content))
+            return AgentCard.model_validate(orjson.loads(content))
         except (orjson.JSONDecodeError, ValidationError) as exc:
             raise PeerProtocolError(f"{self.uri} answered an invalid agent card: {exc}", reason="bad_answer") from None
 
-    async def _post(self, path: str, body: bytes, timeout: httpx.Timeout) -> httpx.Response:
+    async def _post(self, path: str, body: bytes, timeout: httpx.Timeout) -> bytearray:
+        return await self._exchange("POST", path, body, timeout)
+
+    async def _exchange(self, method: str, path: str, body: bytes | None, timeout: httpx.Timeout) -> bytearray:
+        """One request; the answer's body, read only up to its limit (a peer cannot exhaust memory)."""
         try:
-            response = await self._client.post(self.base_url + path, content=body, headers=_JSON_HEADERS, timeout=timeout)
+            async with self._client.stream(
+                method, self.base_url + path, content=body, headers=_JSON_HEADERS, timeout=timeout
+            ) as response:
+                if response.status_code >= 400:
+                    raise _http_error(response.status_code, await _read_bounded(response, _MAX_ERROR_BODY))
+                content = await _read_bounded(response, _MAX_ANSWER_BYTES + 1)
         except httpx.TransportError as exc:
             raise self._transport_error(exc) from exc
-        if response.status_code >= 400:
-            raise _http_error(response.status_code, response.content)
-        return response
+        if len(content) > _MAX_ANSWER_BYTES:
+            raise PeerProtocolError(
+                f"{self.uri} answered {method} {path} with more than {_MAX_ANSWER_BYTES} bytes", reason="answer_too_large"
+            )
+        return content
 
     async def _lines(self, response: httpx.Response) -> AsyncIterator[StreamItem]:
         """Decode the body as it arrives; a line growing past the limit is reported before it ends."""
@@ -164,14 +170,14 @@ def _item(decoded: DecodedLine) -> StreamItem:
         return RawLine(decoded)
 
 
-def _task(response: httpx.Response, uri: str) -> Task:
+def _task(content: bytearray, uri: str) -> Task:
     try:
-        return Task.model_validate(orjson.loads(response.content))
+        return Task.model_validate(orjson.loads(content))
     except (orjson.JSONDecodeError, ValidationError) as exc:
         raise PeerProtocolError(f"{uri} answered something that is not a task: {exc}", reason="bad_answer") from None
 
 
-def _http_error(status: int, content: bytes) -> PeerHTTPError:
+def _http_error(status: int, content: bytes | bytearray) -> PeerHTTPError:
     """The peer's own error message when it sent the binding's error body, else its text."""
     body: Any
     try:
@@ -183,13 +189,14 @@ def _http_error(status: int, content: bytes) -> PeerHTTPError:
         return PeerHTTPError(status, text or "(empty body)", body=text)
 
 
-async def _read_bounded(response: httpx.Response) -> bytes:
+async def _read_bounded(response: httpx.Response, limit: int) -> bytearray:
+    """At most ``limit`` bytes of the (decoded) body; the rest is never read."""
     body = bytearray()
-    async for chunk in response.aiter_raw():
-        body += chunk
-        if len(body) >= _MAX_ERROR_BODY:
+    async for chunk in response.aiter_bytes():
+        body += chunk[: limit - len(body)]
+        if len(body) >= limit:
             break
-    return bytes(body[:_MAX_ERROR_BODY])
+    return body
 
 
 def _describe(exc: Exception) -> str:
