@@ -1,5 +1,25 @@
 """Switchboard's coordinator: peers by URI, agent-as-tool, swarm runner with handoffs, sessions, event log."""
 
+from gateway.agent_result import AgentToolResult
+from gateway.agent_tool import AgentTool
+from gateway.budget import Budget
+from gateway.config import ConfigError, GatewayConfig, load_config
+from gateway.errors import (
+    AgentTaskFailed,
+    AgentToolError,
+    AgentToolTimeout,
+    BudgetExceeded,
+    InvalidAgentURI,
+    PeerConnectionError,
+    PeerHTTPError,
+    PeerProtocolError,
+    UnknownAgentTool,
+)
+from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log
+from gateway.events import Event, EventType
+from gateway.gateway import Gateway
+from gateway.peers import Peer
+from gateway.service import GatewayService, create_gateway_app
 from gateway.swarm import (
     Agent,
     AgentHandoffError,
@@ -16,26 +36,11 @@ from gateway.swarm import (
     SummaryHistory,
 )
 from gateway.tools import ToolResult, tool
-from gateway.agent_result import AgentToolResult
-from gateway.agent_tool import AgentTool
-from gateway.budget import Budget
-from gateway.errors import (
-    AgentTaskFailed,
-    AgentToolError,
-    AgentToolTimeout,
-    BudgetExceeded,
-    InvalidAgentURI,
-    PeerConnectionError,
-    PeerHTTPError,
-    PeerProtocolError,
-    UnknownAgentTool,
-)
-from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log
-from gateway.gateway import Gateway
-from gateway.peers import Peer
 from gateway.uri import parse_agent_uri
 
 __all__ = [
+    "Agent",
+    "AgentHandoffError",
     "AgentTaskFailed",
     "AgentTool",
     "AgentToolError",
@@ -43,31 +48,36 @@ __all__ = [
     "AgentToolTimeout",
     "Budget",
     "BudgetExceeded",
+    "ConfigError",
+    "Event",
     "EventLog",
+    "EventType",
+    "FullHistory",
     "Gateway",
+    "GatewayConfig",
+    "GatewayService",
+    "Handoff",
     "InvalidAgentURI",
     "MemoryEventLog",
+    "MemorySessionStore",
     "Peer",
     "PeerConnectionError",
     "PeerHTTPError",
     "PeerProtocolError",
-    "SQLiteEventLog",
-    "UnknownAgentTool",
-    "open_event_log",
-    "parse_agent_uri",
-    "Agent",
-    "AgentHandoffError",
-    "FullHistory",
-    "Handoff",
-    "MemorySessionStore",
     "RemoteAgent",
     "RunResponse",
     "Runner",
+    "SQLiteEventLog",
     "SQLiteSessionStore",
     "SessionConflictError",
     "SessionStore",
     "StructuredHistory",
     "SummaryHistory",
     "ToolResult",
+    "UnknownAgentTool",
+    "create_gateway_app",
+    "load_config",
+    "open_event_log",
+    "parse_agent_uri",
     "tool",
 ]
