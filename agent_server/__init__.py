@@ -18,7 +18,7 @@ from .agent import (
     as_hosted_agent,
 )
 from .app import DEFAULT_MAX_BODY_BYTES, create_app, serve
-from .stores import MemoryTaskStore, SQLiteTaskStore, StoreFull, TaskStore, open_store
+from .stores import MemoryTaskStore, SQLiteTaskStore, StoreFull, StoreSpec, TaskStore, open_store, parse_store_spec
 from .task_manager import TaskManager
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "MemoryTaskStore",
     "SQLiteTaskStore",
     "StoreFull",
+    "StoreSpec",
     "TaskContext",
     "TaskManager",
     "TaskStore",
@@ -39,5 +40,6 @@ __all__ = [
     "as_hosted_agent",
     "create_app",
     "open_store",
+    "parse_store_spec",
     "serve",
 ]

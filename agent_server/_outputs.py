@@ -15,6 +15,7 @@ from protocol import (
     TaskState,
     TextPart,
     WireModel,
+    join_text_parts,
     json_depth,
 )
 
@@ -91,48 +92,9 @@ def _chunk(parts: list[Part]) -> Artifact:
     return Artifact(index=0, append=True, parts=parts)
 
 
-def merge_artifact(artifacts: list[Artifact], update: Artifact) -> None:
-    """Fold a streamed artifact into a task's artifacts: ``append`` extends, otherwise replaces."""
-    for position, existing in enumerate(artifacts):
-        if existing.index != update.index:
-            continue
-        if update.append:
-            existing.parts = _joined([*existing.parts, *update.parts])
-            if update.last_chunk is not None:
-                existing.last_chunk = update.last_chunk
-        else:
-            artifacts[position] = _settled(update)
-        return
-    artifacts.append(_settled(update))
-    artifacts.sort(key=lambda a: a.index)
-
-
-def _settled(artifact: Artifact) -> Artifact:
-    settled = artifact.model_copy(deep=True)
-    settled.append = None
-    settled.parts = _joined(settled.parts)
-    return settled
-
-
-def _joined(parts: list[Part]) -> list[Part]:
-    """Adjacent plain text parts become one, so a streamed answer reads as one text."""
-    out: list[Part] = []
-    for part in parts:
-        previous = out[-1] if out else None
-        if _plain_text(part) and previous is not None and _plain_text(previous):
-            out[-1] = TextPart(text=previous.text + part.text)  # type: ignore[union-attr]
-        else:
-            out.append(part)
-    return out
-
-
-def _plain_text(part: Part) -> bool:
-    return isinstance(part, TextPart) and part.metadata is None
-
-
 def reply_message(artifacts: list[Artifact], outcome: Outcome) -> Message | None:
     """The agent's turn in the task history: what it produced, then its closing words."""
     parts: list[Part] = [part for artifact in artifacts for part in artifact.parts]
     if outcome.message is not None and outcome.state in (TaskState.COMPLETED, TaskState.INPUT_REQUIRED):
         parts.extend(outcome.message.parts)
-    return Message(role="agent", parts=_joined(parts)) if parts else None
+    return Message(role="agent", parts=join_text_parts(parts)) if parts else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
 import uvicorn
@@ -217,12 +217,10 @@ async def _started(events: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEv
 
 
 async def _prepended(first: StreamEvent, rest: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEvent]:
-    try:
+    async with aclosing(rest) as events:  # type: ignore[type-var]
         yield first
-        async for event in rest:
+        async for event in events:
             yield event
-    finally:
-        await rest.aclose()  # type: ignore[attr-defined]
 
 
 async def _lines(events: AsyncIterator[StreamEvent], envelope: Envelope | None) -> AsyncIterator[bytes]:

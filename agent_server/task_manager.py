@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,9 +33,10 @@ from protocol import (
     TaskSendParams,
     TaskState,
     TaskStatus,
+    merge_artifact,
 )
 
-from ._outputs import Outcome, interpret, merge_artifact, reply_message
+from ._outputs import Outcome, interpret, reply_message
 from .agent import HostedAgent, TaskContext
 from .stores.base import StoreFull, TaskStore, is_running
 
@@ -99,6 +100,8 @@ class TaskManager:
                 yield self
             finally:
                 self._task_group = None
+                for run in list(self._runs.values()):
+                    run.cancel(_CANCELED_ON_SHUTDOWN)
                 task_group.cancel_scope.cancel()
 
     async def send(self, params: TaskSendParams) -> Task:
@@ -116,9 +119,10 @@ class TaskManager:
         run = await self._begin(params)
         delivered_final = False
         try:
-            async for event in self._follow(run, run.first_seq - 1):
-                delivered_final = event.final
-                yield event
+            async with aclosing(self._follow(run, run.first_seq - 1)) as events:
+                async for event in events:
+                    delivered_final = event.final
+                    yield event
         finally:
             if not delivered_final and self.cancel_on_disconnect and not run.done.is_set():
                 run.cancel(_CANCELED_ON_DISCONNECT)
@@ -160,8 +164,9 @@ class TaskManager:
             run = run or self._runs.get(task_id)
             if run is None:
                 return
-        async for event in self._follow(run, seen):
-            yield event
+        async with aclosing(self._follow(run, seen)) as events:
+            async for event in events:
+                yield event
 
     async def get(self, task_id: str, history_length: int | None = None) -> Task:
         run = self._runs.get(task_id)
@@ -255,6 +260,10 @@ class TaskManager:
         try:
             with run.scope:
                 outcome = await self._drive(run)
+            if run.cancel_reason is not None:
+                # Canceled, whatever the agent made of it: one that swallowed the cancellation
+                # and returned leaves the scope normally, with the outcome of a finished send.
+                outcome = Outcome(TaskState.CANCELED)
         finally:
             if outcome.state is TaskState.CANCELED and outcome.message is None:
                 outcome = Outcome(TaskState.CANCELED, Message.agent(run.cancel_reason or _CANCELED_ON_SHUTDOWN))

@@ -192,7 +192,7 @@ class Demo:
     def _finish(self, step: Step, check: Callable[[list[dict[str, Any]]], bool]) -> None:
         try:
             step.passed = bool(check(step.events))
-        except (KeyError, IndexError, TypeError) as exc:
+        except Exception as exc:  # any event shape the check did not expect is a failed step, not a traceback
             step.detail = f"unexpected events: {exc!r}"
         self._print(f"  -> {'ok' if step.passed else 'FAILED'} {step.detail}".rstrip())
 
@@ -244,7 +244,11 @@ def _terminated(events: list[dict[str, Any]], reason: str) -> bool:
 
 
 def _last(events: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    return next(e for e in reversed(events) if e["type"] == kind)
+    found = next((e for e in reversed(events) if e.get("type") == kind), None)
+    if found is None:
+        seen = [e.get("type") for e in events]
+        raise LookupError(f"no {kind} event (events: {', '.join(map(str, seen)) or 'none'})")
+    return found
 
 
 def start_services(group: ServiceGroup, data_dir: Path) -> str:

@@ -5,16 +5,24 @@ Events, all with ``call_id``, ``tool``, ``agent`` and (from the log) ``seq``:
 passed on; then exactly one of ``agent_tool_completed``, ``agent_tool_terminated`` (this
 gateway ended the call: budget, idle, per-request timeout, oversized line, the caller
 cancelled; a ``tasks/cancel`` was sent) or ``agent_tool_error`` (the peer or the network
-failed). A progress event is appended before the chunk counts as received, so whatever
-happens next, the log holds every chunk passed on.
+failed). A chunk's progress event is appended before the chunk is added to the result
+(its text, artifacts, state, cost, handoff), so whatever happens next, the log holds every
+chunk the result holds.
+
+What a peer reports is checked before it is used: a ``metadata.cost_usd`` or a line's
+``cost_usd`` that is not a finite number >= 0, or a ``metadata.handoff`` that is not a
+handoff request, fails the call with ``PeerProtocolError`` (``bad_answer``).
 """
 
 from __future__ import annotations
 
 import inspect
+import logging
+import math
 import time
 import uuid
 from contextlib import aclosing
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -26,13 +34,16 @@ from protocol import (
     HandoffRequest,
     Message,
     OversizedLine,
+    SkippedBytes,
     StatusEvent,
     Task,
     TaskSendParams,
     TaskState,
 )
 
-from .agent_result import AgentToolResult
+from pydantic import ValidationError
+
+from .agent_result import AgentToolResult, parts_text
 from .errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, PeerProtocolError
 from .events import EventType
 from .idle_timeout import IdleTimeout, with_idle_timeout
@@ -42,7 +53,17 @@ from .recorder import RunRecorder
 if TYPE_CHECKING:
     from .agent_tool import AgentTool
 
+logger = logging.getLogger(__name__)
+
 _FAILED_STATES = (TaskState.FAILED.value, TaskState.CANCELED.value)
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """A Task's metadata, checked once: its total cost and its transfer request."""
+
+    cost_usd: float
+    handoff: HandoffRequest | None
 
 
 class _Terminated(Exception):
@@ -73,11 +94,13 @@ class AgentCall:
         )
         self._started = time.monotonic()
         self._peer: Peer | None = None
+        self._skipped_bytes = 0  # non-UTF-8 bytes dropped from lines not yet recorded in a progress event
+        self._skipped_total = 0
 
     async def run(self) -> AgentToolResult:
         peer_error: AgentToolError | None = None
         try:
-            self._peer = self.tool.gateway.peer(self.tool.agent)
+            self._peer = self.tool.gateway.peer(self.tool.target)
         except AgentToolError as exc:
             peer_error = exc
         await self._emit(
@@ -148,8 +171,9 @@ class AgentCall:
 
     async def _sync(self, peer: Peer) -> None:
         task = await self._send_turn(peer, self._params(self.message))
-        self._check_budget(float(task.metadata.get("cost_usd") or 0.0), task=task)
-        self._take_task(task)
+        reply = self._read_reply(task)
+        self._check_budget(reply.cost_usd, task=task)
+        self._take_task(task, reply)
         self.result.text = task.output_text
         self.result.artifacts = list(task.artifacts)
         self._raise_if_failed(task)
@@ -176,14 +200,17 @@ class AgentCall:
         replies: list[str] = []
         for turn in range(1, self.tool.mode.max_turns + 1):
             task = await self._send_turn(peer, self._params(message))
-            self._check_budget(float(task.metadata.get("cost_usd") or 0.0), task=task)
-            self._take_task(task)
-            self.result.turns = turn
+            meta = self._read_reply(task)
+            self._check_budget(meta.cost_usd, task=task)
             reply = task.output_text
+            await self._progress(
+                kind="turn", turn=turn, state=task.status.state.value, text=reply, accumulated_cost_usd=meta.cost_usd
+            )
+            self._take_task(task, meta)
+            self.result.turns = turn
             replies.append(reply)
             self.result.text = "\n".join(replies)
             self.result.artifacts.extend(task.artifacts)
-            await self._progress(kind="turn", turn=turn, state=task.status.state.value, text=reply)
             self._raise_if_failed(task)
             if task.status.state is TaskState.COMPLETED or turn == self.tool.mode.max_turns:
                 return
@@ -225,42 +252,60 @@ class AgentCall:
         return outcome
 
     async def _on_line(self, item: StreamItem) -> bool:
-        """Check the budget, then pass one line on as a progress event; True at the final line."""
+        """Check the budget, then pass one line on as a progress event; True at the final line.
+
+        The progress event is appended first, then the line is added to the result.
+        """
         if isinstance(item, OversizedLine):
             error = PeerProtocolError(
                 f"{self.tool.agent} sent a line over {item.limit} bytes ({item.size} seen)", reason="line_too_long"
             )
             raise _Terminated(error, line_bytes=item.size, max_line_bytes=item.limit)
+        if isinstance(item, SkippedBytes):
+            logger.warning("skipped %d bytes that are not UTF-8 in a stream line from %s", item.count, self.tool.agent)
+            self._skipped_bytes += item.count
+            self._skipped_total += item.count
+            return False
         if isinstance(item, RawLine):
             await self._progress(kind="raw", raw=item.raw)
             return False
-        cost = item.cost_usd or 0.0
+        cost = _cost(item.cost_usd, f"{self.tool.agent} sent a stream line whose cost_usd")
+        total = self.result.cost_usd + cost
         if cost:
-            self._check_budget(self.result.cost_usd + cost, line=item)
-            self.result.cost_usd += cost
+            self._check_budget(total, line=item)
         if isinstance(item, ArtifactEvent):
-            text = self.result.add_streamed(item.artifact)
-            await self._progress(kind="artifact", cost_usd=cost, text=text or None, data=_data_of(item) or None)
+            text = parts_text(item.artifact.parts)
+            await self._progress(
+                kind="artifact", cost_usd=cost, text=text or None, data=_data_of(item) or None, accumulated_cost_usd=total
+            )
+            self.result.cost_usd = total
+            self.result.add_streamed(item.artifact)
             return False
         if isinstance(item, HandoffEvent):
+            await self._progress(kind="handoff", cost_usd=cost, handoff=item.handoff.to_wire(), accumulated_cost_usd=total)
+            self.result.cost_usd = total
             self.result.handoff = item.handoff
-            await self._progress(kind="handoff", cost_usd=cost, handoff=item.handoff.to_wire())
             return False
-        self.result.state = item.status.state.value
+        state = item.status.state.value
         message = item.status.message
         if not item.final:
             await self._progress(
                 kind="status",
-                state=self.result.state,
+                state=state,
                 cost_usd=cost,
                 text=(message.text or None) if message else None,
                 data=_data(message) or None if message else None,
+                accumulated_cost_usd=total,
             )
+            self.result.cost_usd = total
+            self.result.state = state
             return False
+        self.result.cost_usd = total
+        self.result.state = state
         if message is not None and not self.result.text:
             self.result.text = message.text
-        if self.result.state in _FAILED_STATES:
-            raise AgentTaskFailed(self.result.state, message.text if message else "")
+        if state in _FAILED_STATES:
+            raise AgentTaskFailed(state, message.text if message else "")
         return True
 
     # -- limits and cancel ------------------------------------------------------------------
@@ -287,10 +332,12 @@ class AgentCall:
         """Send the best-effort ``tasks/cancel`` once, under its own short deadline; note whether it was acknowledged."""
         if stop.cancel_sent is not None:
             return stop
-        stop.cancel_sent = stop.cancel_wanted and self._peer is not None and self.result.task_id is not None
-        if stop.cancel_sent and self._peer is not None and self.result.task_id is not None:
+        peer, task_id = self._peer, self.result.task_id
+        stop.cancel_sent = stop.cancel_wanted and peer is not None and task_id is not None
+        if stop.cancel_sent:
+            assert peer is not None and task_id is not None
             with anyio.move_on_after(self.tool.gateway.cancel_timeout_s, shield=True):
-                stop.cancel_acknowledged = await self._peer.cancel(self.result.task_id)
+                stop.cancel_acknowledged = await peer.cancel(task_id)
         return stop
 
     async def _terminated(self, stop: _Terminated) -> None:
@@ -312,14 +359,29 @@ class AgentCall:
     def _params(self, message: Message) -> TaskSendParams:
         return TaskSendParams(id=self.result.task_id, session_id=self.result.session_id, message=message)
 
-    def _take_task(self, task: Task) -> None:
+    def _read_reply(self, task: Task) -> _Reply:
+        """The reply's ``metadata.cost_usd`` and ``metadata.handoff``, checked; PeerProtocolError when malformed."""
+        cost = _cost(task.metadata.get("cost_usd"), f"{self.tool.agent} answered a task whose metadata.cost_usd")
+        handoff: HandoffRequest | None = None
+        raw = task.metadata.get("handoff")
+        if raw is not None:
+            try:
+                handoff = HandoffRequest.model_validate(raw)
+            except ValidationError as exc:
+                raise PeerProtocolError(
+                    f"{self.tool.agent} answered a task whose metadata.handoff is not a handoff request "
+                    f'({{"target": NAME, "reason"?, "payload"?}}): {_first_error(exc)}',
+                    reason="bad_answer",
+                ) from None
+        return _Reply(cost_usd=cost, handoff=handoff)
+
+    def _take_task(self, task: Task, reply: _Reply) -> None:
         self.result.task_id = task.id
         self.result.session_id = task.session_id or self.result.session_id
         self.result.state = task.status.state.value
-        self.result.cost_usd = float(task.metadata.get("cost_usd") or 0.0)
-        handoff = task.metadata.get("handoff")
-        if isinstance(handoff, dict):
-            self.result.handoff = HandoffRequest.model_validate(handoff)
+        self.result.cost_usd = reply.cost_usd
+        if reply.handoff is not None:
+            self.result.handoff = reply.handoff
 
     def _raise_if_failed(self, task: Task) -> None:
         if task.status.state.value in _FAILED_STATES:
@@ -337,15 +399,17 @@ class AgentCall:
             return None
         return value if isinstance(value, Message) else Message.user(str(value))
 
-    async def _progress(self, **fields: Any) -> None:
-        index = self.result.chunks
-        self.result.chunks += 1
+    async def _progress(self, *, accumulated_cost_usd: float | None = None, **fields: Any) -> None:
+        """Append one progress event, then count the chunk (its data is added to the result by the caller, after)."""
+        skipped, self._skipped_bytes = self._skipped_bytes, 0
         await self._emit(
             EventType.AGENT_TOOL_PROGRESS,
-            chunk_index=index,
-            accumulated_cost_usd=self.result.cost_usd,
+            chunk_index=self.result.chunks,
+            accumulated_cost_usd=self.result.cost_usd if accumulated_cost_usd is None else accumulated_cost_usd,
+            skipped_bytes=skipped or None,
             **fields,
         )
+        self.result.chunks += 1
 
     def _totals(self) -> dict[str, Any]:
         return {
@@ -354,12 +418,28 @@ class AgentCall:
             "accumulated_cost_usd": self.result.cost_usd,
             "chunks": self.result.chunks,
             "turns": self.result.turns,
+            "skipped_bytes": self._skipped_total or None,
             "duration_ms": round((time.monotonic() - self._started) * 1000, 3),
         }
 
     async def _emit(self, type: EventType, **fields: Any) -> None:
         present = {key: value for key, value in fields.items() if value is not None}
         await self.recorder.emit(type, call_id=self.result.call_id, tool=self.tool.name, agent=self.tool.agent, **present)
+
+
+def _cost(value: object, what: str) -> float:
+    """A reported cost: missing is 0; anything but a finite number >= 0 is the peer's error."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise PeerProtocolError(f"{what} is not a number of dollars >= 0: {value!r}", reason="bad_answer")
+    return float(value)
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error.get("loc", ())) or "value"
+    return f"{where}: {error.get('msg', 'invalid')}"
 
 
 def _data(message: Message) -> list[dict[str, Any]]:

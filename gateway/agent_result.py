@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol import Artifact, HandoffRequest, Part, TextPart
+from protocol import Artifact, HandoffRequest, Part, TextPart, merge_artifact
 
 
 @dataclass
@@ -34,13 +34,8 @@ class AgentToolResult:
     handoff: HandoffRequest | None = None
 
     def add_streamed(self, artifact: Artifact) -> str:
-        """Fold one streamed artifact in (``append`` extends the artifact of that index); returns its text."""
-        for existing in self.artifacts:
-            if existing.index == artifact.index and artifact.append:
-                existing.parts = [*existing.parts, *artifact.parts]
-                break
-        else:
-            self.artifacts = [a for a in self.artifacts if a.index != artifact.index] + [artifact.model_copy(deep=True)]
+        """Fold one streamed artifact in, as the agent's server does (``protocol.merge_artifact``); returns its text."""
+        merge_artifact(self.artifacts, artifact)
         text = parts_text(artifact.parts)
         self.text += text
         return text

@@ -38,10 +38,15 @@ class AgentToolOptions(TypedDict, total=False):
 
 
 DEFAULT_TIMEOUT_MS = 30_000
+"""``timeout_ms``: the deadline of a sync request or a conversational turn (the one definition; config imports it)."""
 DEFAULT_IDLE_TIMEOUT_S = 30.0
+"""``streaming.idle_timeout_secs``: the longest wait for a stream's next line."""
 DEFAULT_MAX_TURNS = 5
 
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""Every tool name the gateway accepts (agent tools, function tools, configured tools)."""
+TOOL_NAME_RULE = "1-64 letters, digits, '_' or '-'"
+"""``TOOL_NAME_PATTERN`` in words, for error messages."""
 _MODES = "'sync', 'streaming' or {'conversational': {'max_turns': N, 'next_input': callable}}"
 
 
@@ -91,14 +96,15 @@ class AgentTool:
         streaming: Mapping[str, Any] | None = None,
         description: str | None = None,
     ) -> None:
-        if not _TOOL_NAME.match(name):
-            raise ValueError(f"agent tool name {name!r} is not valid (1-64 letters, digits, '_' or '-')")
+        if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
+            raise ValueError(f"agent tool name {name!r} is not valid ({TOOL_NAME_RULE})")
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float) or timeout_ms <= 0:
             raise ValueError(f"timeout_ms must be a positive number of milliseconds, got {timeout_ms!r}")
         self.gateway = gateway
         self.name = name
         self.agent = agent
         self.target: AgentTarget = parse_agent_uri(agent)
+        """The parsed URI: checked here, and what the gateway makes the peer from (``gateway.peer(tool.target)``)."""
         self.mode = Mode.parse(mode)
         self.timeout_ms = timeout_ms
         self.budget = Budget.parse(budget)

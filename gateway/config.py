@@ -12,8 +12,11 @@ See docs/configuration.md for the reference.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,8 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from protocol import dotted_path
 
+from .agent_tool import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TIMEOUT_MS, TOOL_NAME_PATTERN, TOOL_NAME_RULE
 from .config_env import Overrides, apply_environment
 from .errors import InvalidAgentURI
+from .swarm import Runner
 from .uri import parse_agent_uri
 
 DEFAULT_HOST = "127.0.0.1"
@@ -36,7 +41,8 @@ DEFAULT_STARTUP_WAIT_S = 5.0
 MODES = ("sync", "streaming", "conversational")
 HISTORY_POLICIES = ("full", "summary", "structured")
 
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# The Runner's own defaults, so the file's defaults cannot drift from the library's.
+_RUNNER_DEFAULTS = inspect.signature(Runner).parameters
 _PYTHON_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LOCAL_ONLY = ("instructions", "model", "base_url", "api_key_env", "handoffs", "tools")
@@ -63,15 +69,20 @@ class ServerConfig(_Strict):
 class LimitsConfig(_Strict):
     """``[limits]``: bounds of one user turn."""
 
-    max_handoffs_per_turn: int = Field(5, ge=0)
-    max_tool_iterations: int = Field(10, ge=0)
+    max_handoffs_per_turn: int = Field(_RUNNER_DEFAULTS["max_handoffs_per_turn"].default, ge=0)
+    max_tool_iterations: int = Field(_RUNNER_DEFAULTS["max_tool_iterations"].default, ge=0)
 
 
 class SwarmConfig(_Strict):
-    """``[swarm]``: who answers first and what an agent sees after a transfer."""
+    """``[swarm]``: who answers first, what an agent sees after a transfer, how transfer targets are found.
+
+    ``resolve_uris`` false: a transfer a remote agent asks for must name an agent registered
+    by name; its target is never taken as a URI (``mcp+stdio:`` targets never are).
+    """
 
     starting_agent: str | None = None
     history: Literal["full", "summary", "structured"] = "full"
+    resolve_uris: bool = True
 
 
 class StoresConfig(_Strict):
@@ -153,16 +164,16 @@ class ToolConfig(_Strict):
     agent: str
     mode: str = "sync"
     max_turns: int | None = Field(None, ge=1)
-    timeout_ms: int = Field(30_000, gt=0)
+    timeout_ms: int = Field(DEFAULT_TIMEOUT_MS, gt=0)
     max_cost_usd: float | None = Field(None, ge=0)
-    idle_timeout_secs: float = Field(30.0, gt=0)
+    idle_timeout_secs: float = Field(DEFAULT_IDLE_TIMEOUT_S, gt=0)
     description: str | None = None
 
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:
-        if not _TOOL_NAME.match(value):
-            raise ValueError(f"tool name {value!r} is not valid (1-64 letters, digits, '_' or '-')")
+        if not TOOL_NAME_PATTERN.match(value):
+            raise ValueError(f"tool name {value!r} is not valid ({TOOL_NAME_RULE})")
         return value
 
     @field_validator("agent")
@@ -260,10 +271,10 @@ def load_config(
     data = _read_toml(Path(path)) if path is not None else {}
     env = os.environ if environ is None else environ
     applied = apply_environment(data, env)
-    if applied.problems:
-        raise ConfigError([Problem(source, dotted_path(loc), reason) for source, loc, reason in applied.problems])
     for dotted, value in (overrides or {}).items():
         applied.set_value(dotted.split("."), value, f"--{dotted.rsplit('.', 1)[-1].replace('_', '-')}")
+    if applied.problems:
+        raise ConfigError([Problem(source, dotted_path(loc), reason) for source, loc, reason in applied.problems])
     return validate_config(applied.data, origin, applied)
 
 
@@ -298,6 +309,22 @@ def check_agent_url(url: str) -> str:
 def is_python_ref(value: str) -> bool:
     """``package.module:attribute``, how a local agent names a Python function tool."""
     return bool(_PYTHON_REF.match(value))
+
+
+def import_from_cwd(module_name: str) -> Any:
+    """Import a dotted module, the working directory first on the path (as ``python -m`` would)."""
+    if str(Path.cwd()) not in sys.path and "" not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    return importlib.import_module(module_name)
+
+
+def import_python_ref(ref: str) -> Any:
+    """The object ``package.module:attribute.path`` names; ImportError or AttributeError when it does not."""
+    module_name, _, attribute = ref.partition(":")
+    target: Any = import_from_cwd(module_name)
+    for part in attribute.split("."):
+        target = getattr(target, part)
+    return target
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -10,7 +10,9 @@ Two forms, applied in this order (later wins):
   ``SWITCHBOARD_DATA_DIR``, ``SWITCHBOARD_LOG_LEVEL``, ``SWITCHBOARD_SESSIONS_STORE``,
   ``SWITCHBOARD_EVENTS_STORE``, ``SWITCHBOARD_TASKS_STORE``.
 
-A value is read as a TOML value when it is one (``3``, ``true``, ``["a", "b"]``), else as a string.
+A value starting with ``[`` or ``{`` is read as a TOML array or inline table; any other value
+is kept as a string, which the configuration's models convert where the key wants a number
+or a boolean (``SWITCHBOARD_PORT=9000``), and keep as written where it wants a string.
 """
 
 from __future__ import annotations
@@ -98,11 +100,18 @@ def apply_environment(data: dict[str, Any], environ: Mapping[str, str]) -> Overr
 
 
 def parse_value(raw: str) -> Any:
-    """``3`` -> 3, ``true`` -> True, ``["a"]`` -> ["a"], anything else the string itself."""
-    try:
-        return tomllib.loads(f"value = {raw}")["value"]
-    except tomllib.TOMLDecodeError:
-        return raw
+    """``["a"]`` -> ["a"], ``{x = 1}`` -> {"x": 1}; anything else the string itself.
+
+    Scalars stay strings: the configuration's models turn ``"8080"`` into an int and
+    ``"true"`` into a bool where the key wants one, and a string key keeps ``2024`` or
+    ``2024-01-01`` as written (TOML would make them an int and a date).
+    """
+    if raw.lstrip().startswith(("[", "{")):
+        try:
+            return tomllib.loads(f"value = {raw}")["value"]
+        except tomllib.TOMLDecodeError:
+            return raw
+    return raw
 
 
 def _pick(entries: list[Any], segment: str) -> int | None:

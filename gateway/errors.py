@@ -97,7 +97,17 @@ class PeerConnectionError(AgentToolError):
 
 
 class PeerProtocolError(AgentToolError):
-    """The peer broke the binding: ``cut_off`` (no final line), ``line_too_long``, ``bad_answer``."""
+    """The exchange with the peer could not go on; ``reason`` says why.
+
+    The peer broke the binding: ``cut_off`` (a stream without a final line),
+    ``line_too_long`` (a stream line over ``max_line_bytes``), ``bad_answer`` (an answer
+    that is not a Task, card or stream event, a ``metadata.cost_usd`` or
+    ``metadata.handoff`` of the wrong shape, an MCP result that cannot be read),
+    ``answer_too_large`` (a JSON answer over 16 MiB). Or the call cannot be made as asked:
+    ``unknown_tool`` (the MCP server has no tool of that name), ``bad_input`` (the input
+    cannot be mapped onto the MCP tool's arguments), ``unsupported`` (the transport has no
+    such operation, e.g. ``get`` on an MCP tool).
+    """
 
 
 class AgentTaskFailed(AgentToolError):
@@ -107,7 +117,6 @@ class AgentTaskFailed(AgentToolError):
         super().__init__(f"the agent's task ended {state}: {message}" if message else f"the agent's task ended {state}")
         self.reason = "task_" + state.replace("-", "_")
         self.state = state
-        self.detail = message
 
     def event_fields(self) -> dict[str, Any]:
         return {"state": self.state}

@@ -21,8 +21,16 @@ from .agent_result import AgentToolResult
 from .agent_tool import AgentTool, AgentToolOptions, ToolInput
 from .errors import PeerConnectionError, UnknownAgentTool
 from .event_log import EventLog, MemoryEventLog
-from .peers import A2AHttpPeer, LocalAgentHost, LocalPeer, MCPConnection, MCPPeer, Peer
-from .uri import LOCAL_NAME, A2AHttpTarget, LocalTarget, MCPHttpTarget, MCPStdioTarget, parse_agent_uri
+from .peers import A2AHttpPeer, HttpTimeouts, LocalAgentHost, LocalPeer, MCPConnection, MCPPeer, Peer
+from .uri import (
+    A2AHttpTarget,
+    AgentTarget,
+    LocalTarget,
+    MCPHttpTarget,
+    MCPStdioTarget,
+    local_name_problem,
+    parse_agent_uri,
+)
 
 DEFAULT_CONNECT_TIMEOUT_S = 5.0
 DEFAULT_HEADERS_TIMEOUT_S = 10.0
@@ -48,12 +56,13 @@ class Gateway:
         self.connect_timeout_s = connect_timeout_s
         self.headers_timeout_s = headers_timeout_s
         self.cancel_timeout_s = cancel_timeout_s
+        self._http_timeouts = HttpTimeouts.build(connect_timeout_s=connect_timeout_s, headers_timeout_s=headers_timeout_s)
         self._owns_client = http_client is None
         self.http_client = http_client or httpx.AsyncClient(
             limits=httpx.Limits(
                 max_connections=max_connections, max_keepalive_connections=max_connections, keepalive_expiry=30.0
             ),
-            timeout=httpx.Timeout(connect=connect_timeout_s, read=None, write=headers_timeout_s, pool=None),
+            timeout=self._http_timeouts.open,
         )
         self.tools: dict[str, AgentTool] = {}
         self._local: dict[str, LocalAgentHost] = {}
@@ -108,8 +117,9 @@ class Gateway:
 
     def register_local_agent(self, name: str, agent: Any) -> str:
         """Serve ``agent`` (a HostedAgent or an async function) in this process as ``local://NAME``."""
-        if not LOCAL_NAME.match(name):
-            raise ValueError(f"local agent name {name!r} is not valid (1-128 letters, digits, '_', '.', '~' or '-')")
+        problem = local_name_problem(name)
+        if problem is not None:
+            raise ValueError(problem)
         if name in self._local:
             raise ValueError(f"a local agent named {name!r} is already registered")
         host = LocalAgentHost(name, agent)
@@ -137,23 +147,23 @@ class Gateway:
         """Call agent tool ``name`` directly; see ``AgentTool.call``."""
         return await self.get_tool(name).call(input, run_id=run_id, session_id=session_id)
 
-    def peer(self, uri: str) -> Peer:
-        """The peer for an agent URI, made once and reused."""
+    def peer(self, agent: str | AgentTarget) -> Peer:
+        """The peer for an agent URI (or its parsed target, as an ``AgentTool`` holds it), made once and reused.
+
+        Raises ``InvalidAgentURI`` for a bad URI, ``PeerConnectionError`` for a ``local://`` name
+        nothing is registered under, or for a ``local://`` or MCP peer of a gateway not entered.
+        """
+        uri = agent if isinstance(agent, str) else agent.uri
         peer = self._peers.get(uri)
         if peer is None:
-            peer = self._peers[uri] = self._make_peer(uri)
+            target = parse_agent_uri(agent) if isinstance(agent, str) else agent
+            peer = self._peers[uri] = self._make_peer(target)
         return peer
 
-    def _make_peer(self, uri: str) -> Peer:
-        target = parse_agent_uri(uri)
+    def _make_peer(self, target: AgentTarget) -> Peer:
+        uri = target.uri
         if isinstance(target, A2AHttpTarget):
-            return A2AHttpPeer(
-                target,
-                self.http_client,
-                max_line_bytes=self.max_line_bytes,
-                connect_timeout_s=self.connect_timeout_s,
-                headers_timeout_s=self.headers_timeout_s,
-            )
+            return A2AHttpPeer(target, self.http_client, max_line_bytes=self.max_line_bytes, timeouts=self._http_timeouts)
         if isinstance(target, LocalTarget):
             host = self._local.get(target.name)
             if host is None:
@@ -171,6 +181,10 @@ class Gateway:
         return MCPPeer(target, connection)
 
     def _require_started(self, uri: str) -> TaskGroup:
+        """The task group local agents and MCP connections run in; a call through a gateway not entered fails."""
         if self._task_group is None:
-            raise RuntimeError(f"{uri} runs inside the gateway: use `async with Gateway() as gateway:` first")
+            state = "is closed" if self._closed else "was not started"
+            raise PeerConnectionError(
+                f"{uri} runs inside the gateway, which {state}: call it within `async with Gateway() as gateway:`"
+            )
         return self._task_group

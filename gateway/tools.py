@@ -22,15 +22,14 @@ from typing import Any, Protocol, overload, runtime_checkable
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 
-from gateway.models.base import ToolSpec
+from gateway.agent_tool import TOOL_NAME_PATTERN, TOOL_NAME_RULE
+from gateway.models.base import RAW_ARGUMENTS_KEY, ToolSpec
 
 CONTEXT_PARAMETER = "context_variables"
 
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters|Params)\s*:\s*$")
 _ARG_LINE = re.compile(r"^\*{0,2}([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _SECTION_HEADER = re.compile(r"^[A-Z][A-Za-z ]*:\s*$")
-_RAW_KEY = "_raw"
 
 
 class ToolArgumentError(ValueError):
@@ -72,10 +71,8 @@ class FunctionTool:
             raise TypeError(f"a tool must be callable, got {type(func).__name__}")
         self.func = func
         self.name = name or _callable_name(func)
-        if not _TOOL_NAME.match(self.name):
-            raise ValueError(
-                f"tool name {self.name!r} is not valid (1-64 letters, digits, '_' or '-'); pass name= to @tool"
-            )
+        if not TOOL_NAME_PATTERN.match(self.name):
+            raise ValueError(f"tool name {self.name!r} is not valid ({TOOL_NAME_RULE}); pass name= to @tool")
         doc = inspect.getdoc(func) or ""
         self.description = description if description is not None else _summary(doc)
         signature = inspect.signature(func)
@@ -106,8 +103,8 @@ class FunctionTool:
         """Validate and coerce ``arguments``, then run the function (sync ones in a worker thread)."""
         arguments = dict(arguments or {})
         arguments.pop(CONTEXT_PARAMETER, None)
-        if _RAW_KEY in arguments and all(p.name != _RAW_KEY for p in self._parameters):
-            raw = str(arguments[_RAW_KEY])[:200]
+        if RAW_ARGUMENTS_KEY in arguments and all(p.name != RAW_ARGUMENTS_KEY for p in self._parameters):
+            raw = str(arguments[RAW_ARGUMENTS_KEY])[:200]
             message = f"invalid arguments for tool '{self.name}': they were not valid JSON: {raw!r}"
             raise ToolArgumentError(self.name, message, [])
         try:

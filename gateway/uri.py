@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit, urlunsplit
 
 from .errors import InvalidAgentURI
 
@@ -26,6 +26,13 @@ EXPECTED_FORMS = (
 _STDIO_KEYS = frozenset({"args", "cwd", "env"})
 LOCAL_NAME = re.compile(r"^[A-Za-z0-9_.~-]{1,128}$")
 """What ``register_local_agent`` accepts, so that a ``local://`` URI no agent could have fails when added."""
+
+
+def local_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a local agent's name (for ``local://NAME`` and ``register_local_agent``), or None."""
+    if isinstance(name, str) and LOCAL_NAME.match(name):
+        return None
+    return f"{name!r} is not a local agent name (1-128 letters, digits, '_', '.', '~' or '-')"
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,7 @@ def parse_agent_uri(uri: str) -> AgentTarget:
     """Resolve ``uri`` to its typed target; raises InvalidAgentURI naming the URI and the accepted forms."""
     if not isinstance(uri, str) or not uri.strip():
         raise InvalidAgentURI(str(uri), "it is empty")
+    _refuse_credentials(uri)
     if uri != uri.strip() or any(c in uri for c in "\r\n\t"):
         raise InvalidAgentURI(uri, "it contains whitespace or control characters around or inside it")
     scheme, sep, _ = uri.partition(":")
@@ -106,8 +114,9 @@ def _local(uri: str) -> LocalTarget:
     name = unquote(parts.netloc)
     if not name or parts.path not in ("", "/") or parts.query or parts.fragment:
         raise InvalidAgentURI(uri, "write local://NAME with the registered agent's name and nothing after it")
-    if not LOCAL_NAME.match(name):
-        raise InvalidAgentURI(uri, f"{name!r} is not a local agent name (1-128 letters, digits, '_', '.', '~' or '-')")
+    problem = local_name_problem(name)
+    if problem is not None:
+        raise InvalidAgentURI(uri, problem)
     return LocalTarget(uri=uri, name=name)
 
 
@@ -149,6 +158,25 @@ def _mcp_http(uri: str) -> MCPHttpTarget:
     scheme = parts.scheme.lower().removeprefix("mcp+")
     query = f"?{parts.query}" if parts.query else ""
     return MCPHttpTarget(uri=uri, tool=tool, url=f"{scheme}://{parts.netloc}{parts.path or '/'}{query}")
+
+
+def _refuse_credentials(uri: str) -> None:
+    """A URI is recorded in every event, log line and error: credentials (``user:password@``) may not be in it.
+
+    The error shows the URI with its credentials replaced by ``***``.
+    """
+    try:
+        parts = urlsplit(uri)
+    except ValueError as exc:  # e.g. an unclosed IPv6 bracket
+        raise InvalidAgentURI(uri, f"it cannot be read as a URI ({exc})") from None
+    _, at, hostport = parts.netloc.rpartition("@")
+    if at:
+        redacted = urlunsplit(parts._replace(netloc=f"***@{hostport}"))
+        raise InvalidAgentURI(
+            redacted,
+            "it holds credentials (user:password@), which would be recorded in every event and log line; "
+            "pass them another way (for A2A agents, headers on your own http_client=)",
+        )
 
 
 def _tool(uri: str, fragment: str) -> str:

@@ -1,5 +1,6 @@
 """The wire contract of Switchboard: A2A task models, stream events, NDJSON, tool naming. No I/O."""
 
+from .artifacts import join_text_parts, merge_artifact, merged_artifacts
 from .card import AgentCapabilities, AgentCard, AgentSkill
 from .errors import ErrorBody, ErrorCode, ErrorDetail, ProtocolError, dotted_path
 from .events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent, parse_stream_event
@@ -17,8 +18,10 @@ from .ndjson import (
     DEFAULT_MAX_LINE_BYTES,
     MEDIA_TYPE as NDJSON_MEDIA_TYPE,
     DecodedLine,
+    MalformedLine,
     NDJSONDecoder,
     OversizedLine,
+    SkippedBytes,
     aiter_ndjson,
     encode_line,
 )
@@ -61,6 +64,7 @@ __all__ = [
     "HandoffRequest",
     "MAX_JSON_DEPTH",
     "MAX_TOOL_NAME_LENGTH",
+    "MalformedLine",
     "Message",
     "NDJSONDecoder",
     "NDJSON_MEDIA_TYPE",
@@ -68,6 +72,7 @@ __all__ = [
     "ParsedRequest",
     "Part",
     "ProtocolError",
+    "SkippedBytes",
     "StatusEvent",
     "StreamEvent",
     "Task",
@@ -82,7 +87,10 @@ __all__ = [
     "aiter_ndjson",
     "dotted_path",
     "encode_line",
+    "join_text_parts",
     "json_depth",
+    "merge_artifact",
+    "merged_artifacts",
     "parse_json_object",
     "parse_request",
     "parse_stream_event",

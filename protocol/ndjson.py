@@ -1,22 +1,28 @@
 """NDJSON: one JSON value per line. An encoder, and a decoder fed bytes cut anywhere.
 
-The decoder never raises on bad input: a line that is not a JSON object comes out as
-``{"raw": "<the line>"}``, bytes that are not UTF-8 are dropped with a logged warning,
-and a line longer than ``max_line_bytes`` is dropped as it streams by (never buffered
-whole) and reported as one ``OversizedLine``.
+The decoder never raises on bad input and does no I/O (no logging): it returns what it
+saw, for the caller to log or record.
+
+- A line that is a JSON object comes out as that ``dict``.
+- A line that is not a JSON object (malformed JSON, an array, a string...) comes out as
+  ``MalformedLine(text)``: a distinct type, so a legitimate ``{"raw": ...}`` object is
+  never mistaken for a malformed line.
+- Bytes that are not UTF-8 are dropped from their line; a ``SkippedBytes(count)`` item
+  comes right before what the rest of that line decoded to.
+- A line longer than ``max_line_bytes`` (newline excluded) is reported as one
+  ``OversizedLine`` as soon as the limit is crossed (in the ``feed`` call whose bytes
+  cross it, never buffered whole); the rest of that line is dropped up to its newline,
+  and decoding goes on with the next line.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from pydantic import BaseModel
-
-logger = logging.getLogger(__name__)
 
 MEDIA_TYPE = "application/x-ndjson"
 DEFAULT_MAX_LINE_BYTES = 1 << 20
@@ -31,13 +37,30 @@ def encode_line(value: Any) -> bytes:
 
 @dataclass(frozen=True)
 class OversizedLine:
-    """A line longer than the limit; its bytes were discarded."""
+    """A line longer than ``limit`` bytes; ``size`` is how much of it had arrived when the limit was crossed.
+
+    Reported once per line, as soon as the limit is crossed; its bytes are discarded.
+    """
 
     size: int
     limit: int
 
 
-DecodedLine = dict[str, Any] | OversizedLine
+@dataclass(frozen=True)
+class MalformedLine:
+    """A non-empty line that is not a JSON object (``text``: the line, stripped, as UTF-8)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class SkippedBytes:
+    """``count`` bytes that are not UTF-8 were dropped from the line decoded next."""
+
+    count: int
+
+
+DecodedLine = dict[str, Any] | MalformedLine | OversizedLine | SkippedBytes
 
 
 class NDJSONDecoder:
@@ -48,7 +71,7 @@ class NDJSONDecoder:
             raise ValueError("max_line_bytes must be positive")
         self.max_line_bytes = max_line_bytes
         self._buffer = bytearray()
-        self._skipping = 0  # bytes dropped so far of the current oversized line
+        self._skipping = False  # the current line went over the limit (already reported): drop to its newline
 
     def feed(self, data: bytes) -> list[DecodedLine]:
         out: list[DecodedLine] = []
@@ -69,48 +92,49 @@ class NDJSONDecoder:
         return out
 
     def _take(self, piece: bytes, out: list[DecodedLine]) -> None:
-        if self._skipping:
-            self._skipping += len(piece)
+        if self._skipping or not piece:
             return
-        if len(self._buffer) + len(piece) > self.max_line_bytes:
-            self._skipping = len(self._buffer) + len(piece)
+        size = len(self._buffer) + len(piece)
+        if size > self.max_line_bytes:
+            out.append(OversizedLine(size=size, limit=self.max_line_bytes))
+            self._skipping = True
             self._buffer = bytearray()
             return
         self._buffer += piece
 
     def _end_line(self, out: list[DecodedLine]) -> None:
         if self._skipping:
-            logger.warning("dropped an NDJSON line of %d bytes (limit %d)", self._skipping, self.max_line_bytes)
-            out.append(OversizedLine(size=self._skipping, limit=self.max_line_bytes))
-            self._skipping = 0
+            self._skipping = False
             return
         line = bytes(self._buffer)
         self._buffer = bytearray()
-        decoded = _decode_line(line)
-        if decoded is not None:
-            out.append(decoded)
+        _decode_line(line, out)
 
 
-def _decode_line(line: bytes) -> dict[str, Any] | None:
+def _decode_line(line: bytes, out: list[DecodedLine]) -> None:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
         text = line.decode("utf-8", errors="ignore")
-        logger.warning("skipped %d bytes that are not UTF-8 in an NDJSON line", len(line) - len(text.encode()))
+        out.append(SkippedBytes(count=len(line) - len(text.encode())))
     text = text.strip()
     if not text:
-        return None
+        return
     try:
         value = orjson.loads(text)
     except orjson.JSONDecodeError:
-        return {"raw": text}
-    return value if isinstance(value, dict) else {"raw": text}
+        out.append(MalformedLine(text))
+        return
+    out.append(value if isinstance(value, dict) else MalformedLine(text))
 
 
 async def aiter_ndjson(
     chunks: AsyncIterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
 ) -> AsyncIterator[DecodedLine]:
-    """Decode an async byte stream (e.g. ``response.aiter_raw()``) into lines as they complete."""
+    """Decode an async byte stream (e.g. ``response.aiter_raw()``) into lines as they complete.
+
+    It does not close ``chunks``: its owner does (``contextlib.aclosing``).
+    """
     decoder = NDJSONDecoder(max_line_bytes)
     async for chunk in chunks:
         for item in decoder.feed(chunk):

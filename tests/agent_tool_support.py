@@ -7,6 +7,7 @@ Test modules import the fixtures ``scripted_url`` and ``agent`` from here.
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
@@ -68,7 +69,9 @@ class FaultyAgent:
     """A raw A2A server whose stream misbehaves as the message text says; it records the cancels it gets.
 
     ``malformed``, ``non_utf8``, ``cut``, ``break``, ``huge``, ``http_error``, ``text_error``,
-    ``huge_answer`` (a 50 MB JSON answer to ``tasks/send``);
+    ``huge_answer`` (a 50 MB JSON answer to ``tasks/send``), ``legit_raw`` (a JSON object
+    ``{"raw": "legit"}`` that is no event), ``text_cost`` / ``negative_cost`` (a line whose
+    ``cost_usd`` is ``"free"`` / ``-1``), ``meta:JSON`` (a completed Task with that metadata);
     ``final_cost`` bills $1 on its final line; ``slow_cancel`` and ``failing_cancel`` fall
     silent after two lines and answer a cancel late (after 30 s) or with HTTP 500.
     """
@@ -94,6 +97,9 @@ class FaultyAgent:
             return Response(orjson.dumps(error), status_code=503, media_type="application/json")
         if command == "text_error":
             return Response("upstream exploded", status_code=502, media_type="text/plain")
+        if command.startswith("meta:"):
+            task = {"id": task_id, "status": {"state": "completed"}, "metadata": orjson.loads(command[5:])}
+            return Response(orjson.dumps(task), media_type="application/json")
         if command == "huge_answer":
             return StreamingResponse(self._huge_answer(task_id), media_type="application/json")
         return StreamingResponse(self._lines(task_id, command), media_type="application/x-ndjson")
@@ -117,6 +123,12 @@ class FaultyAgent:
             for _ in range(HUGE_LINE_BYTES // len(_PIECE)):
                 yield _PIECE
             yield b"\n" + status(task_id, 3, "completed", final=True)
+        elif command == "legit_raw":
+            yield line({"raw": "legit"})
+            yield status(task_id, 2, "completed", final=True)
+        elif command in ("text_cost", "negative_cost"):
+            yield artifact(task_id, 2, "costly").replace(b'"cost_usd":0.0', b'"cost_usd":' + (b'"free"' if command == "text_cost" else b"-1"))
+            yield status(task_id, 3, "completed", final=True)
         elif command == "final_cost":
             yield status(task_id, 2, "completed", final=True, cost=1.0)
         elif command in ("slow_cancel", "failing_cancel"):
@@ -192,3 +204,26 @@ def types_of(events: list[Event]) -> list[str]:
 
 def progress_texts(events: list[Event]) -> list[str]:
     return [e.fields["text"] for e in events if e.type == "agent_tool_progress" and "text" in e.fields]
+
+
+@contextmanager
+def finalized_async_generators() -> Iterator[list[str]]:
+    """Names of the async generators that asyncio's GC finalizer had to close while the block ran.
+
+    A generator closed by its owner (``contextlib.aclosing``) never reaches the finalizer; one
+    left suspended does, and asyncio then spawns a stray ``aclose()`` task for it.
+    """
+    firstiter, finalizer = sys.get_asyncgen_hooks()
+    finalized: list[str] = []
+
+    def spy(agen: Any) -> None:
+        if agen.ag_frame is not None:  # started and not finished
+            finalized.append(agen.__name__)
+        if finalizer is not None:
+            finalizer(agen)
+
+    sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=spy)
+    try:
+        yield finalized
+    finally:
+        sys.set_asyncgen_hooks(firstiter=firstiter, finalizer=finalizer)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+import sys
 import time
-from collections.abc import AsyncIterator
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import aclosing, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -446,3 +448,79 @@ async def test_resubscribe_refuses_an_after_seq_past_the_last_event_before_any_e
     assert (running.value.code, running.value.http_status) == (ErrorCode.INVALID_PARAMS, 400)
     assert "past the last event" in running.value.message and running.value.data[0]["field"] == "afterSeq"
     assert finished.value.code == ErrorCode.INVALID_PARAMS and "(seq 2)" in finished.value.message
+
+
+async def test_an_async_generator_that_swallows_the_cancel_and_returns_still_ends_canceled() -> None:
+    """Leaving a cancelled scope normally re-raises nothing: the cancel request decides the state."""
+    swallowed = anyio.Event()
+
+    async def quitter(ctx: TaskContext) -> AsyncIterator[str]:
+        yield "started"
+        try:
+            await anyio.sleep(3600)
+        except anyio.get_cancelled_exc_class():
+            swallowed.set()
+            return  # the mistake: not re-raising
+
+    async with _manager(quitter) as manager:
+        async with aclosing(manager.subscribe(_send("go", "q1"))) as events:  # type: ignore[type-var]
+            await events.__anext__()
+            await events.__anext__()  # "started"
+            with anyio.fail_after(1):
+                task = await manager.cancel("q1")
+            rest = [event async for event in events]
+        stored = await manager.get("q1")
+    assert swallowed.is_set()
+    assert task.status.state is TaskState.CANCELED and stored.status.state is TaskState.CANCELED
+    assert task.status.message is not None and task.status.message.text == "canceled by request"
+    assert [e.status.state for e in rest] == [TaskState.CANCELED]  # type: ignore[union-attr]
+
+
+async def test_an_agent_that_swallows_the_shutdown_cancel_still_ends_canceled() -> None:
+    async def quitter(ctx: TaskContext) -> AsyncIterator[str]:
+        yield "started"
+        try:
+            await anyio.sleep(3600)
+        except anyio.get_cancelled_exc_class():
+            return
+
+    store = MemoryTaskStore()
+    with anyio.fail_after(2):
+        async with _manager(quitter, store=store) as manager:
+            async with aclosing(manager.subscribe(_send("go", "q2"))) as events:  # type: ignore[type-var]
+                await events.__anext__()
+                await events.__anext__()
+    task = await store.load_task("q2")
+    assert task is not None and task.status.state is TaskState.CANCELED
+    assert "shutting down" in task.status.message.text  # type: ignore[union-attr]
+
+
+@contextmanager
+def _left_to_the_finalizer() -> Iterator[list[str]]:
+    """Names of async generators garbage-collected unclosed, which asyncio then closes in stray tasks."""
+    hooks = sys.get_asyncgen_hooks()
+    names: list[str] = []
+
+    def finalizer(agen: Any) -> None:
+        names.append(agen.__qualname__)
+        if hooks.finalizer is not None:
+            hooks.finalizer(agen)
+
+    sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=finalizer)
+    try:
+        yield names
+    finally:
+        sys.set_asyncgen_hooks(*hooks)
+
+
+async def test_closing_streams_early_closes_the_inner_generators_too() -> None:
+    with _left_to_the_finalizer() as unclosed:
+        async with _manager() as manager:
+            async with aclosing(manager.subscribe(_send("stream 50 0.01", "c1"))) as events:  # type: ignore[type-var]
+                await events.__anext__()
+            async with aclosing(await manager.resubscribe("c1", after_seq=-1)) as events:  # type: ignore[type-var]
+                for _ in range(3):
+                    await events.__anext__()
+            await manager.cancel("c1")
+        gc.collect()
+    assert unclosed == []

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import anyio
+import anyio.to_thread
 import pytest
 
 from agent_server import MemoryTaskStore, SQLiteTaskStore, StoreFull, TaskStore, open_store
+from agent_server.stores import SQLiteDatabase, StoreSpec, parse_store_spec
 from protocol import ArtifactEvent, Artifact, StatusEvent, Task, TaskState, TaskStatus, TextPart
 
 pytestmark = pytest.mark.anyio
@@ -181,3 +188,94 @@ async def test_open_store_says_why_a_sqlite_file_cannot_be_opened(tmp_path: Path
     for path in (tmp_path, not_a_database):
         with pytest.raises(ValueError, match="cannot open the task store"):
             open_store(f"sqlite:{path}")
+
+
+async def test_sqlite_store_expires_finished_tasks_after_an_hour_by_default_like_the_memory_store(
+    tmp_path: Path,
+) -> None:
+    clock = _Clock()
+    store = SQLiteTaskStore(tmp_path / "t.db", clock=clock)
+    try:
+        assert store.ttl_s == MemoryTaskStore().ttl_s == 3600
+        for task in (_task("done"), _task("waiting", TaskState.INPUT_REQUIRED), _task("running", TaskState.WORKING)):
+            await store.save_task(task)
+        clock.now += 3599
+        assert await store.expire() == 0
+        clock.now += 2
+        assert await store.expire() == 2
+        assert await store.load_task("done") is None and await store.load_task("waiting") is None
+        assert await store.load_task("running") is not None
+    finally:
+        await store.aclose()
+
+
+async def test_a_busy_sqlite_store_queues_calls_without_taking_the_shared_worker_threads(tmp_path: Path) -> None:
+    """Waiting callers used to park worker threads on a lock: 50 of them starved every to_thread user."""
+    path = tmp_path / "t.db"
+    store = SQLiteTaskStore(path)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # every write now waits on SQLite's busy timeout
+    limiter = anyio.to_thread.current_default_thread_limiter()
+    try:
+        async with anyio.create_task_group() as task_group:
+            for n in range(50):
+                task_group.start_soon(store.save_task, _task(f"t{n}"))
+            try:
+                await anyio.sleep(0.1)
+                borrowed = limiter.borrowed_tokens
+                with anyio.move_on_after(1) as waited:
+                    await anyio.to_thread.run_sync(lambda: "a sync tool")
+            finally:
+                blocker.execute("COMMIT")
+        assert borrowed <= 1 and not waited.cancelled_caught
+        assert await store.load_task("t49") is not None
+    finally:
+        blocker.close()
+        await store.aclose()
+
+
+def test_parse_store_spec_is_the_one_parser_of_store_specs(tmp_path: Path) -> None:
+    assert parse_store_spec("memory") == StoreSpec("memory", None) == ("memory", None)
+    assert parse_store_spec("sqlite:data/t.db") == ("sqlite", "data/t.db")
+    assert parse_store_spec("sqlite", default_path=tmp_path / "e.db") == ("sqlite", str(tmp_path / "e.db"))
+    with pytest.raises(ValueError, match='a sqlite event log needs a path, e.g. "sqlite:events.db"'):
+        parse_store_spec("sqlite", what="event log")
+    with pytest.raises(ValueError, match="a sqlite task store needs a path"):
+        parse_store_spec("sqlite:", what="task store", default_path="x.db")
+    with pytest.raises(ValueError, match="""unknown task store 'redis://x'; use "memory" or "sqlite:PATH\""""):
+        parse_store_spec("redis://x", what="task store")
+    with pytest.raises(ValueError, match='use "memory", "sqlite" or "sqlite:PATH"'):
+        parse_store_spec("", default_path="x.db")
+
+
+def test_a_sqlite_database_that_cannot_be_set_up_closes_its_connection(tmp_path: Path) -> None:
+    not_a_database = tmp_path / "notes.db"
+    not_a_database.write_text("hello, not a database")
+    with _tracked_connections() as opened:
+        with pytest.raises(sqlite3.DatabaseError):
+            SQLiteDatabase(not_a_database, schema="CREATE TABLE t (x)")
+    assert len(opened) == 1 and _is_closed(opened[0])
+
+
+@contextmanager
+def _tracked_connections() -> Iterator[list[sqlite3.Connection]]:
+    """Every sqlite3 connection opened inside, wherever from."""
+    opened: list[sqlite3.Connection] = []
+    connect = sqlite3.connect
+
+    def tracking(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        conn = connect(*args, **kwargs)
+        opened.append(conn)
+        return conn
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sqlite3, "connect", tracking)
+        yield opened
+
+
+def _is_closed(conn: sqlite3.Connection) -> bool:
+    try:
+        conn.execute("SELECT 1")
+    except sqlite3.ProgrammingError:
+        return True
+    return False

@@ -12,9 +12,10 @@ import httpx
 import pytest
 from servers import serve_app
 
-from agent_server import create_app
+from agent_server import TaskContext, as_hosted_agent, create_app
 from agent_server.testing import Probe, scripted_agent
-from protocol import aiter_ndjson
+from gateway import Gateway
+from protocol import Artifact, DataPart, TextPart, aiter_ndjson
 
 pytestmark = pytest.mark.anyio
 
@@ -177,3 +178,32 @@ async def _resubscribe(http: httpx.AsyncClient, task_id: str) -> AsyncIterator[d
     async with http.stream("POST", "/tasks/resubscribe", json={"id": task_id}) as response:
         async for _, line in _timed_lines(response):
             yield line
+
+
+async def _mixed_output(ctx: TaskContext) -> AsyncIterator[Any]:
+    """Appended text and data, replaced artifacts, indexes out of order: every rule of the merge."""
+    yield "a"
+    yield "b"
+    yield {"n": 1}
+    yield "c"
+    yield Artifact(index=2, parts=[TextPart(text="draft")])
+    yield Artifact(index=1, name="notes", parts=[TextPart(text="x")])
+    yield Artifact(index=2, parts=[TextPart(text="final")])
+    yield Artifact(index=1, append=True, last_chunk=True, parts=[TextPart(text="y")])
+
+
+@pytest.mark.parametrize("where", ["http", "local"])
+async def test_sync_and_streaming_agent_tools_get_the_same_artifacts_as_the_task(where: str) -> None:
+    hosted = as_hosted_agent(_mixed_output)
+    with serve_app(create_app(hosted)) as url:
+        async with Gateway() as gateway:
+            uri = url if where == "http" else gateway.register_local_agent("mixed", hosted)
+            gateway.add_agent_tool("sync", uri)
+            gateway.add_agent_tool("streaming", uri, mode="streaming")
+            sync = await gateway.call_tool("sync", "go", run_id="r-sync")
+            streamed = await gateway.call_tool("streaming", "go", run_id="r-stream")
+    assert streamed.artifacts == sync.artifacts == [
+        Artifact(index=0, parts=[TextPart(text="ab"), DataPart(data={"n": 1}), TextPart(text="c")]),
+        Artifact(index=1, name="notes", last_chunk=True, parts=[TextPart(text="xy")]),
+        Artifact(index=2, parts=[TextPart(text="final")]),
+    ]

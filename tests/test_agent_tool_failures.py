@@ -5,16 +5,22 @@ Each test checks the documented behaviour and that the events before the failure
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from agent_tool_support import FaultyAgent, call_events, progress_texts, types_of
+import httpx
+import orjson
+import respx
+from agent_tool_support import FaultyAgent, call_events, finalized_async_generators, progress_texts, types_of
 from servers import serve_app
 
 from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionError, PeerHTTPError, PeerProtocolError
+from gateway.event_log import MemoryEventLog
+from gateway.events import Event
 
 pytestmark = pytest.mark.anyio
 
@@ -48,11 +54,14 @@ async def test_a_malformed_line_is_passed_on_as_raw_and_the_stream_goes_on(gatew
 async def test_bytes_that_are_not_utf8_are_skipped_with_a_warning_and_the_stream_goes_on(
     gateway: Gateway, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="protocol.ndjson"):
+    with caplog.at_level(logging.WARNING, logger="gateway.agent_call"):
         result = await gateway.call_tool("faulty", "non_utf8", run_id="r")
     assert result.state == "completed" and result.text == "partial abcd"
-    assert any("not UTF-8" in record.getMessage() for record in caplog.records)
-    assert progress_texts(await call_events(gateway, "r")) == ["partial ", "abcd"]
+    assert any("2 bytes that are not UTF-8" in record.getMessage() for record in caplog.records)
+    events = await call_events(gateway, "r")
+    assert progress_texts(events) == ["partial ", "abcd"]
+    assert [e.fields.get("skipped_bytes") for e in events if "text" in e.fields] == [None, 2, 2]
+    assert events[-1].type == "agent_tool_completed" and events[-1].fields["skipped_bytes"] == 2
 
 
 async def test_a_network_error_mid_stream_fails_the_call_and_keeps_the_partial_result(gateway: Gateway) -> None:
@@ -169,3 +178,106 @@ async def test_a_cost_billed_on_the_final_line_fails_the_call_without_cancelling
     terminated = events[-1].fields
     assert terminated["reason"] == "budget_exceeded" and terminated["rejected_chunk"]["final"] is True
     assert terminated["cancel_sent"] is False and terminated["cancel_acknowledged"] is False
+
+
+async def test_a_legitimate_raw_object_is_passed_on_as_that_object_not_as_a_malformed_line(gateway: Gateway) -> None:
+    result = await gateway.call_tool("faulty", "legit_raw", run_id="r")
+    assert result.state == "completed"
+    raw = [e.fields["raw"] for e in await call_events(gateway, "r") if e.fields.get("kind") == "raw"]
+    assert raw == [{"raw": "legit"}], "an object that is no event, not the text of a malformed line"
+
+
+async def test_a_stream_line_with_a_cost_that_is_no_number_is_not_an_event(gateway: Gateway) -> None:
+    result = await gateway.call_tool("faulty", "text_cost", run_id="r")
+    assert result.text == "partial " and result.cost_usd == pytest.approx(0.001)
+    raw = [e.fields["raw"] for e in await call_events(gateway, "r") if e.fields.get("kind") == "raw"]
+    assert raw[0]["cost_usd"] == "free", "validated by the protocol model: passed on as raw"
+
+
+async def test_a_negative_cost_on_a_stream_line_is_a_bad_answer(gateway: Gateway) -> None:
+    with pytest.raises(PeerProtocolError, match="cost_usd") as caught:
+        await gateway.call_tool("faulty", "negative_cost", run_id="r")
+    assert caught.value.reason == "bad_answer" and caught.value.partial is not None
+    assert caught.value.partial.text == "partial " and caught.value.partial.cost_usd == pytest.approx(0.001)
+    assert types_of(await call_events(gateway, "r"))[-1] == "error"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "problem"),
+    [
+        ({"cost_usd": "free"}, "cost_usd"),
+        ({"cost_usd": [1]}, "cost_usd"),
+        ({"cost_usd": -0.5}, "cost_usd"),
+        ({"cost_usd": True}, "cost_usd"),
+        ({"handoff": {"target": ""}}, "metadata.handoff"),
+        ({"handoff": "billing"}, "metadata.handoff"),
+    ],
+)
+async def test_metadata_of_the_wrong_shape_is_a_bad_answer_recorded_and_shown_to_the_model(
+    gateway: Gateway, metadata: dict[str, object], problem: str
+) -> None:
+    command = "meta:" + orjson.dumps(metadata).decode()
+    with pytest.raises(PeerProtocolError, match=problem) as caught:
+        await gateway.call_tool("faulty_sync", command, run_id="r")
+    assert caught.value.reason == "bad_answer"
+    events = await call_events(gateway, "r")
+    assert types_of(events) == ["invoked", "error"] and events[-1].fields["kind"] == "bad_answer"
+    note = await gateway.get_tool("faulty_sync").invoke({"input": command})
+    assert note.startswith("[agent tool faulty_sync failed (bad_answer):")
+
+
+async def test_good_metadata_is_parsed_once_and_taken(gateway: Gateway) -> None:
+    command = "meta:" + orjson.dumps({"cost_usd": 0.25, "handoff": {"target": "billing", "reason": "r"}}).decode()
+    result = await gateway.call_tool("faulty_sync", command)
+    assert result.cost_usd == 0.25 and result.handoff is not None and result.handoff.target == "billing"
+
+
+async def test_a_write_timeout_on_tasks_send_names_the_deadline_that_passed() -> None:
+    async with Gateway(headers_timeout_s=0.7) as gateway:
+        gateway.add_agent_tool("slow_upload", "http://agent.test", timeout_ms=5000)
+        with respx.mock:
+            respx.post("http://agent.test/tasks/send").mock(side_effect=httpx.WriteTimeout("write timed out"))
+            with pytest.raises(AgentToolTimeout) as caught:
+                await gateway.call_tool("slow_upload", "hello", run_id="r")
+    assert caught.value.reason == "headers_timeout" and caught.value.seconds == 0.7
+    assert "could not send the request" in caught.value.message and "within 0.7 s" in caught.value.message
+
+
+class _FailingLog(MemoryEventLog):
+    """A memory log whose append fails once, on the ``fail_at``-th progress event."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__()
+        self.fail_at = fail_at
+        self.progress = 0
+
+    async def append(self, event: Event) -> Event:
+        if event.type == "agent_tool_progress":
+            self.progress += 1
+            if self.progress == self.fail_at:
+                raise OSError("disk full")
+        return await super().append(event)
+
+
+async def test_a_chunk_whose_progress_event_was_not_appended_is_not_counted_in_the_result(
+    faulty: tuple[FaultyAgent, str],
+) -> None:
+    log = _FailingLog(fail_at=2)  # the second line, the artifact costing $0.001
+    async with Gateway(log) as gateway:
+        gateway.add_agent_tool("faulty", faulty[1], mode="streaming")
+        with pytest.raises(OSError, match="disk full"):
+            await gateway.call_tool("faulty", "malformed", run_id="r")
+        events = await gateway.event_log.read("r")
+    assert types_of(events) == ["invoked", "progress", "error"]
+    error = events[-1].fields
+    assert error["kind"] == "internal_error"
+    assert error["chunks"] == 1 and error["accumulated_cost_usd"] == 0.0, "the result holds only what the log holds"
+
+
+async def test_the_http_stream_closes_its_inner_generators(gateway: Gateway) -> None:
+    with finalized_async_generators() as finalized:
+        await gateway.call_tool("faulty", "malformed")
+        with pytest.raises(PeerProtocolError):
+            await gateway.call_tool("faulty", "huge")
+        gc.collect()
+    assert not [name for name in finalized if name in {"aiter_raw", "aiter_ndjson", "_lines"}], finalized

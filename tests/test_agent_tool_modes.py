@@ -5,13 +5,17 @@ The agent is agent_server.testing's scripted agent: each message's text says wha
 
 from __future__ import annotations
 
+import gc
+
 import pytest
-from agent_tool_support import call_events, progress_texts, types_of
+from agent_server.testing import scripted_agent
+from agent_tool_support import call_events, finalized_async_generators, progress_texts, types_of
 from agent_tool_support import agent, scripted_url  # noqa: F401 (fixtures)
 
 from gateway import (
     AgentTaskFailed,
     AgentToolResult,
+    AgentToolTimeout,
     Gateway,
     InvalidAgentURI,
     PeerConnectionError,
@@ -52,7 +56,9 @@ async def test_streaming_passes_each_line_on_as_progress_and_accumulates_the_who
     result = await gateway.call_tool("researcher", "stream 4 0.01 0.001", run_id="r-stream")
     assert result.text == "chunk-0 chunk-1 chunk-2 chunk-3 "
     assert result.state == "completed" and result.cost_usd == pytest.approx(0.004)
-    assert [p.text for a in result.artifacts for p in a.parts] == ["chunk-0 ", "chunk-1 ", "chunk-2 ", "chunk-3 "]
+    # How appended parts are folded is protocol.merge_artifact's (the agent server's) rule; the text is all there.
+    assert len(result.artifacts) == 1
+    assert "".join(p.text for p in result.artifacts[0].parts) == "chunk-0 chunk-1 chunk-2 chunk-3 "  # type: ignore[union-attr]
     events = await call_events(gateway, "r-stream")
     assert types_of(events) == ["invoked", "progress", "progress", "progress", "progress", "progress", "completed"]
     progress = [e for e in events if e.type == EventType.AGENT_TOOL_PROGRESS.value]
@@ -208,3 +214,31 @@ async def test_an_unregistered_local_agent_is_a_recorded_connection_error() -> N
         events = await gateway.event_log.read("r-ghost")
         assert [e.type for e in events] == ["agent_tool_invoked", "agent_tool_error"]
 
+
+
+async def test_a_stream_closes_the_generators_it_opens(agent: tuple[Gateway, str]) -> None:
+    """Each inner async generator is closed by its owner, none is left to asyncio's GC finalizer."""
+    gateway, uri = agent
+    gateway.add_agent_tool("streamer", uri, mode="streaming", streaming={"idle_timeout_secs": 0.2})
+    with finalized_async_generators() as finalized:
+        await gateway.call_tool("streamer", "stream 3 0 0")
+        with pytest.raises(AgentToolTimeout):
+            await gateway.call_tool("streamer", "sleep 30")
+        gc.collect()
+    assert not [name for name in finalized if name in {"_chain", "_lines", "aiter_raw", "aiter_ndjson"}], finalized
+
+
+async def test_a_local_or_mcp_tool_on_a_gateway_not_entered_fails_recorded() -> None:
+    gateway = Gateway()
+    gateway.register_local_agent("echo", scripted_agent())
+    gateway.add_agent_tool("echo", "local://echo")
+    gateway.add_agent_tool("mcp", "mcp+http://127.0.0.1:9/mcp#echo")
+    for name in ("echo", "mcp"):
+        with pytest.raises(PeerConnectionError, match="async with Gateway") as caught:
+            await gateway.call_tool(name, "hi", run_id=f"r-{name}")
+        assert caught.value.partial is not None
+        events = await call_events(gateway, f"r-{name}")
+        assert types_of(events) == ["invoked", "error"] and events[-1].fields["kind"] == "connection_error"
+        note = await gateway.get_tool(name).invoke({"input": "hi"})
+        assert note.startswith(f"[agent tool {name} failed (connection_error):") and "async with Gateway" in note
+    await gateway.aclose()

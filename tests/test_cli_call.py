@@ -96,6 +96,33 @@ def test_usage_mistakes_exit_2_and_say_what_is_wrong(agent_url: str, capsys: pyt
     assert "--max-turns applies to --mode conversational only" in capsys.readouterr().err
 
 
+def test_a_failed_call_says_so_once_on_stderr(agent_url: str) -> None:
+    done = _call("http://127.0.0.1:1", "hi")
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [done.stderr.strip()], done.stderr
+    assert done.stderr.startswith("switchboard call: the call failed (connection_error)")
+    verbose = _call("http://127.0.0.1:1", "hi", "-v")
+    assert "gateway.events" in verbose.stderr and verbose.stderr.count("switchboard call: the call failed") == 1
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--budget", "abc", "argument --budget: must be a number >= 0, got 'abc'"),
+        ("--idle-timeout", "abc", "argument --idle-timeout: must be a positive number, got 'abc'"),
+        ("--idle-timeout", "nan", "argument --idle-timeout: must be a positive number, got 'nan'"),
+        ("--timeout-ms", "1.5", "argument --timeout-ms: must be a positive integer, got '1.5'"),
+    ],
+)
+def test_a_bad_number_says_what_was_expected(
+    agent_url: str, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["call", agent_url, "hi", option, value])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
 def _progress(index: int, cost: float) -> Event:
     return Event.create("agent_tool_progress", "run_1", chunk_index=index, accumulated_cost_usd=cost, kind="artifact")
 

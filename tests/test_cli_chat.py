@@ -8,6 +8,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from gateway_service_support import agent_server, billing_agent, gateway_server, triage_service
 
@@ -89,3 +90,10 @@ def test_the_view_prints_each_answer_once_and_notes_tool_calls_refusals_and_fail
         "triage> Here it is.",
         "[the run failed: model down]",
     ]
+
+
+def test_a_session_id_with_url_characters_reaches_the_gateway_whole(gateway_url: str) -> None:
+    done = _chat(gateway_url, "refund for a double charge please\n", "--session", "a?b#c")
+    assert done.returncode == 1
+    assert "session id 'a?b#c' is not valid" in done.stderr, done.stderr
+    assert httpx.get(f"{gateway_url}/sessions/a", timeout=5).status_code == 404

@@ -67,3 +67,10 @@ def test_an_unknown_run_and_an_unreachable_gateway_exit_1_with_a_message(
     )
     assert main(["events", "run_nope", "--gateway", "http://127.0.0.1:1"]) == 1
     assert "cannot reach the gateway at http://127.0.0.1:1" in capsys.readouterr().err
+
+
+def test_a_run_id_with_url_characters_is_sent_as_one_path_segment(
+    gateway_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["events", "run?x=1", "--gateway", gateway_url]) == 1
+    assert "no run 'run?x=1' in the event log" in capsys.readouterr().err

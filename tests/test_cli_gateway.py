@@ -91,3 +91,77 @@ def test_an_unreachable_remote_agent_stops_the_start_with_one_clear_line(tmp_pat
     assert last.startswith("switchboard gateway: could not start: cannot fetch the agent card from http://127.0.0.1:1: cannot reach")
     assert last.endswith("over 0.8 s)")
     assert "remote agent http://127.0.0.1:1 not reachable yet (attempt 1: " in stderr
+
+
+def test_check_reports_unimportable_tools_and_unset_api_keys_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SWITCHBOARD_TEST_KEY", raising=False)
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        '[[agents]]\nname = "a"\nmodel = "openai:gpt-4o-mini"\napi_key_env = "SWITCHBOARD_TEST_KEY"\n'
+        'tools = ["no_such_package_xyz.module:func"]\n',
+        encoding="utf-8",
+    )
+    for extra in (["--check"], []):
+        assert main(["gateway", "--config", str(config), *extra]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err[0] == "switchboard gateway: invalid configuration:"
+        assert err[1].startswith(f"{config}: agents[0].tools[0]: cannot import 'no_such_package_xyz.module:func': ")
+        assert err[2] == (
+            f"{config}: agents[0].api_key_env: the environment variable SWITCHBOARD_TEST_KEY is not set "
+            "(it should hold the API key)"
+        )
+
+
+@pytest.mark.parametrize("check", [True, False])
+@pytest.mark.parametrize(
+    ("variable", "value", "key"),
+    [
+        ("SWITCHBOARD_DATA_DIR", "{file}", "gateway.data_dir"),
+        ("SWITCHBOARD_SESSIONS_STORE", "sqlite:{file}/x.db", "stores.sessions"),
+        ("SWITCHBOARD_TASKS_STORE", "sqlite:{file}/sub/tasks.db", "stores.tasks"),
+    ],
+)
+def test_a_store_path_under_a_file_exits_2_naming_the_key(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+    value: str,
+    key: str,
+    check: bool,
+) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a directory", encoding="utf-8")
+    monkeypatch.setenv(variable, value.format(file=a_file))
+    assert main(["gateway", *(["--check"] if check else [])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"switchboard gateway: invalid configuration:\nconfiguration: {key}: ") and "Traceback" not in err
+    assert f"{a_file} is a file, not a directory" in err
+
+
+def test_a_store_that_cannot_be_opened_is_a_config_error_and_closes_what_was_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.config import ConfigError, validate_config
+    from gateway.service import build, build_service
+    from gateway.swarm import SQLiteSessionStore
+
+    closed: list[str] = []
+    original = SQLiteSessionStore.close
+
+    async def close(self: SQLiteSessionStore) -> None:
+        closed.append(self.path)
+        await original(self)
+
+    def broken(spec: str) -> None:
+        raise ValueError(f"cannot open the event log {spec!r}: disk I/O error")
+
+    monkeypatch.setattr(SQLiteSessionStore, "close", close)
+    monkeypatch.setattr(build, "open_event_log", broken)
+    config = validate_config({"gateway": {"data_dir": str(tmp_path)}})
+    with pytest.raises(ConfigError) as caught:
+        build_service(config, "gw.toml")
+    assert str(caught.value).startswith("gw.toml: gateway.data_dir: cannot open the events store: cannot open the event log")
+    assert closed == [str(tmp_path / "sessions.db")]

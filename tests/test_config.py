@@ -250,3 +250,58 @@ def test_building_reports_an_unset_api_key_variable_and_an_unimportable_tool(tmp
     assert str(caught.value) == (
         "gw.toml: agents[0].api_key_env: the environment variable SWITCHBOARD_TEST_KEY is not set (it should hold the API key)"
     )
+
+
+def test_environment_values_keep_their_text_where_the_key_wants_a_string(tmp_path: Path) -> None:
+    environ = {
+        "SWITCHBOARD__GATEWAY__NAME": "2024",
+        "SWITCHBOARD__GATEWAY__DESCRIPTION": "true",
+        "SWITCHBOARD_DATA_DIR": "2024-01-01",
+        "SWITCHBOARD_PORT": "9200",
+        "SWITCHBOARD__SWARM__RESOLVE_URIS": "false",
+        "SWITCHBOARD__AGENTS__TECH__HANDOFFS": '["triage", "billing"]',
+    }
+    config = load_config(_valid(tmp_path), environ=environ)
+    assert config.gateway.name == "2024" and config.gateway.description == "true"
+    assert config.gateway.data_dir == "2024-01-01"
+    assert config.gateway.port == 9200 and config.swarm.resolve_uris is False
+    assert config.agents[1].handoffs == ["triage", "billing"]
+
+
+def test_overrides_that_lead_nowhere_are_reported_like_the_environment_form(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(_valid(tmp_path), environ={}, overrides={"tools.nope.mode": "sync", "gateway.port.x": 1})
+    assert [str(p) for p in caught.value.problems] == [
+        "--mode: tools: has no entry named or numbered 'nope' (entries: research, interview)",
+        "--x: gateway.port: is a single value, it has no keys to set",
+    ]
+
+
+def test_resolve_uris_defaults_to_true_and_reaches_the_runner() -> None:
+    import anyio
+
+    from gateway.service import build_service
+
+    assert validate_config({}).swarm.resolve_uris is True
+    config = validate_config({"swarm": {"resolve_uris": False}, "stores": {"sessions": "memory", "events": "memory"}})
+    service = build_service(config)
+
+    async def check() -> None:
+        async with service:
+            assert service.runner.resolve_uris is False
+
+    anyio.run(check)
+
+
+def test_the_defaults_of_limits_and_tools_are_the_librarys() -> None:
+    import inspect
+
+    from gateway.agent_tool import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TIMEOUT_MS
+    from gateway.swarm import Runner
+
+    config = validate_config({"tools": [{"name": "t", "agent": "http://127.0.0.1:1"}]})
+    runner = inspect.signature(Runner).parameters
+    assert config.limits.max_handoffs_per_turn == runner["max_handoffs_per_turn"].default
+    assert config.limits.max_tool_iterations == runner["max_tool_iterations"].default
+    assert config.tools[0].timeout_ms == DEFAULT_TIMEOUT_MS
+    assert config.tools[0].idle_timeout_secs == DEFAULT_IDLE_TIMEOUT_S

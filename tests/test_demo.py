@@ -76,3 +76,17 @@ def test_ctrl_c_stops_every_process_the_demo_started() -> None:
     assert demo.returncode == 130, rest
     assert "interrupted" in rest
     assert not any(_answers(url) for _, url, _ in services)
+
+
+def test_a_step_whose_events_are_not_what_it_expects_is_failed_not_a_traceback() -> None:
+    from examples.demo import Demo, Step, _active, _content
+
+    out = io.StringIO()
+    demo = Demo("http://127.0.0.1:1", out)
+    failed_run = [{"type": "run_started"}, {"type": "run_failed", "error": "boom"}]
+    for check in (_active, _content, lambda events: events[0]["missing"], lambda events: 1 / 0):
+        step = Step("a step", events=list(failed_run))
+        demo._finish(step, check)
+        assert step.passed is False and step.detail.startswith("unexpected events: ")
+    assert "no run_completed event (events: run_started, run_failed)" in out.getvalue()
+    assert out.getvalue().count("FAILED") == 4

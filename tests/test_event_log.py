@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 from pathlib import Path
 
 import anyio
@@ -170,5 +171,42 @@ def test_open_event_log_specs(tmp_path: Path) -> None:
     assert isinstance(sqlite_log, SQLiteEventLog)
     anyio.run(sqlite_log.aclose)
     for bad in ("redis://x", "sqlite:", ""):
-        with pytest.raises(ValueError, match="expected 'memory' or 'sqlite:PATH'"):
+        with pytest.raises(ValueError, match='"memory" or "sqlite:PATH"|needs a path'):
             open_event_log(bad)
+
+
+def test_open_event_log_says_why_a_sqlite_file_cannot_be_opened(tmp_path: Path) -> None:
+    """A directory or a file that is not a database used to escape as a raw sqlite3 error."""
+    not_a_database = tmp_path / "notes.db"
+    not_a_database.write_text("hello, not a database")
+    for path in (tmp_path, not_a_database):
+        with pytest.raises(ValueError, match=f"cannot open the event log '{path}': "):
+            open_event_log(f"sqlite:{path}")
+
+
+def test_a_sqlite_event_log_that_cannot_be_set_up_closes_its_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    not_a_database = tmp_path / "notes.db"
+    not_a_database.write_text("hello, not a database")
+    opened: list[sqlite3.Connection] = []
+    connect = sqlite3.connect
+
+    def tracking(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        opened.append(connect(*args, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(sqlite3, "connect", tracking)
+    with pytest.raises(sqlite3.DatabaseError):
+        SQLiteEventLog(not_a_database)
+    assert len(opened) == 1
+    with pytest.raises(sqlite3.ProgrammingError, match="closed"):
+        opened[0].execute("SELECT 1")
+
+
+async def test_ndjson_lines_are_the_events_own_json(log: EventLog) -> None:
+    stored = [await log.append(_event("n", i)) for i in range(2)]
+    await log.close_run("n")
+    lines = [line async for line in log.as_ndjson("n")]
+    followed = [line async for line in log.as_ndjson("n", follow=True)]
+    assert lines == followed == [event.to_json() + b"\n" for event in stored]

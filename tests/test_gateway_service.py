@@ -103,7 +103,7 @@ def test_removing_refuses_unknown_and_local_agents(api: httpx.Client) -> None:
     unknown = api.delete("/agents/ghost")
     assert unknown.status_code == 404 and error_of(unknown)["message"].startswith("no agent named 'ghost' (agents: ")
     local = api.delete("/agents/triage")
-    assert local.status_code == 409 and "defined by the configuration" in error_of(local)["message"]
+    assert local.status_code == 409 and "is a local agent" in error_of(local)["message"]
     assert api.get("/agents/ghost").status_code == 404
 
 

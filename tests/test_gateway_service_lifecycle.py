@@ -123,3 +123,40 @@ def test_sigterm_ends_the_runs_going_so_their_streams_end_and_nothing_is_cut(tmp
     assert error["data"]["reason"] == "cancelled" and "shutting down" in error["message"] and error["data"]["run_id"]
     assert process.returncode == 0 and "Traceback" not in stderr, stderr
 
+
+
+def test_sigterm_ends_the_tasks_of_the_gateways_own_binding_canceled_with_a_final_line(tmp_path: Path) -> None:
+    with agent_server() as agent_url:
+        port = free_port()
+        config = tmp_path / "gateway.toml"
+        config.write_text(
+            f'[gateway]\nport = {port}\n\n[stores]\nsessions = "memory"\nevents = "memory"\n\n'
+            f'[[agents]]\nname = "slow"\nurl = "{agent_url}"\n',
+            encoding="utf-8",
+        )
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "gateway", "--config", str(config)],
+            cwd=ROOT,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        url = f"http://127.0.0.1:{port}"
+        body = {"message": {"role": "user", "parts": [{"type": "text", "text": "stream 100 0.1"}]}}
+        try:
+            wait_for_health(url, process)
+            with client(url) as http, http.stream("POST", "/tasks/sendSubscribe", json=body) as response:
+                lines = response.iter_lines()
+                first = orjson.loads(next(lines))
+                stopped_at = time.monotonic()
+                process.send_signal(signal.SIGTERM)
+                rest = [orjson.loads(line) for line in lines if line]
+            _, stderr = process.communicate(timeout=15)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert first["type"] == "status" and first["status"]["state"] == "working"
+    final = rest[-1]
+    assert final["final"] is True and final["status"]["state"] == "canceled", rest[-3:]
+    assert time.monotonic() - stopped_at < 2.5  # not cut by uvicorn's graceful timeout (3 s)
+    assert process.returncode == 0 and "Traceback" not in stderr, stderr

@@ -6,6 +6,8 @@ events; cancel is MCP cancellation and reaches the tool's code.
 
 from __future__ import annotations
 
+import base64
+import gc
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -14,12 +16,14 @@ from urllib.parse import quote
 
 import anyio
 import pytest
-from agent_tool_support import call_events, progress_texts, types_of
+from agent_tool_support import call_events, finalized_async_generators, progress_texts, types_of
 from mcp_servers import tools as mcp_tools
 from mcp_servers.http_server import build_app
 from servers import serve_app
 
 from gateway import AgentTaskFailed, AgentToolTimeout, Gateway, PeerConnectionError, PeerProtocolError
+from gateway.peers.mcp import STREAM_BUFFER
+from protocol import DataPart, FilePart, Message, StatusEvent, TaskSendParams
 
 pytestmark = pytest.mark.anyio
 
@@ -158,3 +162,62 @@ async def test_a_stdio_server_that_never_answers_fails_at_the_connect_deadline(t
         assert 0.5 <= time.monotonic() - started < 1.0, "shutting the server down is not on the caller's clock"
         assert caught.value.reason == "connect_timeout"
         assert types_of(await call_events(gateway, "r-mute")) == ["invoked", "error"]
+
+
+async def test_a_blob_resource_becomes_a_file_part_with_its_uri_in_metadata(gateway: Gateway, http_url: str) -> None:
+    gateway.add_agent_tool("blob", f"mcp+{http_url}/mcp#blob")
+    result = await gateway.call_tool("blob", "binary!", run_id="r-blob")
+    part = result.artifacts[0].parts[0]
+    assert isinstance(part, FilePart) and part.metadata == {"uri": "file:///blob.bin"}
+    assert part.file.bytes is not None and base64.b64decode(part.file.bytes) == b"binary!"
+    assert (part.file.uri, part.file.mime_type) == (None, "application/octet-stream")
+    assert types_of(await call_events(gateway, "r-blob")) == ["invoked", "completed"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "streaming"])
+async def test_a_result_that_cannot_be_read_is_a_bad_answer_not_an_exception_group(
+    gateway: Gateway, http_url: str, mode: str
+) -> None:
+    gateway.add_agent_tool("bad", f"mcp+{http_url}/mcp#bad_image", mode=mode)
+    with pytest.raises(PeerProtocolError, match="cannot be read") as caught:
+        await gateway.call_tool("bad", "x", run_id="r-bad")
+    assert caught.value.reason == "bad_answer"
+    events = await call_events(gateway, "r-bad")
+    assert types_of(events) == ["invoked", "error"] and events[-1].fields["kind"] == "bad_answer"
+    # Straight through the Peer too: its errors are AgentToolErrors, never a group.
+    peer = gateway.peer(f"mcp+{http_url}/mcp#bad_image")
+    params = TaskSendParams(message=Message.user("x"))
+    with pytest.raises(PeerProtocolError):
+        if mode == "sync":
+            await peer.send(params)
+        else:
+            async with peer.subscribe(params) as stream:
+                async for _ in stream:
+                    pass
+
+
+async def test_a_slow_consumer_holds_the_stream_back_in_a_bounded_buffer(gateway: Gateway, http_url: str) -> None:
+    peer = gateway.peer(f"mcp+{http_url}/mcp#count")
+    n = STREAM_BUFFER * 3
+    params = TaskSendParams(message=Message(role="user", parts=[DataPart(data={"text": "t", "n": n, "delay": 0})]))
+    seen = []
+    async with peer.subscribe(params) as stream:
+        async for item in stream:
+            seen.append(item)
+            if len(seen) == 1:
+                await anyio.sleep(0.5)  # the server goes on; what was not read waits, at most STREAM_BUFFER of it
+                receive = stream.ag_frame.f_locals["receive"]  # type: ignore[attr-defined]
+                assert receive.statistics().current_buffer_used <= STREAM_BUFFER
+    assert isinstance(seen[-1], StatusEvent) and seen[-1].final and seen[-1].status.state.value == "completed"
+
+
+async def test_inner_async_generators_are_closed_not_left_to_the_gc(gateway: Gateway, server: tuple[str, str, Path]) -> None:
+    _, base, _ = server
+    gateway.add_agent_tool("count", base + "#count", mode="streaming")
+    gateway.add_agent_tool("hang", base + "#hang", mode="streaming", streaming={"idle_timeout_secs": 0.2})
+    with finalized_async_generators() as finalized:
+        await gateway.call_tool("count", "sheep")
+        with pytest.raises(AgentToolTimeout):
+            await gateway.call_tool("hang", "idle")
+        gc.collect()
+    assert not [name for name in finalized if name in {"_drain", "_chain", "_lines", "aiter_ndjson"}], finalized

@@ -256,3 +256,12 @@ async def test_stream_of_a_tool_call_has_no_deltas() -> None:
     items = [item async for item in OfflineModel().stream(_user("weather in Rome"), TOOLS)]
     assert len(items) == 1
     assert items[0].tool_calls[0].name == "get_weather"
+
+
+def test_the_transfer_description_the_swarm_writes_is_the_one_the_offline_model_reads() -> None:
+    from gateway.models.base import parse_transfer_description
+    from gateway.swarm import Agent, TransferTool
+
+    tool = TransferTool("transfer_to_billing", Agent("Billing", description="Refunds and invoices."))
+    assert parse_transfer_description(tool.description) == ("Billing", "Refunds and invoices.")
+    assert parse_transfer_description("Look up an order.") is None

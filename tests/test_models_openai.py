@@ -354,6 +354,37 @@ async def test_other_client_errors_are_model_errors_with_provider_message(
     assert "string does not match pattern" in str(caught.value)
 
 
+@pytest.mark.parametrize("status", [400, 401])
+async def test_an_error_body_that_breaks_mid_read_is_still_a_model_error(
+    respx_mock: respx.MockRouter, sleeps: _Sleeps, status: int
+) -> None:
+    async def broken() -> AsyncIterator[bytes]:
+        yield b"upstream proxy: bad gateway, "
+        raise httpx.ReadError("connection reset by peer")
+
+    respx_mock.post(URL).mock(side_effect=lambda request: httpx.Response(status, content=broken()))
+    async with _model(sleeps) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.complete(MESSAGES, [])
+    assert caught.value.status_code == status
+    assert "upstream proxy: bad gateway" in str(caught.value)
+
+
+async def test_an_error_body_is_read_up_to_a_bound(respx_mock: respx.MockRouter, sleeps: _Sleeps) -> None:
+    sent: list[int] = []
+
+    async def endless() -> AsyncIterator[bytes]:
+        while True:
+            sent.append(1)
+            yield b"x" * 4096
+
+    respx_mock.post(URL).mock(side_effect=lambda request: httpx.Response(400, content=endless()))
+    async with _model(sleeps) as model:
+        with pytest.raises(ModelError, match="HTTP 400"):
+            await model.complete(MESSAGES, [])
+    assert len(sent) <= 17
+
+
 async def test_non_json_success_body_is_a_model_error(respx_mock: respx.MockRouter, sleeps: _Sleeps) -> None:
     respx_mock.post(URL).mock(return_value=httpx.Response(200, text="<html>proxy login</html>"))
     async with _model(sleeps) as model:

@@ -8,6 +8,8 @@ from pydantic import ValidationError
 
 from protocol import (
     AgentCard,
+    Artifact,
+    DataPart,
     ArtifactEvent,
     MAX_JSON_DEPTH,
     EnvelopedProtocolError,
@@ -24,6 +26,8 @@ from protocol import (
     TaskStatus,
     TextPart,
     json_depth,
+    merge_artifact,
+    merged_artifacts,
     parse_request,
     parse_stream_event,
 )
@@ -190,3 +194,49 @@ def test_query_params_are_strict_about_numbers_but_read_query_strings() -> None:
     for bad in (True, "3", 2.5):
         with pytest.raises(ValidationError):
             TaskQueryParams.model_validate({"id": "t", "historyLength": bad})
+
+
+def _text(text: str, index: int = 0, append: bool | None = True, **extra: object) -> Artifact:
+    return Artifact(index=index, append=append, parts=[TextPart(text=text)], **extra)  # type: ignore[arg-type]
+
+
+def test_merge_artifact_appends_by_index_and_joins_adjacent_text() -> None:
+    artifacts = merged_artifacts(
+        [_text("a"), _text("b"), Artifact(index=0, append=True, parts=[DataPart(data={"n": 1})]), _text("c")]
+    )
+    assert artifacts == [
+        Artifact(index=0, parts=[TextPart(text="ab"), DataPart(data={"n": 1}), TextPart(text="c")])
+    ]
+    assert artifacts[0].append is None
+
+
+def test_merge_artifact_replaces_in_place_keeps_index_order_and_takes_last_chunk() -> None:
+    artifacts = merged_artifacts(
+        [
+            _text("draft", index=2, append=None),
+            _text("x", index=1, append=None, name="notes"),
+            _text("final", index=2, append=None),
+            _text("y", index=1, last_chunk=True),
+            _text("z", index=0),
+        ]
+    )
+    assert [(a.index, a.name, a.parts[0].text, a.last_chunk) for a in artifacts] == [  # type: ignore[union-attr]
+        (0, None, "z", None),
+        (1, "notes", "xy", True),
+        (2, None, "final", None),
+    ]
+
+
+def test_merge_artifact_never_modifies_or_keeps_the_chunk() -> None:
+    chunk = _text("a")
+    artifacts: list[Artifact] = []
+    merge_artifact(artifacts, chunk)
+    merge_artifact(artifacts, _text("b"))
+    assert chunk == _text("a") and artifacts[0] is not chunk
+    assert artifacts[0].parts[0].text == "ab"  # type: ignore[union-attr]
+
+
+def test_merge_artifact_keeps_text_parts_with_metadata_apart() -> None:
+    tagged = Artifact(index=0, append=True, parts=[TextPart(text="b", metadata={"lang": "en"})])
+    artifacts = merged_artifacts([_text("a"), tagged, _text("c")])
+    assert [p.text for p in artifacts[0].parts] == ["a", "b", "c"]  # type: ignore[union-attr]

@@ -1,16 +1,18 @@
-"""The NDJSON codec: bytes cut anywhere, bad bytes and bad lines never stop a stream."""
+"""The NDJSON codec: bytes cut anywhere, bad bytes and bad lines never stop a stream.
+
+Bad input comes out as typed items (``MalformedLine``, ``SkippedBytes``, ``OversizedLine``),
+never in-band, and the decoder does no logging: the caller records what it saw.
+"""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import NDJSONDecoder, OversizedLine, aiter_ndjson, encode_line
-from protocol.ndjson import DecodedLine
+from protocol import DecodedLine, MalformedLine, NDJSONDecoder, OversizedLine, SkippedBytes, aiter_ndjson, encode_line
 
 _json_scalars = st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(max_size=20)
 _json_values = st.recursive(
@@ -40,24 +42,37 @@ def test_any_split_of_a_valid_stream_gives_the_same_events(objects: list[dict], 
 
 @given(st.binary(max_size=300), st.lists(st.integers(min_value=0), max_size=8), st.integers(1, 64))
 def test_random_bytes_never_raise(data: bytes, cuts: list[int], max_line_bytes: int) -> None:
-    for item in _decode(data, cuts, max_line_bytes):
-        assert isinstance(item, dict | OversizedLine)
+    items = _decode(data, cuts, max_line_bytes)
+    for item in items:
+        assert isinstance(item, dict | MalformedLine | OversizedLine | SkippedBytes)
+    lines = data.split(b"\n")
+    oversized = sum(1 for line in lines if len(line) > max_line_bytes)
+    assert sum(isinstance(item, OversizedLine) for item in items) == oversized, "one report per oversized line"
 
 
-def test_a_malformed_line_is_wrapped_and_the_stream_goes_on() -> None:
+def test_a_malformed_line_comes_out_as_its_own_type_and_the_stream_goes_on() -> None:
     data = b'{"a": 1}\n{oops\n[1, 2]\n"text"\n\n{"b": 2}'
-    assert _decode(data, []) == [{"a": 1}, {"raw": "{oops"}, {"raw": "[1, 2]"}, {"raw": '"text"'}, {"b": 2}]
+    assert _decode(data, []) == [
+        {"a": 1},
+        MalformedLine("{oops"),
+        MalformedLine("[1, 2]"),
+        MalformedLine('"text"'),
+        {"b": 2},
+    ]
+
+
+def test_a_legitimate_raw_object_is_not_taken_for_a_malformed_line() -> None:
+    assert _decode(b'{"raw": "legit"}\n{"raw"\n', []) == [{"raw": "legit"}, MalformedLine('{"raw"')]
 
 
 def test_crlf_line_endings_are_accepted() -> None:
     assert _decode(b'{"a": 1}\r\n{"b": 2}\r\n', [3]) == [{"a": 1}, {"b": 2}]
 
 
-def test_non_utf8_bytes_are_skipped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="protocol.ndjson"):
-        out = _decode(b'{"a": "x\xff\xfey"}\n{"b": 1}\n', [5])
-    assert out == [{"a": "xy"}, {"b": 1}]
-    assert any("not UTF-8" in r.getMessage() for r in caplog.records)
+def test_non_utf8_bytes_are_skipped_and_reported_before_their_line(caplog: pytest.LogCaptureFixture) -> None:
+    out = _decode(b'{"a": "x\xff\xfey"}\n{"b": 1}\n\xff{bad\n', [5])
+    assert out == [SkippedBytes(2), {"a": "xy"}, {"b": 1}, SkippedBytes(1), MalformedLine("{bad")]
+    assert not caplog.records, "protocol does no logging: the caller logs what it is told"
 
 
 def test_a_multibyte_character_cut_in_two_survives() -> None:
@@ -66,18 +81,29 @@ def test_a_multibyte_character_cut_in_two_survives() -> None:
         assert _decode(data, [cut]) == [{"t": "añ€😀"}]
 
 
-def test_an_oversized_line_is_dropped_without_buffering_it_whole() -> None:
+def test_an_oversized_line_is_reported_as_soon_as_it_crosses_the_limit_and_never_buffered_whole() -> None:
     limit = 1 << 20
     decoder = NDJSONDecoder(max_line_bytes=limit)
     chunk = b"x" * (64 * 1024)
     total = 0
     out: list[DecodedLine] = [*decoder.feed(b'{"before": 1}\n')]
+    reported_at: int | None = None
     while total < 50 * 1024 * 1024:
         out += decoder.feed(chunk)
         total += len(chunk)
+        if reported_at is None and any(isinstance(item, OversizedLine) for item in out):
+            reported_at = total
         assert len(decoder._buffer) <= limit
+    assert reported_at == limit + len(chunk), "reported by the feed whose bytes crossed the limit"
     out += decoder.feed(b'\n{"after": 2}\n')
-    assert out == [{"before": 1}, OversizedLine(size=total, limit=limit), {"after": 2}]
+    assert out == [{"before": 1}, OversizedLine(size=limit + len(chunk), limit=limit), {"after": 2}]
+
+
+def test_an_oversized_line_is_reported_once_even_when_its_end_arrives_with_the_next_line() -> None:
+    assert _decode(b"a" * 10 + b"b" * 10 + b'\n{"x": 1}\n', [10], max_line_bytes=12) == [
+        OversizedLine(size=20, limit=12),
+        {"x": 1},
+    ]
 
 
 def test_a_line_of_exactly_the_limit_is_kept() -> None:
@@ -104,7 +130,7 @@ async def test_aiter_ndjson_decodes_an_async_byte_stream() -> None:
         for piece in (b'{"a"', b': 1}\n{"b":', b" 2}\n{bad", b"\n"):
             yield piece
 
-    assert [item async for item in aiter_ndjson(chunks())] == [{"a": 1}, {"b": 2}, {"raw": "{bad"}]
+    assert [item async for item in aiter_ndjson(chunks())] == [{"a": 1}, {"b": 2}, MalformedLine("{bad")]
 
 
 @settings(max_examples=50)
@@ -113,5 +139,5 @@ def test_garbage_between_valid_lines_never_loses_them(objects: list[dict], cuts:
     data = b"\xff\xfe{{\n".join(encode_line(o) for o in objects)
     expected: list[DecodedLine] = []
     for obj in objects:
-        expected += [{"raw": "{{"}, obj] if expected else [obj]
+        expected += [SkippedBytes(2), MalformedLine("{{"), obj] if expected else [obj]
     assert _decode(data, cuts) == expected

@@ -140,6 +140,8 @@ async def test_local_triage_to_remote_billing_to_remote_tech_which_answers(
         assert ("tech", "Tech: restart the router, ") in deltas
         assert response.handoff is not None and response.handoff.target_agent_name == "tech"
         assert response.handoff.payload == {"intent": "fix_crash", "slots": {"device": "router"}}
+        costs = {e.fields["agent"]: e.fields.get("cost_usd") for e in response.events_of("message")}
+        assert costs["billing"] == pytest.approx(0.001) and costs["tech"] == 0.0  # what each remote task cost
 
         tech_ctx = seen.contexts["tech"][-1]
         assert tech_ctx.session_id == "cust-1"

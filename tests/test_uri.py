@@ -69,7 +69,7 @@ def test_tools_of_one_mcp_server_share_its_server_key() -> None:
         ("local://", "local://NAME"),
         ("local://a/b", "local://NAME"),
         ("local://billing:1", "not a local agent name"),
-        ("local://user@billing", "not a local agent name"),
+        ("local://a!b", "not a local agent name"),
         ("mcp+stdio:python", "#TOOL"),
         ("mcp+stdio://host/python#t", "no host"),
         ("mcp+stdio:#t", "no command"),
@@ -87,3 +87,22 @@ def test_bad_uris_name_the_uri_the_problem_and_the_accepted_forms(uri: str, prob
     assert repr(uri) in message
     assert problem in message
     assert "local://NAME" in message and "mcp+stdio:COMMAND" in message and "http(s)://" in message
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "http://alice:s3cret@agents.example.com/billing",
+        "https://token@agents.example.com",
+        "mcp+https://alice:s3cret@tools.example.com/mcp#search",
+        "local://alice:s3cret@billing",
+    ],
+)
+def test_credentials_in_a_uri_are_refused_and_never_shown(uri: str) -> None:
+    """The URI goes into every event, log line and error: credentials must be passed another way."""
+    with pytest.raises(InvalidAgentURI) as caught:
+        parse_agent_uri(uri)
+    message = str(caught.value)
+    assert "credentials" in message and "***@" in message
+    assert "s3cret" not in message and "token" not in message and "alice" not in message
+    assert "s3cret" not in caught.value.uri

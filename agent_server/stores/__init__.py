@@ -1,4 +1,5 @@
-"""Task stores: the interface, an in-memory store and a SQLite store, and ``open_store``."""
+"""Task stores: the interface, an in-memory store and a SQLite store, ``open_store``, and the
+pieces other SQLite stores share: ``parse_store_spec`` and ``SQLiteDatabase``."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import sqlite3
 
 from .base import StoreFull, TaskStore
 from .memory import MemoryTaskStore
+from .spec import StoreKind, StoreSpec, parse_store_spec
 from .sqlite import SQLiteTaskStore
+from .sqlite_db import SQLiteDatabase, write_transaction
 
 
 def open_store(spec: str) -> TaskStore:
@@ -14,17 +17,25 @@ def open_store(spec: str) -> TaskStore:
 
     Every way a spec can fail, including a file that cannot be opened, is a ValueError that says why.
     """
-    if spec == "memory":
+    kind, path = parse_store_spec(spec, what="task store")
+    if kind == "memory":
         return MemoryTaskStore()
-    if spec.startswith("sqlite:"):
-        path = spec.removeprefix("sqlite:")
-        if not path:
-            raise ValueError('a sqlite store needs a path, e.g. "sqlite:tasks.db"')
-        try:
-            return SQLiteTaskStore(path)
-        except (OSError, sqlite3.Error) as exc:
-            raise ValueError(f"cannot open the task store {path!r}: {exc}") from None
-    raise ValueError(f'unknown task store {spec!r}; use "memory" or "sqlite:PATH"')
+    assert path is not None
+    try:
+        return SQLiteTaskStore(path)
+    except (OSError, sqlite3.Error) as exc:
+        raise ValueError(f"cannot open the task store {path!r}: {exc}") from None
 
 
-__all__ = ["MemoryTaskStore", "SQLiteTaskStore", "StoreFull", "TaskStore", "open_store"]
+__all__ = [
+    "MemoryTaskStore",
+    "SQLiteDatabase",
+    "SQLiteTaskStore",
+    "StoreFull",
+    "StoreKind",
+    "StoreSpec",
+    "TaskStore",
+    "open_store",
+    "parse_store_spec",
+    "write_transaction",
+]

@@ -7,17 +7,21 @@ and prints the call's events as they are written (NDJSON when stdout is not a te
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio
 
 from ..agent_result import AgentToolResult
+from ..agent_tool import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TIMEOUT_MS
 from ..errors import AgentToolError
 from ..event_log import EventLog
 from ..gateway import Gateway
 from ..recorder import new_run_id
-from .client import CommandFailed
+from .client import CommandFailed, UsageError
 from .progress import NDJSONRenderer, ProgressRenderer
 
 Renderer = NDJSONRenderer | ProgressRenderer
@@ -43,34 +47,60 @@ def add_call(subparsers: Any) -> None:
         "--idle-timeout",
         type=_positive,
         metavar="S",
-        default=30.0,
-        help="streaming: stop after S seconds without data (default 30)",
+        default=DEFAULT_IDLE_TIMEOUT_S,
+        help=f"streaming: stop after S seconds without data (default {DEFAULT_IDLE_TIMEOUT_S:g})",
     )
     parser.add_argument("--max-turns", type=_positive_int, metavar="N", help="conversational: at most N turns (default 5)")
     parser.add_argument(
-        "--timeout-ms", type=_positive_int, metavar="MS", default=30_000, help="deadline of each request (default 30000)"
+        "--timeout-ms",
+        type=_positive_int,
+        metavar="MS",
+        default=DEFAULT_TIMEOUT_MS,
+        help=f"deadline of each request (default {DEFAULT_TIMEOUT_MS})",
+    )
+    parser.add_argument(
+        "--verbose", "-v", action="store_true", help="also log each step on stderr (default: errors only)"
     )
     parser.set_defaults(run=run_call)
 
 
 def run_call(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
-
     if args.max_turns is not None and args.mode != "conversational":
         raise UsageError("--max-turns applies to --mode conversational only")
     out = sys.stdout
     renderer: Renderer = ProgressRenderer(out, args.uri, args.mode) if out.isatty() else NDJSONRenderer(out)
     try:
-        anyio.run(_call, args, renderer)
+        with _logging(args.verbose):
+            anyio.run(_call, args, renderer)
     except CommandFailed as exc:
         print(f"switchboard call: {exc}", file=sys.stderr)
         return 1
     return 0
 
 
-async def _call(args: argparse.Namespace, renderer: Renderer) -> None:
-    from ..cli import UsageError
+@contextmanager
+def _logging(verbose: bool) -> Iterator[None]:
+    """Log to stderr while the command runs: only errors unless ``verbose`` (then each step).
 
+    Without a handler, Python's last resort would print the ``gateway.events`` warning of a
+    failed call next to the command's own one-line message, saying the same thing twice.
+    """
+    root = logging.getLogger()
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("switchboard call: %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.INFO if verbose else logging.ERROR)
+    level = root.level
+    root.addHandler(handler)
+    if verbose:
+        root.setLevel(min(level, logging.INFO) if level else logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+
+
+async def _call(args: argparse.Namespace, renderer: Renderer) -> None:
     mode: Any = args.mode
     if args.mode == "conversational" and args.max_turns is not None:
         mode = {"conversational": {"max_turns": args.max_turns}}
@@ -109,22 +139,29 @@ async def _show(log: EventLog, run_id: str, renderer: Renderer) -> None:
         renderer.event(event)
 
 
+def _number(raw: str, kind: type[float] | type[int], what: str) -> Any:
+    try:
+        return kind(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {raw!r}") from None
+
+
 def _positive(raw: str) -> float:
-    value = float(raw)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {raw}")
-    return value
+    value = _number(raw, float, "a positive number")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {raw!r}")
+    return float(value)
 
 
 def _non_negative(raw: str) -> float:
-    value = float(raw)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {raw}")
-    return value
+    value = _number(raw, float, "a number >= 0")
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {raw!r}")
+    return float(value)
 
 
 def _positive_int(raw: str) -> int:
-    value = int(raw)
+    value = _number(raw, int, "a positive integer")
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw}")
-    return value
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {raw!r}")
+    return int(value)

@@ -14,6 +14,7 @@ import argparse
 import sys
 import uuid
 from typing import Any, TextIO
+from urllib.parse import quote
 
 import httpx
 import orjson
@@ -84,7 +85,7 @@ def _next_message(interactive: bool) -> str | None:
 
 def _turn(client: httpx.Client, url: str, session: str, text: str, view: ChatView) -> None:
     try:
-        with client.stream("POST", f"/sessions/{session}/messages", json={"message": text}) as response:
+        with client.stream("POST", f"/sessions/{quote(session, safe='')}/messages", json={"message": text}) as response:
             if response.status_code != 200:
                 raise refused(response)
             for line in response.iter_lines():

@@ -1,4 +1,4 @@
-"""What the commands that talk to a running gateway share: its URL, and errors a person can act on."""
+"""What the commands share: errors a person can act on (``UsageError``, ``CommandFailed``) and the gateway's URL."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ import orjson
 GATEWAY_URL_ENV = "SWITCHBOARD_GATEWAY_URL"
 DEFAULT_GATEWAY_URL = "http://127.0.0.1:8080"
 GATEWAY_URL_HELP = f"the gateway service (default: ${GATEWAY_URL_ENV} or {DEFAULT_GATEWAY_URL})"
+
+
+class UsageError(Exception):
+    """A mistake in what the user typed; printed without a traceback, exit code 2."""
 
 
 class CommandFailed(Exception):

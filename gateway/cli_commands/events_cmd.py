@@ -10,6 +10,7 @@ import argparse
 import sys
 import time
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import orjson
@@ -69,7 +70,7 @@ def _print_events(url: str, run_id: str, after_seq: int, follow: bool) -> None:
 
 def _stream(client: httpx.Client, run_id: str, cursor: _Cursor, follow: bool) -> None:
     params = {"after_seq": str(cursor.after_seq), "follow": "1" if follow else "0"}
-    with client.stream("GET", f"/runs/{run_id}/events", params=params) as response:
+    with client.stream("GET", f"/runs/{quote(run_id, safe='')}/events", params=params) as response:
         if response.status_code != 200:
             raise refused(response)
         for line in response.iter_lines():

@@ -1,7 +1,9 @@
 """``switchboard gateway [--config FILE]``: run the gateway service until Ctrl-C or SIGTERM.
 
-The configuration is checked before anything starts; every problem is printed with its
-file (or environment variable), key and reason, and the exit code is 2. A remote agent
+The configuration is checked before anything starts, the file and what only this machine
+can tell (Python tools import, API key variables are set, store paths can exist; the same
+check ``--check`` runs); every problem is printed with its file (or environment variable),
+key and reason, and the exit code is 2. A remote agent
 that still cannot be reached after ``gateway.startup_wait_secs`` stops it (exit code 1).
 SIGTERM and Ctrl-C shut down gracefully: runs still going end ``run_failed`` (their streams
 end with it), stores are closed, exit code 0.
@@ -20,7 +22,8 @@ from typing import Any
 import uvicorn
 
 from ..config import ConfigError, GatewayConfig, load_config
-from ..service import GatewayService, ServiceError, create_gateway_app
+from ..service import GatewayService, ServiceError, check_machine, create_gateway_app
+
 
 GRACEFUL_SHUTDOWN_S = 3
 
@@ -42,11 +45,16 @@ def add_gateway(subparsers: Any) -> None:
 
 
 def run_gateway(args: argparse.Namespace) -> int:
+    origin = args.config or "configuration"
     overrides = {key: value for key, value in (("gateway.host", args.host), ("gateway.port", args.port)) if value is not None}
     try:
         config = load_config(args.config, overrides=overrides)
     except ConfigError as exc:
         print(f"switchboard gateway: invalid configuration:\n{exc}", file=sys.stderr)
+        return 2
+    problems = check_machine(config, origin)
+    if problems:
+        print(f"switchboard gateway: invalid configuration:\n{ConfigError(problems)}", file=sys.stderr)
         return 2
     if args.check:
         sys.stdout.write(config.model_dump_json(indent=2) + "\n")
@@ -55,7 +63,7 @@ def run_gateway(args: argparse.Namespace) -> int:
     if config.gateway.log_level != "debug":
         logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
-        app = create_gateway_app(config, origin=args.config or "configuration")
+        app = create_gateway_app(config, origin=origin)
     except ConfigError as exc:
         print(f"switchboard gateway: invalid configuration:\n{exc}", file=sys.stderr)
         return 2

@@ -11,7 +11,6 @@ import abc
 from collections.abc import AsyncIterator
 
 import anyio
-import orjson
 
 from ..events import Event
 
@@ -82,10 +81,10 @@ class EventLog(abc.ABC):
         """The run's events as NDJSON lines; with ``follow``, live until the run is closed."""
         if follow:
             async for event in self.follow(run_id, after_seq):
-                yield orjson.dumps(event.to_dict()) + b"\n"
+                yield event.to_json() + b"\n"
             return
         for event in await self.read(run_id, after_seq):
-            yield orjson.dumps(event.to_dict()) + b"\n"
+            yield event.to_json() + b"\n"
 
     async def _wait(self, wakeup: anyio.Event) -> None:
         """How a follower waits for the next append; SQLite also bounds it to see other processes."""

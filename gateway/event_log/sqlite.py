@@ -9,25 +9,24 @@ The ``seq`` is taken inside the write transaction from the primary-key index, so
 writers, even in several processes, never hand out the same one. Followers in this
 process are woken by appends like the memory log's; to see appends made by another
 process they also re-read every ``cross_process_poll_s`` seconds.
+
+Calls go through ``agent_server.stores.SQLiteDatabase``, like the task store's: worker
+threads, one call at a time on one connection (queued in the event loop, not on a lock).
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 import anyio
-import anyio.to_thread
 import orjson
+
+from agent_server.stores.sqlite_db import SQLiteDatabase, write_transaction
 
 from ..events import Event, EventType, now_ms
 from .base import INTERRUPTED, EventLog
-
-T = TypeVar("T")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
@@ -57,112 +56,81 @@ class SQLiteEventLog(EventLog):
         super().__init__()
         self.path = str(path)
         self.cross_process_poll_s = cross_process_poll_s
-        self._lock = threading.Lock()
-        self._limiter = anyio.CapacityLimiter(1)
-        self._conn: sqlite3.Connection | None = sqlite3.connect(
-            self.path, check_same_thread=False, isolation_level=None, timeout=10.0
+        self._db = SQLiteDatabase(
+            self.path, schema=_SCHEMA, what="event log", synchronous=synchronous, busy_timeout_s=10.0
         )
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(f"PRAGMA synchronous={synchronous}")
-        self._conn.executescript(_SCHEMA)
 
     async def append(self, event: Event) -> Event:
-        stored = await self._run(self._append, event)
+        stored = await self._db.run(_append, event)
         self._notify(event.run_id)
         return stored
 
     async def read(self, run_id: str, after_seq: int = -1, limit: int | None = None) -> list[Event]:
-        rows = await self._run(self._read, run_id, after_seq, -1 if limit is None else limit)
+        rows = await self._db.run(_read, run_id, after_seq, -1 if limit is None else limit)
         return [Event.from_dict(orjson.loads(body)) for (body,) in rows]
 
     async def close_run(self, run_id: str) -> None:
-        await self._run(self._close_run, run_id)
+        await self._db.run(_close_run, run_id)
         self._notify(run_id)
 
     async def is_closed(self, run_id: str) -> bool:
-        return await self._run(self._is_closed, run_id)
+        return await self._db.run(_is_closed, run_id)
 
     async def close_abandoned_runs(self) -> list[str]:
-        run_ids = await self._run(self._close_abandoned_runs, INTERRUPTED)
+        run_ids = await self._db.run(_close_abandoned_runs, INTERRUPTED)
         for run_id in run_ids:
             self._notify(run_id)
         return run_ids
 
     async def list_runs(self, limit: int = 100) -> list[str]:
-        return await self._run(self._list_runs, limit)
+        return await self._db.run(_list_runs, limit)
 
     async def aclose(self) -> None:
         await super().aclose()
-        await self._run(self._close)
+        await self._db.aclose()
 
     async def _wait(self, wakeup: anyio.Event) -> None:
         with anyio.move_on_after(self.cross_process_poll_s):
             await wakeup.wait()
 
-    async def _run(self, func: Callable[..., T], *args: Any) -> T:
-        """Run one statement group in a worker thread; the thread finishes even if the caller is cancelled."""
-        return await anyio.to_thread.run_sync(func, *args, limiter=self._limiter)
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise RuntimeError(f"the event log {self.path!r} is closed")
-        return self._conn
+def _append(conn: sqlite3.Connection, event: Event) -> Event:
+    with write_transaction(conn):
+        return _insert(conn, event)
 
-    def _append(self, event: Event) -> Event:
-        with self._lock, self._transaction() as conn:
-            return _insert(conn, event)
 
-    def _close_abandoned_runs(self, reason: str) -> list[str]:
-        with self._lock, self._transaction() as conn:
-            rows = conn.execute(
-                "SELECT run_id FROM runs WHERE closed = 0 AND EXISTS (SELECT 1 FROM events WHERE events.run_id = runs.run_id)"
-            ).fetchall()
-            for (run_id,) in rows:
-                _insert(conn, Event.create(EventType.RUN_FAILED, run_id, error=reason, error_type="Interrupted"))
-                conn.execute("UPDATE runs SET closed = 1 WHERE run_id = ?", (run_id,))
-        return [run_id for (run_id,) in rows]
+def _close_abandoned_runs(conn: sqlite3.Connection, reason: str) -> list[str]:
+    with write_transaction(conn):
+        rows = conn.execute(
+            "SELECT run_id FROM runs WHERE closed = 0 AND EXISTS (SELECT 1 FROM events WHERE events.run_id = runs.run_id)"
+        ).fetchall()
+        for (run_id,) in rows:
+            _insert(conn, Event.create(EventType.RUN_FAILED, run_id, error=reason, error_type="Interrupted"))
+            conn.execute("UPDATE runs SET closed = 1 WHERE run_id = ?", (run_id,))
+    return [run_id for (run_id,) in rows]
 
-    @contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction, taken at once (``BEGIN IMMEDIATE``) so that seqs are read and written under it."""
-        conn = self._connection()
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
 
-    def _read(self, run_id: str, after_seq: int, limit: int) -> list[tuple[bytes]]:
-        with self._lock:
-            return self._connection().execute(
-                "SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?", (run_id, after_seq, limit)
-            ).fetchall()
+def _read(conn: sqlite3.Connection, run_id: str, after_seq: int, limit: int) -> list[tuple[bytes]]:
+    return conn.execute(
+        "SELECT body FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?", (run_id, after_seq, limit)
+    ).fetchall()
 
-    def _close_run(self, run_id: str) -> None:
-        with self._lock:
-            self._connection().execute(
-                "INSERT INTO runs (run_id, created_ms, closed) VALUES (?, ?, 1) "
-                "ON CONFLICT (run_id) DO UPDATE SET closed = 1",
-                (run_id, now_ms()),
-            )
 
-    def _is_closed(self, run_id: str) -> bool:
-        with self._lock:
-            row = self._connection().execute("SELECT closed FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        return bool(row and row[0])
+def _close_run(conn: sqlite3.Connection, run_id: str) -> None:
+    conn.execute(
+        "INSERT INTO runs (run_id, created_ms, closed) VALUES (?, ?, 1) ON CONFLICT (run_id) DO UPDATE SET closed = 1",
+        (run_id, now_ms()),
+    )
 
-    def _list_runs(self, limit: int) -> list[str]:
-        with self._lock:
-            rows = self._connection().execute("SELECT run_id FROM runs ORDER BY rowid DESC LIMIT ?", (limit,)).fetchall()
-        return [run_id for (run_id,) in rows]
 
-    def _close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+def _is_closed(conn: sqlite3.Connection, run_id: str) -> bool:
+    row = conn.execute("SELECT closed FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return bool(row and row[0])
+
+
+def _list_runs(conn: sqlite3.Connection, limit: int) -> list[str]:
+    rows = conn.execute("SELECT run_id FROM runs ORDER BY rowid DESC LIMIT ?", (limit,)).fetchall()
+    return [run_id for (run_id,) in rows]
 
 
 def _insert(conn: sqlite3.Connection, event: Event) -> Event:
@@ -171,7 +139,7 @@ def _insert(conn: sqlite3.Connection, event: Event) -> Event:
     stored = event.with_seq(seq)
     conn.execute(
         "INSERT INTO events (run_id, seq, type, timestamp_ms, body) VALUES (?, ?, ?, ?, ?)",
-        (stored.run_id, seq, stored.type, stored.timestamp_ms, orjson.dumps(stored.to_dict())),
+        (stored.run_id, seq, stored.type, stored.timestamp_ms, stored.to_json()),
     )
     if seq == 0:
         conn.execute("INSERT OR IGNORE INTO runs (run_id, created_ms) VALUES (?, ?)", (stored.run_id, now_ms()))

@@ -17,6 +17,33 @@ import orjson
 
 ChatMessage = dict[str, Any]
 
+# Conventions the swarm runner writes and models read. They live here, where both can
+# import them (gateway.models must not import gateway.swarm).
+
+HANDOFF_SUCCESS = "HANDOFF_SUCCESS"
+"""``status`` of the tool result the runner records for a transfer it carried out."""
+
+RAW_ARGUMENTS_KEY = "_raw"
+"""A model's tool arguments that were not a JSON object arrive as ``{RAW_ARGUMENTS_KEY: text}``."""
+
+_TRANSFER_DESCRIPTION = "Hand off the dialogue to '{target}'. Target agent specialty: {specialty}"
+_BEFORE_TARGET, _AFTER_TARGET = _TRANSFER_DESCRIPTION.split("{target}")
+_TRANSFER_DESCRIPTION_PARSE = re.compile(  # built from the template, so rewording it cannot break the reader
+    "^" + re.escape(_BEFORE_TARGET) + "(.*?)" + re.escape(_AFTER_TARGET.split("{specialty}")[0].rstrip()) + r"\s*(.*)$",
+    re.S,
+)
+
+
+def transfer_description(target: str, specialty: str) -> str:
+    """What a ``transfer_to_<target>`` tool tells the model; ``parse_transfer_description`` reads it back."""
+    return _TRANSFER_DESCRIPTION.format(target=target, specialty=specialty)
+
+
+def parse_transfer_description(description: str) -> tuple[str, str] | None:
+    """(target name, specialty) from a description ``transfer_description`` wrote; None for any other text."""
+    match = _TRANSFER_DESCRIPTION_PARSE.match(description.strip())
+    return (match.group(1), match.group(2) or "") if match else None
+
 
 @dataclass(frozen=True)
 class ToolSpec:

@@ -29,12 +29,19 @@ from typing import Any
 
 import orjson
 
-from gateway.models.base import ChatMessage, ModelResponse, ModelStreamItem, ToolCall, ToolSpec, replay
+from gateway.models.base import (
+    HANDOFF_SUCCESS,
+    ChatMessage,
+    ModelResponse,
+    ModelStreamItem,
+    ToolCall,
+    ToolSpec,
+    parse_transfer_description,
+    replay,
+)
 from protocol.handoff_names import TRANSFER_PREFIX, sanitize_agent_name
 
-_HANDOFF_MARKER = "HANDOFF_SUCCESS"
 _WORD = re.compile(r"[a-z0-9]+")
-_HANDOFF_DESCRIPTION = re.compile(r"^Hand off the dialogue to '(.*?)'\.\s*(?:Target agent specialty:\s*(.*))?$", re.S)
 _TRANSFER_BOILERPLATE = frozenset({"transfer", "hand", "off", "dialogue", "target", "agent", "specialty"})
 _STOP_WORDS = frozenset(
     """
@@ -125,9 +132,9 @@ def _tool_words(spec: ToolSpec) -> tuple[str, str]:
     if not spec.name.startswith(TRANSFER_PREFIX):
         return spec.name, spec.description
     target = spec.name.removeprefix(TRANSFER_PREFIX)
-    match = _HANDOFF_DESCRIPTION.match(spec.description.strip())
-    if match:
-        return f"{target} {match.group(1)}", match.group(2) or ""
+    parsed = parse_transfer_description(spec.description)
+    if parsed is not None:
+        return f"{target} {parsed[0]}", parsed[1]
     words = [w for w in _WORD.findall(spec.description.lower()) if w not in _TRANSFER_BOILERPLATE]
     return target, " ".join(words)
 
@@ -180,7 +187,7 @@ def _last_result_since_handoff(turn: list[ChatMessage], calls: dict[str, str]) -
         if message.get("role") != "tool":
             continue
         name = message.get("name") or calls.get(message.get("tool_call_id") or "", "")
-        if name.startswith(TRANSFER_PREFIX) or _HANDOFF_MARKER in _text(message.get("content"))[:80]:
+        if name.startswith(TRANSFER_PREFIX) or HANDOFF_SUCCESS in _text(message.get("content"))[:80]:
             result = None
         else:
             result = {**message, "name": name}
@@ -205,8 +212,8 @@ def _handoff_sources(turn: list[ChatMessage]) -> set[str]:
 def _hands_back(spec: ToolSpec, sources: set[str]) -> bool:
     if not spec.name.startswith(TRANSFER_PREFIX):
         return False
-    match = _HANDOFF_DESCRIPTION.match(spec.description.strip())
-    names = {spec.name.removeprefix(TRANSFER_PREFIX)} | ({sanitize_agent_name(match.group(1))} if match else set())
+    parsed = parse_transfer_description(spec.description)
+    names = {spec.name.removeprefix(TRANSFER_PREFIX)} | ({sanitize_agent_name(parsed[0])} if parsed else set())
     return bool(names & sources)
 
 

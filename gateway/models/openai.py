@@ -20,13 +20,23 @@ import anyio
 import httpx
 import orjson
 
-from gateway.models.base import ChatMessage, ModelResponse, ModelStreamItem, TextDelta, TokenUsage, ToolCall, ToolSpec
+from gateway.models.base import (
+    RAW_ARGUMENTS_KEY,
+    ChatMessage,
+    ModelResponse,
+    ModelStreamItem,
+    TextDelta,
+    TokenUsage,
+    ToolCall,
+    ToolSpec,
+)
 from gateway.models.errors import ModelAuthError, ModelError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 _RETRYABLE_TRANSPORT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.RemoteProtocolError)
 _MAX_PROVIDER_MESSAGE_CHARS = 500
+_MAX_ERROR_BODY_BYTES = 64 * 1024
 _WIRE_KEYS: dict[str, frozenset[str]] = {
     "system": frozenset({"role", "content", "name"}),
     "developer": frozenset({"role", "content", "name"}),
@@ -192,14 +202,9 @@ class OpenAIChatModel:
 
     async def _raise_or_wait(self, response: httpx.Response, *, attempt: int, is_last: bool) -> None:
         """Turn an error response into an exception, or sleep before the next attempt."""
-        try:
-            await response.aread()
-        except httpx.HTTPError:
-            pass
-        finally:
-            await response.aclose()
+        body = await _read_error_body(response)
         status = response.status_code
-        message = _provider_message(response)
+        message = _provider_message(response, body)
         if status in (401, 403):
             raise ModelAuthError(self._auth_message(status, message), status_code=status, provider_message=message)
         retryable = status == 429 or status >= 500
@@ -387,14 +392,14 @@ def _parse_tool_calls(raw_calls: list[Any]) -> list[ToolCall]:
 
 
 def _parse_arguments(raw: str) -> dict[str, Any]:
-    """Tool arguments from the model's JSON string; junk is kept as ``{"_raw": ...}``."""
+    """Tool arguments from the model's JSON string; junk is kept as ``{RAW_ARGUMENTS_KEY: ...}``."""
     if not raw.strip():
         return {}
     try:
         parsed = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return {"_raw": raw}
-    return parsed if isinstance(parsed, dict) else {"_raw": raw}
+        return {RAW_ARGUMENTS_KEY: raw}
+    return parsed if isinstance(parsed, dict) else {RAW_ARGUMENTS_KEY: raw}
 
 
 def _parse_usage(raw: Any) -> TokenUsage | None:
@@ -415,11 +420,27 @@ def _content_text(content: Any) -> str:
     return ""
 
 
-def _provider_message(response: httpx.Response) -> str:
+async def _read_error_body(response: httpx.Response) -> bytes:
+    """Up to ``_MAX_ERROR_BODY_BYTES`` of an error response's body; what arrived when reading breaks."""
+    body = bytearray()
     try:
-        data = orjson.loads(response.content)
+        async for chunk in response.aiter_bytes():
+            body += chunk
+            if len(body) >= _MAX_ERROR_BODY_BYTES:
+                break
+    except httpx.HTTPError:
+        pass
+    finally:
+        await response.aclose()
+    return bytes(body[:_MAX_ERROR_BODY_BYTES])
+
+
+def _provider_message(response: httpx.Response, body: bytes) -> str:
+    """The provider's own words from an error ``body`` (which may be cut short)."""
+    try:
+        data = orjson.loads(body)
     except orjson.JSONDecodeError:
-        text = response.text.strip()
+        text = body.decode(response.encoding or "utf-8", errors="replace").strip()
         return text[:_MAX_PROVIDER_MESSAGE_CHARS] or response.reason_phrase or f"HTTP {response.status_code}"
     if isinstance(data, dict):
         for key in ("error", "message", "detail"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -20,15 +21,17 @@ from pydantic import ValidationError
 from protocol import (
     NDJSON_MEDIA_TYPE,
     AgentCard,
+    DecodedLine,
     ErrorBody,
-    NDJSONDecoder,
+    MalformedLine,
     OversizedLine,
+    SkippedBytes,
     Task,
     TaskSendParams,
     TaskState,
+    aiter_ndjson,
     parse_stream_event,
 )
-from protocol.ndjson import DecodedLine
 
 from ..errors import AgentToolTimeout, PeerConnectionError, PeerHTTPError, PeerProtocolError
 from ..uri import A2AHttpTarget
@@ -41,25 +44,42 @@ _MAX_ANSWER_BYTES = 16 * 1024 * 1024
 """The largest JSON answer (a Task, a card) read from a peer; a bigger one fails the call."""
 
 
+@dataclass(frozen=True)
+class HttpTimeouts:
+    """The httpx timeouts of A2A requests, built once per gateway from its deadlines.
+
+    ``open``: connect within ``connect_timeout_s``, send the request within
+    ``headers_timeout_s``, no read timeout (a stream's idle timeout or the call's
+    ``timeout_ms`` bounds the wait); also the gateway's own client default. ``short``: the
+    same plus a read timeout of ``headers_timeout_s``, for cancel, get and the card.
+    """
+
+    connect_timeout_s: float
+    headers_timeout_s: float
+    open: httpx.Timeout
+    short: httpx.Timeout
+
+    @classmethod
+    def build(cls, *, connect_timeout_s: float, headers_timeout_s: float) -> HttpTimeouts:
+        return cls(
+            connect_timeout_s=connect_timeout_s,
+            headers_timeout_s=headers_timeout_s,
+            open=httpx.Timeout(connect=connect_timeout_s, read=None, write=headers_timeout_s, pool=None),
+            short=httpx.Timeout(connect=connect_timeout_s, read=headers_timeout_s, write=headers_timeout_s, pool=None),
+        )
+
+
 class A2AHttpPeer(Peer):
     def __init__(
-        self,
-        target: A2AHttpTarget,
-        client: httpx.AsyncClient,
-        *,
-        max_line_bytes: int,
-        connect_timeout_s: float,
-        headers_timeout_s: float,
+        self, target: A2AHttpTarget, client: httpx.AsyncClient, *, max_line_bytes: int, timeouts: HttpTimeouts
     ) -> None:
         self.uri = target.uri
         self.base_url = target.base_url
         self.max_line_bytes = max_line_bytes
-        self.headers_timeout_s = headers_timeout_s
+        self.headers_timeout_s = timeouts.headers_timeout_s
         self._client = client
-        self._open_timeout = httpx.Timeout(connect=connect_timeout_s, read=None, write=headers_timeout_s, pool=None)
-        self._short_timeout = httpx.Timeout(
-            connect=connect_timeout_s, read=headers_timeout_s, write=headers_timeout_s, pool=None
-        )
+        self._open_timeout = timeouts.open
+        self._short_timeout = timeouts.short
 
     async def send(self, params: TaskSendParams) -> Task:
         return _task(await self._post("/tasks/send", params.to_json(), self._open_timeout), self.uri)
@@ -83,7 +103,7 @@ class A2AHttpPeer(Peer):
                 seconds=self.headers_timeout_s,
             ) from None
         except httpx.TransportError as exc:
-            raise self._transport_error(exc) from exc
+            raise self._transport_error(exc, self._open_timeout) from exc
         try:
             if response.status_code >= 400:
                 raise _http_error(response.status_code, await _read_bounded(response, _MAX_ERROR_BODY))
@@ -122,7 +142,7 @@ class A2AHttpPeer(Peer):
                     raise _http_error(response.status_code, await _read_bounded(response, _MAX_ERROR_BODY))
                 content = await _read_bounded(response, _MAX_ANSWER_BYTES + 1)
         except httpx.TransportError as exc:
-            raise self._transport_error(exc) from exc
+            raise self._transport_error(exc, timeout) from exc
         if len(content) > _MAX_ANSWER_BYTES:
             raise PeerProtocolError(
                 f"{self.uri} answered {method} {path} with more than {_MAX_ANSWER_BYTES} bytes", reason="answer_too_large"
@@ -130,40 +150,47 @@ class A2AHttpPeer(Peer):
         return content
 
     async def _lines(self, response: httpx.Response) -> AsyncIterator[StreamItem]:
-        """Decode the body as it arrives; a line growing past the limit is reported before it ends."""
-        decoder = NDJSONDecoder(self.max_line_bytes)
-        unterminated = 0
+        """Decode the body as it arrives; a line growing past the limit is reported before it ends (and ends the stream)."""
         try:
-            async for chunk in response.aiter_raw():
-                newline = chunk.rfind(b"\n")
-                unterminated = len(chunk) - newline - 1 if newline >= 0 else unterminated + len(chunk)
-                for decoded in decoder.feed(chunk):
-                    yield _item(decoded)
-                if unterminated > self.max_line_bytes:
-                    yield OversizedLine(size=unterminated, limit=self.max_line_bytes)
-                    return
-            for decoded in decoder.close():
-                yield _item(decoded)
+            async with (
+                aclosing(response.aiter_raw()) as chunks,
+                aclosing(aiter_ndjson(chunks, self.max_line_bytes)) as decoded,
+            ):
+                async for line in decoded:
+                    yield _item(line)
+                    if isinstance(line, OversizedLine):
+                        return
         except httpx.TransportError as exc:
             raise PeerConnectionError(f"the stream from {self.uri} broke: {_describe(exc)}") from exc
 
-    def _transport_error(self, exc: httpx.TransportError) -> AgentToolTimeout | PeerConnectionError:
+    def _transport_error(self, exc: httpx.TransportError, timeout: httpx.Timeout) -> AgentToolTimeout | PeerConnectionError:
+        """The error for a failed request, naming the deadline (of ``timeout``, the one it ran under) that passed."""
         if isinstance(exc, httpx.ConnectTimeout):
-            seconds = self._open_timeout.connect or 0.0
+            seconds = timeout.connect or 0.0
             return AgentToolTimeout(
                 f"could not connect to {self.uri} within {seconds:g} s", reason="connect_timeout", seconds=seconds
             )
+        if isinstance(exc, httpx.WriteTimeout):
+            seconds = timeout.write or 0.0
+            return AgentToolTimeout(
+                f"could not send the request to {self.uri} within {seconds:g} s", reason="headers_timeout", seconds=seconds
+            )
+        if isinstance(exc, httpx.PoolTimeout):
+            seconds = timeout.pool or 0.0
+            return AgentToolTimeout(
+                f"no free connection to {self.uri} within {seconds:g} s (HTTP pool full)", reason="timeout", seconds=seconds
+            )
         if isinstance(exc, httpx.TimeoutException):
-            seconds = self._short_timeout.read or 0.0
+            seconds = timeout.read or 0.0
             return AgentToolTimeout(f"{self.uri} did not answer within {seconds:g} s", reason="timeout", seconds=seconds)
         return PeerConnectionError(f"cannot reach {self.uri}: {_describe(exc)}")
 
 
 def _item(decoded: DecodedLine) -> StreamItem:
-    if isinstance(decoded, OversizedLine):
+    if isinstance(decoded, OversizedLine | SkippedBytes):
         return decoded
-    if len(decoded) == 1 and isinstance(decoded.get("raw"), str):
-        return RawLine(decoded["raw"])
+    if isinstance(decoded, MalformedLine):
+        return RawLine(decoded.text)
     try:
         return parse_stream_event(decoded)
     except ValidationError:

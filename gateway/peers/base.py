@@ -3,7 +3,8 @@
 A stream is an async context manager yielding an async iterator, so that whatever a
 transport holds open (an HTTP response, an MCP call running in a task) is closed when the
 caller's block ends, in the caller's task. Its items are parsed A2A stream events, plus
-``RawLine`` for a line that is not one and ``OversizedLine`` for a line over the limit.
+``RawLine`` for a line that is not one, ``OversizedLine`` for a line over the limit and
+``SkippedBytes`` for bytes that are not UTF-8 dropped from the next line.
 """
 
 from __future__ import annotations
@@ -14,7 +15,16 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from protocol import AgentCard, ArtifactEvent, HandoffEvent, OversizedLine, StatusEvent, Task, TaskSendParams
+from protocol import (
+    AgentCard,
+    ArtifactEvent,
+    HandoffEvent,
+    OversizedLine,
+    SkippedBytes,
+    StatusEvent,
+    Task,
+    TaskSendParams,
+)
 
 
 @dataclass(frozen=True)
@@ -24,7 +34,7 @@ class RawLine:
     raw: str | dict[str, Any]
 
 
-StreamItem = StatusEvent | ArtifactEvent | HandoffEvent | RawLine | OversizedLine
+StreamItem = StatusEvent | ArtifactEvent | HandoffEvent | RawLine | OversizedLine | SkippedBytes
 
 
 class Peer(abc.ABC):

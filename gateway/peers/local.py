@@ -67,7 +67,8 @@ class LocalPeer(Peer):
         async with aclosing(manager.subscribe(params)) as events:
             with _as_http_errors():
                 first = await anext(events)
-            yield _chain(first, events)
+            async with aclosing(_chain(first, events)) as chained:
+                yield chained
 
     async def cancel(self, task_id: str) -> bool:
         manager = await self._host.running_manager()
@@ -87,6 +88,7 @@ class LocalPeer(Peer):
 
 
 async def _chain(first: StreamEvent, rest: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamItem]:
+    """``first`` then ``rest``. Both this generator and ``rest`` are closed by ``subscribe`` (``aclosing``)."""
     yield first
     async for event in rest:
         yield event

@@ -12,16 +12,21 @@ MCP has no acknowledgement, so ``cancel`` returns True once the call was abandon
 Text input goes into the tool's one string argument (its only required string, else one
 called ``input``, else its only string); a ``data`` part in the message is passed as the
 arguments object itself. A result's ``_meta.cost_usd``, when present, is its cost.
+
+Errors are ``AgentToolError`` subclasses, as for every peer: a result that cannot be read
+as A2A parts (or any other unexpected failure of the SDK's call) is a ``PeerProtocolError``
+with reason ``bad_answer``. A stream's events go through a bounded buffer: a consumer that
+falls behind holds back the progress notifications (each delivered in its own task by the
+SDK), which are dropped once the call has ended.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import math
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +36,7 @@ from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client, MCPError, StdioServerParameters
 from mcp_types.jsonrpc import CONNECTION_CLOSED
+from pydantic import ValidationError
 
 from protocol import (
     AgentCard,
@@ -55,6 +61,9 @@ from ..uri import MCPStdioTarget, MCPTarget
 from .base import Peer, StreamItem
 
 logger = logging.getLogger(__name__)
+
+STREAM_BUFFER = 16
+"""Events of a streamed call held for a consumer that has not read them yet (then the producer waits)."""
 
 
 @dataclass
@@ -179,6 +188,8 @@ class _Attempt:
 class _Call:
     scope: anyio.CancelScope
     done: anyio.Event = field(default_factory=anyio.Event)
+    waiting: set[anyio.CancelScope] = field(default_factory=set)
+    """The progress deliveries waiting for room in the buffer; cancelled when the call ends."""
 
 
 class MCPPeer(Peer):
@@ -194,20 +205,25 @@ class MCPPeer(Peer):
         task_id = params.id or _new_task_id()
         client, arguments = await self._prepare(params)
         events: list[StreamItem] = []
-        await self._call(client, arguments, task_id, events.append)
+
+        async def collect(item: StreamItem) -> None:
+            events.append(item)
+
+        await self._call(client, arguments, task_id, collect)
         return _fold_task(task_id, params, events)
 
     @asynccontextmanager
     async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
         task_id = params.id or _new_task_id()
         client, arguments = await self._prepare(params)
-        send, receive = anyio.create_memory_object_stream[StreamItem | AgentToolError](math.inf)
+        send, receive = anyio.create_memory_object_stream[StreamItem | Exception](STREAM_BUFFER)
         failure: Exception | None = None
         with receive:
             async with anyio.create_task_group() as task_group:
                 task_group.start_soon(self._pump, client, arguments, task_id, send)
                 try:
-                    yield _drain(receive)
+                    async with aclosing(_drain(receive)) as items:
+                        yield items
                 except Exception as exc:
                     failure = exc
                 finally:
@@ -245,24 +261,35 @@ class MCPPeer(Peer):
         client: Client,
         arguments: dict[str, Any],
         task_id: str,
-        send: MemoryObjectSendStream[StreamItem | AgentToolError],
+        send: MemoryObjectSendStream[StreamItem | Exception],
     ) -> None:
+        """Run the call for ``subscribe``; its error goes to the consumer (raised in its task, never as a group)."""
         with send:
             try:
-                await self._call(client, arguments, task_id, send.send_nowait)
-            except AgentToolError as exc:
-                send.send_nowait(exc)
+                await self._call(client, arguments, task_id, send.send)
+            except Exception as exc:  # an AgentToolError; anything else (a bug) is raised in the consumer's task too
+                await send.send(exc)
 
     async def _call(
-        self, client: Client, arguments: dict[str, Any], task_id: str, emit: Callable[[StreamItem], object]
+        self, client: Client, arguments: dict[str, Any], task_id: str, emit: Callable[[StreamItem], Awaitable[None]]
     ) -> None:
         """Run the tool call: emit its progress as it arrives, then its result, ending with a final status."""
         seq = itertools.count()
+        call = self._calls[task_id] = _Call(scope=anyio.CancelScope())
 
         async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            emit(_progress_event(next(seq), task_id, value, total, message))
+            # Runs in a task of the SDK's: wait for room in the buffer only while the call runs.
+            if call.done.is_set():
+                return
+            with anyio.CancelScope() as waiting:
+                call.waiting.add(waiting)
+                try:
+                    await emit(_progress_event(next(seq), task_id, value, total, message))
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    pass
+                finally:
+                    call.waiting.discard(waiting)
 
-        call = self._calls[task_id] = _Call(scope=anyio.CancelScope())
         result: mcp_types.CallToolResult | None = None
         failure: str | None = None
         try:
@@ -276,11 +303,26 @@ class MCPPeer(Peer):
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError) as exc:
                     self._connection.discard(client)
                     raise PeerConnectionError(f"the connection to the MCP server of {self.uri} broke: {exc}") from exc
+                except Exception as exc:
+                    # The SDK failed to read the answer (e.g. a result that does not validate).
+                    raise self._bad_answer(exc) from exc
         finally:
             self._calls.pop(task_id, None)
             call.done.set()
-        for event in _final_events(seq, task_id, result, failure, canceled=call.scope.cancel_called):
-            emit(event)
+            for waiting in call.waiting:
+                waiting.cancel()
+        try:
+            events = list(_final_events(seq, task_id, result, failure, canceled=call.scope.cancel_called))
+        except (ValidationError, ValueError, TypeError) as exc:
+            raise self._bad_answer(exc) from exc
+        for event in events:
+            await emit(event)
+
+    def _bad_answer(self, exc: Exception) -> PeerProtocolError:
+        return PeerProtocolError(
+            f"the MCP server of {self.uri} answered a result that cannot be read: {type(exc).__name__}: {exc}",
+            reason="bad_answer",
+        )
 
 
 def _server_arg(target: MCPTarget) -> StdioServerParameters | str:
@@ -291,9 +333,9 @@ def _server_arg(target: MCPTarget) -> StdioServerParameters | str:
     return target.url
 
 
-async def _drain(receive: MemoryObjectReceiveStream[StreamItem | AgentToolError]) -> AsyncIterator[StreamItem]:
+async def _drain(receive: MemoryObjectReceiveStream[StreamItem | Exception]) -> AsyncIterator[StreamItem]:
     async for item in receive:
-        if isinstance(item, AgentToolError):
+        if isinstance(item, Exception):
             raise item
         yield item
 
@@ -372,7 +414,8 @@ def _parts(result: mcp_types.CallToolResult) -> list[Part]:
             if isinstance(resource, mcp_types.TextResourceContents):
                 parts.append(TextPart(text=resource.text, metadata={"uri": str(resource.uri)}))
             else:
-                parts.append(FilePart(file=FileContent(uri=str(resource.uri), mime_type=resource.mime_type, bytes=resource.blob)))
+                file = FileContent(mime_type=resource.mime_type, bytes=resource.blob)
+                parts.append(FilePart(file=file, metadata={"uri": str(resource.uri)}))
         elif isinstance(block, mcp_types.ResourceLink):
             parts.append(FilePart(file=FileContent(name=block.name, uri=str(block.uri), mime_type=block.mime_type)))
     if isinstance(result.structured_content, dict):

@@ -1,7 +1,7 @@
 """The gateway as an HTTP service: management API, live NDJSON runs, and the A2A binding on one port."""
 
 from .app import ENDPOINTS, create_gateway_app
-from .build import build_service
+from .build import build_service, check_machine
 from .core import (
     AgentUnreachable,
     ApiErrorCode,
@@ -26,5 +26,6 @@ __all__ = [
     "ShuttingDown",
     "ToolCallOutcome",
     "build_service",
+    "check_machine",
     "create_gateway_app",
 ]

@@ -34,7 +34,7 @@ from protocol import ErrorCode, ProtocolError
 from ..config import GatewayConfig
 from . import routes_agents, routes_runs, routes_sessions, routes_tools
 from .binding import swarm_agent
-from .build import build_service, store_spec
+from .build import build_service, task_store_spec
 from .core import GatewayService
 from .http import service_of
 
@@ -61,25 +61,35 @@ def create_gateway_app(
     source: GatewayConfig | GatewayService,
     *,
     origin: str = "configuration",
-    task_store: str = "memory",
-    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    task_store: str | None = None,
+    max_body_bytes: int | None = None,
     public_url: str | None = None,
 ) -> Starlette:
     """The app for a configuration (parts built now, started by the lifespan) or for a service you assembled.
 
-    With a GatewayConfig, ``task_store``, ``max_body_bytes`` and ``public_url`` come from
-    it and the keyword arguments are ignored. The app owns the service: its lifespan
-    starts it and closes every part at shutdown. A failed start (a remote agent that
-    cannot be reached) is also kept in ``app.state.startup_error``.
+    With a service, ``task_store`` (default ``memory``), ``max_body_bytes`` (default 1 MiB)
+    and ``public_url`` set the binding; with a GatewayConfig they come from the configuration
+    (``stores.tasks``, ``gateway.max_body_bytes``, ``gateway.public_url``) and passing them is
+    a TypeError. The app owns the service: its lifespan starts it and closes every part at
+    shutdown. A failed start (a remote agent that cannot be reached) is also kept in
+    ``app.state.startup_error``.
     """
     if isinstance(source, GatewayConfig):
+        given = [name for name, value in (("task_store", task_store), ("max_body_bytes", max_body_bytes), ("public_url", public_url)) if value is not None]
+        if given:
+            raise TypeError(
+                f"create_gateway_app: {', '.join(given)} cannot be given with a configuration; "
+                "set them in it instead (stores.tasks, gateway.max_body_bytes, gateway.public_url)"
+            )
+        task_store = task_store_spec(source, origin)
         service = build_service(source, origin)
-        task_store = store_spec(source, source.stores.tasks, "tasks.db")
         max_body_bytes = source.gateway.max_body_bytes
         public_url = source.gateway.public_url
     else:
         service = source
-    binding = create_app(swarm_agent(service), store=task_store, max_body_bytes=max_body_bytes, public_url=public_url)
+    body_limit = max_body_bytes if max_body_bytes is not None else DEFAULT_MAX_BODY_BYTES
+    hosted = swarm_agent(service)
+    binding = create_app(hosted, store=task_store or "memory", max_body_bytes=body_limit, public_url=public_url)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -90,10 +100,12 @@ def create_gateway_app(
             raise
         try:
             async with binding.router.lifespan_context(binding):
+                hosted.task_manager = binding.state.task_manager
                 app.state.service = service
-                app.state.max_body_bytes = max_body_bytes
+                app.state.max_body_bytes = body_limit
                 yield
         finally:
+            hosted.task_manager = None
             await service.__aexit__(None, None, None)
 
     routes = [

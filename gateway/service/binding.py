@@ -3,18 +3,20 @@
 Each task runs one swarm turn on the swarm session named by the task's ``sessionId``
 (the same sessions ``/sessions/{id}`` uses), and streams the answer's text as it is
 produced. When no text was streamed (a non-streaming model), the turn's final content
-is sent at the end. The card lists every agent of the swarm as a skill.
+is sent at the end. The card lists every agent of the swarm as a skill. When the gateway
+shuts down, tasks still going are canceled (state ``canceled``, final line sent), like the
+runs the service started itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from agent_server import HostedAgent, TaskContext, TextChunk
-from protocol import AgentCard, AgentSkill
+from agent_server import HostedAgent, TaskContext, TaskManager, TextChunk
+from protocol import AgentCard, AgentSkill, ProtocolError
 
 from ..events import EventType
 from .core import GatewayService
@@ -22,15 +24,29 @@ from .core import GatewayService
 
 @dataclass
 class SwarmAgent(HostedAgent):
-    """A HostedAgent whose card is read from the live swarm (agents registered later show up)."""
+    """A HostedAgent whose card is read from the live swarm (agents registered later show up).
 
-    service: GatewayService | None = None
+    ``task_manager`` is the binding's, set once its app runs: at shutdown the service's
+    ``stop_runs`` cancels the binding's tasks through it, so their streams end ``canceled``
+    with a final line instead of being cut.
+    """
+
+    service: GatewayService = field(kw_only=True)
+    task_manager: TaskManager | None = None
 
     def card(self, url: str) -> AgentCard:
-        if self.service is not None and self.service.running:
+        if self.service.running:
             members = self.service.agents().items()
             self.skills = [AgentSkill(id=name, name=name, description=member.specialty) for name, member in members]
         return super().card(url)
+
+    async def cancel_task(self, task_id: str) -> None:
+        if self.task_manager is None:
+            return
+        try:
+            await self.task_manager.cancel(task_id)
+        except ProtocolError:
+            pass  # it ended meanwhile
 
 
 def swarm_agent(service: GatewayService) -> SwarmAgent:
@@ -38,13 +54,15 @@ def swarm_agent(service: GatewayService) -> SwarmAgent:
         if not ctx.text.strip():
             raise ValueError("the message has no text: send the user's words as a text part")
         streamed = False
-        async with aclosing(service.runner.run_stream(ctx.session_id, ctx.text)) as events:
-            async for event in events:
-                if event.type == EventType.TEXT_DELTA.value and event.fields.get("text"):
-                    streamed = True
-                    yield TextChunk(str(event.fields["text"]))
-                elif event.type == EventType.RUN_COMPLETED.value and not streamed and event.fields.get("content"):
-                    yield str(event.fields["content"])
+        with service.stoppable_run(lambda: agent.cancel_task(ctx.task_id)):
+            async with aclosing(service.runner.run_stream(ctx.session_id, ctx.text)) as events:
+                async for event in events:
+                    if event.type == EventType.TEXT_DELTA.value and event.fields.get("text"):
+                        streamed = True
+                        yield TextChunk(str(event.fields["text"]))
+                    elif event.type == EventType.RUN_COMPLETED.value and not streamed and event.fields.get("content"):
+                        yield str(event.fields["content"])
 
     description = service.description or f"A Switchboard gateway; its swarm starts with {service.starting_agent_name!r}."
-    return SwarmAgent(name=service.name, handler=run, description=description, service=service)
+    agent = SwarmAgent(name=service.name, handler=run, description=description, service=service)
+    return agent

@@ -1,21 +1,24 @@
 """From a checked configuration to a GatewayService: stores opened, models made, agents and tools wired.
 
 Everything that can still fail on the machine (an API key variable that is not set, a
-Python tool that does not import) is tried before any store is opened, and reported as
-a ConfigError naming the key, like the file's own mistakes.
+Python tool that does not import, a store path under a file) is checked at once before
+any store is opened (``check_machine``, also what ``switchboard gateway --check`` runs), and
+reported as a ConfigError naming the key, like the file's own mistakes. A store that
+still cannot be opened is a ConfigError too, and what was opened before it is closed.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-import sys
+import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent_server.stores import parse_store_spec
 from protocol import dotted_path
 
-from ..config import AgentConfig, ConfigError, GatewayConfig, Problem, is_python_ref
+from ..config import AgentConfig, ConfigError, GatewayConfig, Problem, import_python_ref, is_python_ref
 from ..event_log import EventLog, open_event_log
 from ..gateway import Gateway
 from ..models import ChatModel, OfflineModel, OpenAIChatModel
@@ -33,12 +36,34 @@ from .core import Closer, GatewayService, RemoteSpec, define_tool
 _HISTORY: dict[str, type[Any]] = {"full": FullHistory, "summary": SummaryHistory, "structured": StructuredHistory}
 
 
+def check_machine(config: GatewayConfig, origin: str = "configuration") -> list[Problem]:
+    """What the file cannot tell but this machine can, all at once; nothing is created or opened.
+
+    Every Python tool must import, every ``api_key_env`` variable must be set, and every
+    SQLite store must be a file that can be created (no file where a directory should be).
+    ``switchboard gateway --check`` reports these, and ``build_service`` refuses to start on them.
+    """
+    _, problems = _python_tools(config, origin)
+    return problems + _api_key_problems(config, origin) + _store_problems(config, origin)
+
+
 def build_service(config: GatewayConfig, origin: str = "configuration") -> GatewayService:
-    """The service ``config`` describes; remote agents are connected (cards fetched) when it starts."""
-    python_tools = _python_tools(config, origin)
-    models, closers = _models(config, origin)
-    event_log = _event_log(config)
-    session_store = _session_store(config)
+    """The service ``config`` describes; remote agents are connected (cards fetched) when it starts.
+
+    Raises ConfigError with every problem ``check_machine`` finds, or naming the store that
+    cannot be opened; whatever was opened before is closed again.
+    """
+    python_tools, problems = _python_tools(config, origin)
+    problems += _api_key_problems(config, origin) + _store_problems(config, origin)
+    if problems:
+        raise ConfigError(problems)
+    session_store = _session_store(config, origin)
+    try:
+        event_log = _event_log(config, origin)
+    except BaseException:
+        _close_unstarted(session_store.close)
+        raise
+    models, closers = _models(config)
     gateway = Gateway(event_log=event_log)
     for spec in config.tools:
         define_tool(gateway, spec)
@@ -75,25 +100,84 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         description=config.gateway.description,
         closers=closers,
         startup_wait_s=config.gateway.startup_wait_secs,
+        resolve_uris=config.swarm.resolve_uris,
     )
 
 
+_STORES = {"sessions": "sessions.db", "events": "events.db", "tasks": "tasks.db"}
+
+
 def store_spec(config: GatewayConfig, spec: str, default_file: str) -> str:
-    """``memory`` or ``sqlite:PATH`` (``sqlite`` alone becomes a file under ``data_dir``, created if needed)."""
-    path = config.store_path(spec, default_file)
-    if path is None:
+    """``memory`` or ``sqlite:PATH`` (``sqlite`` alone becomes a file under ``data_dir``, created if needed).
+
+    A directory that cannot be created is an OSError; ``build_service`` checks first (``check_machine``).
+    """
+    kind, path = parse_store_spec(spec, default_path=Path(config.gateway.data_dir) / default_file)
+    if kind == "memory" or path is None:
         return "memory"
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:{path}"
 
 
-def _event_log(config: GatewayConfig) -> EventLog:
-    return open_event_log(store_spec(config, config.stores.events, "events.db"))
+def task_store_spec(config: GatewayConfig, origin: str = "configuration") -> str:
+    """The spec of the binding's task store (``stores.tasks``), its folder created; a ConfigError when it cannot be."""
+    return _open_store(config, origin, "tasks", lambda spec: spec)
 
 
-def _session_store(config: GatewayConfig) -> SessionStore:
-    spec = store_spec(config, config.stores.sessions, "sessions.db")
-    return MemorySessionStore() if spec == "memory" else SQLiteSessionStore(spec.removeprefix("sqlite:"))
+def _store_key(config: GatewayConfig, store: str) -> str:
+    """The key to blame for a store's path: ``gateway.data_dir`` for plain ``sqlite``, else the store's own."""
+    return "gateway.data_dir" if getattr(config.stores, store) == "sqlite" else f"stores.{store}"
+
+
+def _store_problems(config: GatewayConfig, origin: str) -> list[Problem]:
+    """A SQLite store whose folder cannot exist: something on its path that is not a directory."""
+    problems: list[Problem] = []
+    for store, default_file in _STORES.items():
+        path = config.store_path(getattr(config.stores, store), default_file)
+        if path is None:
+            continue
+        target = Path(path)
+        if target.is_dir():
+            problems.append(Problem(origin, _store_key(config, store), f"{path} is a directory, not a database file"))
+            continue
+        for folder in target.parents:
+            if folder.exists():
+                if not folder.is_dir():
+                    reason = f"cannot put {store} store {path} there: {folder} is a file, not a directory"
+                    problems.append(Problem(origin, _store_key(config, store), reason))
+                break
+    return problems
+
+
+def _open_store(config: GatewayConfig, origin: str, store: str, open_: Callable[[str], Any]) -> Any:
+    key = _store_key(config, store)
+    try:
+        return open_(store_spec(config, getattr(config.stores, store), _STORES[store]))
+    except (OSError, ValueError, sqlite3.Error) as exc:
+        raise ConfigError([Problem(origin, key, f"cannot open the {store} store: {exc}")]) from None
+
+
+def _event_log(config: GatewayConfig, origin: str) -> EventLog:
+    return _open_store(config, origin, "events", open_event_log)
+
+
+def _session_store(config: GatewayConfig, origin: str) -> SessionStore:
+    def open_(spec: str) -> SessionStore:
+        return MemorySessionStore() if spec == "memory" else SQLiteSessionStore(spec.removeprefix("sqlite:"))
+
+    return _open_store(config, origin, "sessions", open_)
+
+
+def _close_unstarted(close: Closer) -> None:
+    """Close a part from sync code (no event loop yet): the stores' closers finish without waiting on anything."""
+    coroutine = close()
+    try:
+        coroutine.send(None)
+    except StopIteration:
+        return
+    except Exception:
+        return
+    coroutine.close()
 
 
 def _sources(config: GatewayConfig, name: str, local: dict[str, Agent]) -> list[str]:
@@ -101,39 +185,39 @@ def _sources(config: GatewayConfig, name: str, local: dict[str, Agent]) -> list[
     return [agent.name for agent in config.agents if agent.name in local and name in agent.handoffs]
 
 
-def _models(config: GatewayConfig, origin: str) -> tuple[dict[str, ChatModel], list[Closer]]:
-    models: dict[str, ChatModel] = {}
-    closers: list[Closer] = []
+def _api_key_problems(config: GatewayConfig, origin: str) -> list[Problem]:
     problems: list[Problem] = []
     for index, agent in enumerate(config.agents):
+        if not agent.is_remote and agent.model != "offline" and agent.api_key_env is not None:
+            if not os.environ.get(agent.api_key_env):
+                reason = f"the environment variable {agent.api_key_env} is not set (it should hold the API key)"
+                problems.append(Problem(origin, dotted_path(("agents", index, "api_key_env")), reason))
+    return problems
+
+
+def _models(config: GatewayConfig) -> tuple[dict[str, ChatModel], list[Closer]]:
+    """The local agents' models (their API keys were checked before)."""
+    models: dict[str, ChatModel] = {}
+    closers: list[Closer] = []
+    for agent in config.agents:
         if agent.is_remote:
             continue
-        try:
-            model = _model(agent)
-        except ValueError as exc:
-            problems.append(Problem(origin, dotted_path(("agents", index, "api_key_env")), str(exc)))
-            continue
+        model = _model(agent)
         models[agent.name] = model
         if isinstance(model, OpenAIChatModel):
             closers.append(model.aclose)
-    if problems:
-        raise ConfigError(problems)
     return models, closers
 
 
 def _model(agent: AgentConfig) -> ChatModel:
     if agent.model == "offline":
         return OfflineModel()
-    api_key: str | None = None
-    if agent.api_key_env is not None:
-        api_key = os.environ.get(agent.api_key_env)
-        if not api_key:
-            raise ValueError(f"the environment variable {agent.api_key_env} is not set (it should hold the API key)")
+    api_key = os.environ.get(agent.api_key_env) if agent.api_key_env is not None else None
     return OpenAIChatModel(agent.model.removeprefix("openai:"), base_url=agent.base_url, api_key=api_key)
 
 
-def _python_tools(config: GatewayConfig, origin: str) -> dict[str, Any]:
-    """Import every ``package.module:function`` a local agent names as a tool."""
+def _python_tools(config: GatewayConfig, origin: str) -> tuple[dict[str, Any], list[Problem]]:
+    """Import every ``package.module:function`` a local agent names as a tool; what does not import is a problem."""
     found: dict[str, Any] = {}
     problems: list[Problem] = []
     for index, agent in enumerate(config.agents):
@@ -141,20 +225,8 @@ def _python_tools(config: GatewayConfig, origin: str) -> dict[str, Any]:
             if name in found or any(tool.name == name for tool in config.tools) or not is_python_ref(name):
                 continue
             try:
-                found[name] = _import(name)
+                found[name] = import_python_ref(name)
             except (ImportError, AttributeError) as exc:
                 key = dotted_path(("agents", index, "tools", position))
                 problems.append(Problem(origin, key, f"cannot import {name!r}: {exc}"))
-    if problems:
-        raise ConfigError(problems)
-    return found
-
-
-def _import(ref: str) -> Any:
-    module_name, _, attribute = ref.partition(":")
-    if str(Path.cwd()) not in sys.path and "" not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
-    target: Any = importlib.import_module(module_name)
-    for part in attribute.split("."):
-        target = getattr(target, part)
-    return target
+    return found, problems

@@ -9,6 +9,8 @@ the Gateway, the session store, the event log and whatever ``closers`` were give
 
 Agents change at run time (``register_remote``, ``remove_agent``): each change builds a
 new Runner over the same stores; a run already going keeps the Runner it started with.
+A removed agent stays forgotten by every later Runner (a session it held goes back to the
+starting agent) until an agent is registered under its name again.
 """
 
 from __future__ import annotations
@@ -35,14 +37,26 @@ from ..gateway import Gateway
 from ..recorder import new_run_id
 from ..swarm import Agent, FullHistory, HistoryPolicy, MemorySessionStore, RemoteAgent, Runner, SessionStore, SwarmError
 from ..swarm.agent import SwarmMember
+from ..swarm.registry import AgentRegistry
 
 logger = logging.getLogger("gateway.service")
 
 Closer = Callable[[], Awaitable[None]]
+Stopper = Callable[[], Awaitable[None]]
 
 SHUTDOWN_REASON = "the gateway is shutting down"
 STARTUP_RETRY_PAUSE_S = 0.5
 STOP_RUNS_TIMEOUT_S = 5.0
+AGENT_NAME_MAX_CHARS = 128
+
+
+def agent_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot name an agent of the API (it is a path segment of ``/agents/{name}``), or None."""
+    if not name or len(name) > AGENT_NAME_MAX_CHARS:
+        return f"must be 1-{AGENT_NAME_MAX_CHARS} characters"
+    if name != name.strip() or "/" in name:
+        return "may not contain '/' or start or end with spaces"
+    return None
 
 
 class ApiErrorCode(enum.IntEnum):
@@ -143,12 +157,15 @@ class GatewayService:
         description: str | None = None,
         closers: Sequence[Closer] = (),
         startup_wait_s: float = 0.0,
+        resolve_uris: bool = True,
     ) -> None:
         """``starting_agent`` answers first; or name it with ``starting_agent_name`` when it is one of ``remotes``.
 
         Every part given (Gateway, stores, ``closers``) is closed by the service when it stops;
         a Gateway given must not be entered yet. ``startup_wait_s``: how long to keep trying
         remote agents that do not answer yet at start (services start in any order).
+        ``resolve_uris`` is the Runner's: false, a transfer a remote agent asks for must name
+        an agent registered by name (its target is never taken as a URI).
         """
         if starting_agent is None and starting_agent_name is None:
             starting_agent = Agent("assistant", "You are a helpful assistant.")
@@ -160,6 +177,7 @@ class GatewayService:
         self.max_handoffs_per_turn = max_handoffs_per_turn
         self.max_tool_iterations = max_tool_iterations
         self.history_policy = history_policy or FullHistory()
+        self.resolve_uris = resolve_uris
         self.name = name
         self.description = description
         self._starting: SwarmMember | None = starting_agent
@@ -169,8 +187,10 @@ class GatewayService:
         self._remotes: dict[str, RemoteAgent] = {}
         self._closers = list(closers)
         self._startup_wait_s = startup_wait_s
+        self._forgotten: set[str] = set()
         self._stopping = False
-        self._run_scopes: set[anyio.CancelScope] = set()
+        self._run_stops: dict[object, Stopper] = {}
+        self._runs_ended: anyio.Event | None = None
         self._tasks: TaskGroup | None = None
         self._active_runs: set[str] = set()
         self._runner: Runner | None = None
@@ -214,21 +234,56 @@ class GatewayService:
         streams following those runs end with their last event instead of being cut.
         """
         self._stopping = True
-        for scope in self._run_scopes:
-            scope.cancel(SHUTDOWN_REASON)
+        if not self._run_stops:
+            return
+        self._runs_ended = anyio.Event()
         with anyio.move_on_after(STOP_RUNS_TIMEOUT_S):
-            while self._run_scopes:
-                await anyio.sleep(0.02)
+            async with anyio.create_task_group() as group:
+                for stop in list(self._run_stops.values()):
+                    group.start_soon(self._quietly, stop)
+                await self._runs_ended.wait()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
 
     @contextmanager
-    def _cancellable_run(self) -> Iterator[None]:
-        """A run's own cancel scope: stop_runs ends runs without cancelling the task group's host (the lifespan)."""
+    def stoppable_run(self, stop: Stopper) -> Iterator[None]:
+        """A run the service did not start itself (a task of its A2A binding) that ``stop_runs`` ends by calling ``stop``.
+
+        Refused with ShuttingDown (503) once the service is stopping.
+        """
+        if self._stopping:
+            raise ShuttingDown(f"{SHUTDOWN_REASON}; try again when it is back")
+        with self._registered(stop):
+            yield
+
+    @contextmanager
+    def _cancellable_run(self) -> Iterator[anyio.CancelScope]:
+        """A run's own cancel scope: stop_runs ends runs without cancelling the task group's host (the lifespan).
+
+        A run that begins after stop_runs (it was queued behind another) is cancelled at once.
+        """
         with anyio.CancelScope() as scope:
-            self._run_scopes.add(scope)
-            try:
-                yield
-            finally:
-                self._run_scopes.discard(scope)
+
+            async def stop() -> None:
+                scope.cancel(SHUTDOWN_REASON)
+
+            if self._stopping:
+                scope.cancel(SHUTDOWN_REASON)
+            with self._registered(stop):
+                yield scope
+
+    @contextmanager
+    def _registered(self, stop: Stopper) -> Iterator[None]:
+        token = object()
+        self._run_stops[token] = stop
+        try:
+            yield
+        finally:
+            del self._run_stops[token]
+            if not self._run_stops and self._runs_ended is not None:
+                self._runs_ended.set()
 
     async def _close_parts(self) -> None:
         """The Gateway first, outside any new cancel scope (its task group must exit in its own)."""
@@ -300,12 +355,18 @@ class GatewayService:
         return remote
 
     def remove_agent(self, name: str) -> RemoteAgent:
-        """Forget a remote agent; local agents stop offering the transfer to it."""
+        """Forget a remote agent registered by URL; local agents stop offering the transfer to it.
+
+        Sessions it held go back to the starting agent at their next turn: the agent is not
+        reconnected by its URI, and stays gone until an agent is registered under its name again.
+        """
         remote = self._remotes.get(name)
         if remote is None:
-            if name in self.agents():
+            member = self.agents().get(name)
+            if member is not None:
                 raise Conflict(
-                    f"agent {name!r} is defined by the configuration, not registered by URL; it cannot be removed"
+                    f"agent {name!r} {self._how_added(member)}; only remote agents registered by URL "
+                    "(POST /agents, or [[agents]] with url in the configuration) can be removed"
                 )
             raise NotFound(f"no agent named {name!r} (agents: {', '.join(sorted(self.agents())) or 'none'})")
         if self._starting is remote:
@@ -314,8 +375,16 @@ class GatewayService:
             agent.remove_handoff(name)
         del self._remotes[name]
         self._extra = [member for member in self._extra if member is not remote]
+        self._forgotten.add(name)
         self._rebuild()
         return remote
+
+    def _how_added(self, member: SwarmMember) -> str:
+        if isinstance(member, Agent):
+            return "is a local agent (defined in the configuration or given to the service in code)"
+        if isinstance(member, RemoteAgent) and not any(m is member for m in self._extra):
+            return f"was reached through its URI {member.uri} (a transfer asked for it), not registered by URL"
+        return "was given to the service in code, not registered by URL"
 
     async def _connect_at_start(self, spec: RemoteSpec, deadline: float) -> RemoteAgent:
         """Connect, trying again until ``deadline`` while nothing answers at the URL (it may be starting too)."""
@@ -345,11 +414,18 @@ class GatewayService:
         except AgentToolError as exc:
             data = {"url": spec.url, "reason": exc.reason, **({"status": exc.status} if isinstance(exc, PeerHTTPError) else {})}
             raise AgentUnreachable(f"cannot fetch the agent card from {spec.url}: {exc.message}", data=data) from None
+        if spec.name is None and (problem := agent_name_problem(remote.name)) is not None:
+            raise ServiceError(
+                f"the agent card at {spec.url} names the agent {remote.name!r}, which cannot be an agent name here "
+                f"(it {problem}); register it under another name: pass \"name\" in the body",
+                data={"field": "name", "card_name": remote.name},
+            )
         self._check_free(remote.name)
         for source in spec.handoff_from:
-            self._local(source).add_handoff(remote)
+            self._local_agent(source, "handoff_from").add_handoff(remote)
         self._remotes[remote.name] = remote
         self._extra.append(remote)
+        self._forgotten.discard(remote.name)
         return remote
 
     def _rebuild(self) -> None:
@@ -361,9 +437,12 @@ class GatewayService:
             max_tool_iterations=self.max_tool_iterations,
             history_policy=self.history_policy,
             gateway=self.gateway,
+            resolve_uris=self.resolve_uris,
         )
         for member in self._extra:
             runner.register_agent(member)
+        for name in self._forgotten:
+            runner.forget(name)
         self._runner = runner
 
     def _member(self, name: str) -> SwarmMember:
@@ -376,14 +455,13 @@ class GatewayService:
         """Every agent known so far, also before the first Runner exists (while connecting at start)."""
         if self._runner is not None:
             return self._runner.agents
-        found: dict[str, SwarmMember] = {}
-        pending = [m for m in [self._starting, *self._extra] if m is not None]
-        while pending:
-            member = pending.pop(0)
-            if member.name not in found:
-                found[member.name] = member
-                pending.extend(member.handoffs)
-        return found
+        known = [m for m in [self._starting, *self._extra] if m is not None]
+        if not known:
+            return {}
+        registry = AgentRegistry(known[0])
+        for member in known[1:]:
+            registry.register(member)
+        return registry.snapshot()
 
     def _check_free(self, name: str) -> None:
         if name in self._members():
@@ -394,16 +472,17 @@ class GatewayService:
 
     def _check_sources(self, sources: Sequence[str]) -> None:
         for source in sources:
-            self._local(source)
+            self._local_agent(source, "handoff_from")
 
-    def _local(self, name: str) -> Agent:
+    def _local_agent(self, name: str, field: str) -> Agent:
+        """The local agent ``name``, or a 400 saying which body ``field`` named something else."""
         members = self._members()
         member = members.get(name)
         if not isinstance(member, Agent):
             local = sorted(n for n, m in members.items() if isinstance(m, Agent))
             raise ServiceError(
-                f"handoff_from names {name!r}, which is not a local agent (local agents: {', '.join(local) or 'none'})",
-                data={"field": "handoff_from"},
+                f"{field} names {name!r}, which is not a local agent (local agents: {', '.join(local) or 'none'})",
+                data={"field": field},
             )
         return member
 
@@ -413,7 +492,7 @@ class GatewayService:
         """Define an agent tool; ``attach_to`` names local agents whose model may call it."""
         if spec.name in self.gateway.tools:
             raise Conflict(f"an agent tool named {spec.name!r} already exists; delete it first")
-        targets = [self._tool_target(name) for name in attach_to]
+        targets = [self._local_agent(name, "attach_to") for name in attach_to]
         try:
             tool = define_tool(self.gateway, spec)
         except ValueError as exc:
@@ -437,15 +516,6 @@ class GatewayService:
 
     def tool_users(self, tool: AgentTool) -> list[str]:
         return [agent.name for agent in self.local_agents().values() if any(t is tool for t in agent.tools)]
-
-    def _tool_target(self, name: str) -> Agent:
-        member = self.agents().get(name)
-        if not isinstance(member, Agent):
-            local = ", ".join(sorted(self.local_agents())) or "none"
-            raise ServiceError(
-                f"attach_to names {name!r}, which is not a local agent (local agents: {local})", data={"field": "attach_to"}
-            )
-        return member
 
     async def call_tool(self, name: str, input: ToolInput) -> ToolCallOutcome:
         """Call a tool and wait until it ends. It runs in the service like a streamed call, so shutdown ends it too."""
@@ -512,7 +582,6 @@ class GatewayService:
                     async for event in events:
                         if not started:
                             started.append(event.run_id)
-                            self._active_runs.add(event.run_id)
                             task_status.started(event.run_id)
             except (AgentToolError, SwarmError) as exc:
                 if not started:
@@ -522,9 +591,9 @@ class GatewayService:
                 if not started:
                     raise
                 logger.warning("run %s of session %s failed", started[0], session_id, exc_info=True)
-            finally:
-                if started:
-                    self._active_runs.discard(started[0])
+        if not started:
+            # stop_runs cancelled the run before its first event (it was queued behind another turn)
+            raise ShuttingDown(f"{SHUTDOWN_REASON}; try again when it is back")
 
     async def run_known(self, run_id: str) -> bool:
         """A run the log has events for, or one this service started and has not written to yet."""

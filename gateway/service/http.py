@@ -8,7 +8,6 @@ themselves ProtocolErrors), and the HTTP status always says the same as the code
 
 from __future__ import annotations
 
-import logging
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -20,8 +19,6 @@ from protocol import ErrorCode, ProtocolError, dotted_path, parse_json_object
 
 from ..config import describe_error
 from .core import GatewayService
-
-logger = logging.getLogger("gateway.service")
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -118,14 +119,26 @@ class Agent:
         return [*self.tools, *transfer_tools(self._handoffs, taken=[t.name for t in self.tools])]
 
     def get_model(self) -> ChatModel:
-        """The agent's model; the offline model when none was given, so demos need no key."""
-        if self.model is None:
-            from gateway.models.offline import OfflineModel
+        """The agent's model; a shared offline model when none was given, so demos need no key.
 
-            self.model = OfflineModel()
-        return self.model
+        Reading it changes nothing (``agent.model`` stays None).
+        """
+        return self.model if self.model is not None else _default_model()
+
+    @property
+    def model_name(self) -> str:
+        """The class name of the model ``get_model`` returns (what the gateway service shows)."""
+        return type(self.get_model()).__name__
 
     def __repr__(self) -> str:
         tools = [t.name for t in self.tools]
         return f"Agent(name={self.name!r}, tools={tools}, handoffs={[h.name for h in self._handoffs]})"
 
+
+
+@functools.cache
+def _default_model() -> ChatModel:
+    """One OfflineModel for every agent without a model (it is stateless)."""
+    from gateway.models.offline import OfflineModel
+
+    return OfflineModel()

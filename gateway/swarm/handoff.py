@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from gateway.models.base import ToolSpec
+from gateway.models.base import ToolSpec, transfer_description
 from protocol.handoff_names import transfer_tool_names
 
 if TYPE_CHECKING:
@@ -53,12 +53,8 @@ class TransferTool:
     def __init__(self, name: str, target: SwarmMember) -> None:
         self.name = name
         self.target = target
-        self.description = f"Hand off the dialogue to '{target.name}'. Target agent specialty: {target.specialty}"
+        self.description = transfer_description(target.name, target.specialty)
         self.parameters = _PARAMETERS
-
-    @property
-    def target_name(self) -> str:
-        return self.target.name
 
     @property
     def spec(self) -> ToolSpec:

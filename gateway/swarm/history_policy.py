@@ -164,6 +164,12 @@ def _condensed(note: str, before: list[ChatMessage], after: list[ChatMessage]) -
     return [{"role": "system", "content": note}, *([query] if query else []), *after]
 
 
+def last_user_text(messages: list[ChatMessage]) -> str:
+    """The text of the last user message; "" when there is none."""
+    message = _last_user_message(messages)
+    return _text(message) if message else ""
+
+
 def _last_user_message(messages: list[ChatMessage]) -> ChatMessage | None:
     return next((m for m in reversed(messages) if m.get("role") == "user"), None)
 

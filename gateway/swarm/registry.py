@@ -7,6 +7,10 @@ sanitized form when that is unambiguous (a remote agent may say "billing" for
 "Billing"), then, if it is a URI, by scheme through gateway/uri.py: ``local://NAME`` is
 first a swarm agent named NAME, else (like ``http(s)://`` and MCP URIs) a peer of the
 gateway, wrapped as a RemoteAgent.
+
+``forget(name)`` takes an agent out (a registered one or one found by URI): the name no
+longer resolves, the snapshot leaves it out even where a handoff still points at it, and
+its URI is not connected again, until an agent with that name is registered anew.
 """
 
 from __future__ import annotations
@@ -30,21 +34,62 @@ class AgentRegistry:
         self.starting_agent = starting_agent
         self._registered: list[SwarmMember] = []
         self._by_uri: dict[str, SwarmMember] = {}
+        self._forgotten_names: set[str] = set()
+        self._forgotten_uris: set[str] = set()
 
     def register(self, member: SwarmMember) -> None:
-        """Make ``member`` (and whatever it hands off to) a valid target."""
-        if all(m is not member for m in self._registered):
-            self._registered.append(member)
-        self.snapshot()
+        """Make ``member`` (and whatever it hands off to) a valid target.
+
+        The check comes first: a refused member (a name clash) leaves the registry as it was.
+        """
+        if any(m is member for m in self._registered):
+            return
+        forgotten = (self._forgotten_names, self._forgotten_uris)
+        self._forgotten_names = self._forgotten_names - {member.name}
+        self._forgotten_uris = self._forgotten_uris - {getattr(member, "uri", None)}
+        try:
+            self._collect([*self._roots(), member])
+        except ValueError:
+            self._forgotten_names, self._forgotten_uris = forgotten
+            raise
+        self._registered.append(member)
+
+    def forget(self, name: str) -> None:
+        """Take the agent named ``name`` out (see the module docstring); unknown names are a no-op."""
+        if name == self.starting_agent.name:
+            raise ValueError(f"{name!r} is the starting agent; it cannot be forgotten")
+        for member in self._registered:
+            if member.name == name and isinstance(uri := getattr(member, "uri", None), str):
+                self._forgotten_uris.add(uri)
+        self._registered = [m for m in self._registered if m.name != name]
+        for uri, member in list(self._by_uri.items()):
+            if member.name == name:
+                self._forgotten_uris.add(uri)
+                del self._by_uri[uri]
+        self._forgotten_names.add(name)
+
+    def is_forgotten(self, name: str | None, uri: str | None = None) -> bool:
+        """True when ``name`` (or ``uri``) belongs to an agent taken out with ``forget``."""
+        return name in self._forgotten_names or (uri is not None and uri in self._forgotten_uris)
+
+    def knows_uri(self, uri: str) -> bool:
+        """True when a member was already found at ``uri`` (resolving it connects nowhere new)."""
+        return uri in self._by_uri
 
     def snapshot(self) -> dict[str, SwarmMember]:
         """Name -> member for every known agent; two different agents with one name is an error."""
+        return self._collect(self._roots())
+
+    def _roots(self) -> list[SwarmMember]:
+        return [self.starting_agent, *self._registered, *self._by_uri.values()]
+
+    def _collect(self, roots: list[SwarmMember]) -> dict[str, SwarmMember]:
         agents: dict[str, SwarmMember] = {}
-        pending: list[SwarmMember] = [self.starting_agent, *self._registered, *self._by_uri.values()]
+        pending = list(roots)
         while pending:
             member = pending.pop(0)
             known = agents.get(member.name)
-            if known is member:
+            if known is member or (member is not self.starting_agent and member.name in self._forgotten_names):
                 continue
             if known is not None:
                 raise ValueError(
@@ -85,6 +130,8 @@ class AgentRegistry:
             return found
         if target in self._by_uri:
             return self._by_uri[target]
+        if target in self._forgotten_uris:
+            raise AgentHandoffError(f"handoff target {target!r} was removed from the swarm", target=target)
         if connect is None:
             raise AgentHandoffError(
                 f"cannot hand off to {target!r}: resolving agent URIs needs Runner(gateway=...) and resolve_uris=True",
@@ -94,6 +141,10 @@ class AgentRegistry:
             member = await connect(target)
         except AgentToolError as exc:
             raise AgentHandoffError(f"cannot reach handoff target {target!r}: {exc}", target=target) from exc
+        if member.name in self._forgotten_names:
+            raise AgentHandoffError(
+                f"{target!r} is the agent {member.name!r}, which was removed from the swarm", target=target
+            )
         clash = agents.get(member.name)
         if clash is not None and clash is not member:
             raise AgentHandoffError(

@@ -11,16 +11,17 @@ Deadlines: a ``tasks/send`` must finish within ``timeout_s`` (default 60 s); a s
 run as long as it keeps talking, but a silence longer than ``idle_timeout_s`` (default
 30 s) ends it. Either way a best-effort ``tasks/cancel`` goes out when the task id is
 known, and ``AgentToolTimeout`` fails the turn (the session lock is released, nothing is
-saved).
+saved). The task id is minted here (``task_<hex>``) when the turn does not continue an
+earlier task, so the cancel always has an id, even before the first stream line arrives.
 """
 
 from __future__ import annotations
 
-import inspect
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import aclosing, suppress
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 from pydantic import ValidationError
@@ -45,6 +46,9 @@ from protocol import (
 
 from .agent import SwarmMember
 from .handoff import specialty_of
+
+if TYPE_CHECKING:
+    from gateway.gateway import Gateway
 
 DEFAULT_REMOTE_TIMEOUT_S = 60.0
 DEFAULT_REMOTE_IDLE_TIMEOUT_S = 30.0
@@ -87,12 +91,10 @@ class RemoteAgent:
 
     @classmethod
     async def connect(
-        cls, uri: str, gateway: Any, *, name: str | None = None, description: str | None = None
+        cls, uri: str, gateway: Gateway, *, name: str | None = None, description: str | None = None
     ) -> RemoteAgent:
         """Resolve ``uri`` through the gateway (one pooled client) and fetch the agent's card."""
         peer = gateway.peer(uri)
-        if inspect.isawaitable(peer):
-            peer = await peer
         return cls(peer, await peer.card(), name=name, description=description)
 
     @property
@@ -163,11 +165,14 @@ def task_params(
     metadata: dict[str, Any],
     task_id: str | None = None,
 ) -> TaskSendParams:
-    """One turn for a remote agent: the input as text, the conversation as data."""
+    """One turn for a remote agent: the input as text, the conversation as data.
+
+    Without ``task_id`` a new id is minted, so a timed-out task can always be cancelled.
+    """
     parts: list[TextPart | DataPart] = [TextPart(text=text or "(no text)")]
     parts.append(DataPart(data={"conversation": transcript(conversation)}))
     return TaskSendParams(
-        id=task_id,
+        id=task_id or "task_" + uuid.uuid4().hex,
         session_id=session_id,
         message=Message(role="user", parts=parts),
         metadata={"switchboard": metadata},

@@ -24,28 +24,32 @@ import functools
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, aclosing, nullcontext, suppress
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import orjson
 
-from gateway.errors import AgentTaskFailed
+from gateway.errors import AgentTaskFailed, InvalidAgentURI
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.events import Event, EventType
-from gateway.models.base import ChatMessage, ModelResponse, TextDelta, ToolCall
+from gateway.models.base import HANDOFF_SUCCESS, ChatMessage, ModelResponse, TextDelta, ToolCall
 from gateway.recorder import RunRecorder
 from gateway.tools import Tool, ToolResult
+from gateway.uri import LocalTarget, MCPStdioTarget, parse_agent_uri
 from protocol import HandoffRequest, TaskState
 from protocol.handoff_names import sanitize_agent_name, transfer_tool_name
 
 from .agent import Agent, SwarmMember
 from .errors import AgentHandoffError
 from .handoff import Handoff, TransferTool
-from .history_policy import FullHistory, HistoryPolicy
-from .registry import AgentRegistry, ConnectURI
+from .history_policy import FullHistory, HistoryPolicy, last_user_text
+from .registry import AgentRegistry, ConnectURI, find_by_name
 from .remote import RemoteAgent, RemoteReply, task_params
 from .sessions import HandoffRecord, MemorySessionStore, Session, SessionStore
 from .turn import RunResponse, Turn, repeated_cycle
+
+if TYPE_CHECKING:
+    from gateway.gateway import Gateway
 
 HANDOFF_LIMIT_MESSAGE = "Maximum agent transfers exceeded for a single turn."
 TOOL_LIMIT_MESSAGE = "Maximum tool iterations exceeded for a single turn."
@@ -69,7 +73,7 @@ class Runner:
         max_handoffs_per_turn: int = 5,
         max_tool_iterations: int = 10,
         history_policy: HistoryPolicy | None = None,
-        gateway: Any = None,
+        gateway: Gateway | None = None,
         resolve_uris: bool = True,
     ) -> None:
         if max_handoffs_per_turn < 0 or max_tool_iterations < 0:
@@ -91,8 +95,23 @@ class Runner:
         return self._registry.snapshot()
 
     def register_agent(self, agent: SwarmMember) -> None:
-        """Make an agent that no handoff reaches a valid transfer target."""
+        """Make an agent that no handoff reaches a valid transfer target.
+
+        A name clash raises ``ValueError`` and leaves the runner as it was.
+        """
         self._registry.register(agent)
+
+    def forget(self, name: str) -> None:
+        """Take the agent ``name`` out of the swarm: registered, or found by URI.
+
+        It no longer resolves as a transfer target (by name or by its URI) and is left out of
+        ``agents`` even where a handoff still points at it (remove those handoffs to stop
+        offering the transfer). A session it holds goes back to the starting agent on its
+        next turn (``agent_changed`` with ``cause: removed``) instead of reconnecting by URI.
+        ``register_agent`` with that name undoes it. Unknown names are a no-op; the starting
+        agent cannot be forgotten (``ValueError``). Forgetting is per Runner.
+        """
+        self._registry.forget(name)
 
     async def register_remote(
         self, uri: str, *, name: str | None = None, description: str | None = None
@@ -140,7 +159,7 @@ class Runner:
         async with self.session_store.lock(session_id):
             session = await self.session_store.load(session_id)
             agents = self._registry.snapshot()
-            agent, lost = await self._active_member(session, agents)
+            agent, lost, cause = await self._active_member(session, agents)
             turn = Turn(session, RunRecorder(self.event_log), agent, stream, path=[agent.name])
             session.context_variables.update(context_variables or {})
             session.history.append({"role": "user", "content": user_message})
@@ -149,7 +168,7 @@ class Runner:
                     EventType.RUN_STARTED, session_id=session_id, agent=agent.name, user_message=user_message
                 )
                 if lost is not None:
-                    await turn.emit(EventType.AGENT_CHANGED, previous=lost, agent=agent.name, cause="not_registered")
+                    await turn.emit(EventType.AGENT_CHANGED, previous=lost, agent=agent.name, cause=cause)
                 for event in turn.drain():
                     yield event
                 while not turn.done:
@@ -189,7 +208,7 @@ class Runner:
         """
         agent = turn.agent
         assert isinstance(agent, Agent)
-        tools = agent.get_all_tools()
+        tools = [t for t in agent.get_all_tools() if not _transfer_to_forgotten(t, agents)]
         final = turn.tool_calls >= self.max_tool_iterations
         offered = (
             [] if final else [t.spec for t in tools if not (turn.transfers_blocked and isinstance(t, TransferTool))]
@@ -355,7 +374,7 @@ class Runner:
         params = task_params(
             task_id=session.remote_tasks.pop(remote.name, None),
             session_id=session.id,
-            text=turn.remote_input or _last_user_text(session.history),
+            text=turn.remote_input or last_user_text(session.history),
             conversation=await self._view(remote, turn),
             metadata={
                 "session_id": session.id,
@@ -383,7 +402,7 @@ class Runner:
             session.remote_tasks[remote.name] = reply.task_id
         if reply.handoff is None:
             message: ChatMessage = {"role": "assistant", "content": reply.text or None, "sender": remote.name}
-            await turn.say(message, state=reply.state.value, remote=True)
+            await turn.say(message, state=reply.state.value, remote=True, cost_usd=reply.cost_usd)
             turn.finish(reply.text)
         else:
             await self._remote_transfer(turn, reply, reply.handoff, agents, handoffs_allowed)
@@ -404,16 +423,34 @@ class Runner:
         asks again although transfers were over, its text is the answer.
         """
         remote = turn.agent.name
-        target = await self._registry.resolve(request.target, agents, self._connector())
+        forbidden = self._forbidden_for_remote(request.target, agents)
+        target = None if forbidden else await self._registry.resolve(request.target, agents, self._connector())
+        target_name = request.target if target is None else target.name
         call_id = "handoff_" + uuid.uuid4().hex[:16]
-        tool = transfer_tool_name(target.name)
+        tool = transfer_tool_name(target_name)
         arguments = {"reason": request.reason} if request.reason else {}
         function = {"name": tool, "arguments": orjson.dumps(arguments).decode()}
         call = {"id": call_id, "type": "function", "function": function}
         await turn.say(
-            {"role": "assistant", "content": reply.text or None, "sender": remote, "tool_calls": [call]}, remote=True
+            {"role": "assistant", "content": reply.text or None, "sender": remote, "tool_calls": [call]},
+            remote=True,
+            cost_usd=reply.cost_usd,
         )
         await turn.emit(EventType.TOOL_CALL, agent=remote, tool=tool, call_id=call_id, arguments=arguments, remote=True)
+        if target is None:
+            turn.transfers_blocked = True
+            await turn.emit(
+                EventType.HANDOFF_REFUSED,
+                source=remote,
+                target=request.target,
+                cause="forbidden_target",
+                reason=request.reason,
+                detail=forbidden,
+                remote=True,
+            )
+            await turn.tool_result(remote, call_id, tool, f"Transfer refused: {forbidden}", remote=True)
+            turn.finish(reply.text or FALLBACK_ANSWER)
+            return
         handoff = Handoff(target.name, request.reason, payload=dict(request.payload or {}))
         refusal = await self._admit(turn, target, handoff)
         content = refusal or _handoff_success(target.name, request.reason)
@@ -426,6 +463,29 @@ class Runner:
         else:
             turn.finish(reply.text or FALLBACK_ANSWER)
 
+    def _forbidden_for_remote(self, target: str, agents: dict[str, SwarmMember]) -> str | None:
+        """Why a transfer a remote agent asked for may not be resolved; None when it may.
+
+        A remote agent is not trusted with the gateway host: it may name registered agents
+        (and members already found by URI) freely, but an ``mcp+stdio:`` URI would start a
+        process here, so it is never resolved for a remote agent, and new ``http(s)``/MCP
+        URIs (a connection to anywhere, carrying the conversation) only with
+        ``resolve_uris=True``.
+        """
+        if find_by_name(agents, target) is not None:
+            return None
+        try:
+            parsed = parse_agent_uri(target)
+        except InvalidAgentURI:
+            return None  # not a URI: resolve() reports the unknown name
+        if isinstance(parsed, MCPStdioTarget):
+            return "a remote agent may not hand off to an mcp+stdio: target (it would start a process on the gateway)"
+        if isinstance(parsed, LocalTarget) and find_by_name(agents, parsed.name) is not None:
+            return None
+        if not self.resolve_uris and not self._registry.knows_uri(target):
+            return "this swarm resolves transfer targets by registered name only (resolve_uris=False)"
+        return None
+
     async def _model_messages(self, agent: Agent, turn: Turn) -> list[ChatMessage]:
         """The agent's instructions, then the history as its model may see it."""
         system = {"role": "system", "content": agent.get_instructions(turn.session.context_variables)}
@@ -437,19 +497,29 @@ class Runner:
         handoff = session.handoff if session.handoff is not None and session.handoff.target == agent.name else None
         return await self.history_policy.view(session.history, handoff, session.context_variables)
 
-    async def _active_member(self, session: Session, agents: dict[str, SwarmMember]) -> tuple[SwarmMember, str | None]:
-        """The agent holding the conversation; the starting agent when that one is gone (and its name)."""
+    async def _active_member(
+        self, session: Session, agents: dict[str, SwarmMember]
+    ) -> tuple[SwarmMember, str | None, str]:
+        """The agent holding the conversation; else the starting agent, the lost name and why.
+
+        A member found by URI in an earlier turn (or process) is connected again by its
+        stored URI, unless it was forgotten (``cause: removed``).
+        """
         name = session.active_agent
         if name is None:
-            return self.starting_agent, None
+            return self.starting_agent, None, ""
         if name in agents:
-            return agents[name], None
+            return agents[name], None, ""
+        cause = "not_registered"
         connect = self._connector()
-        if session.active_agent_uri and connect is not None:
+        if self._registry.is_forgotten(name, session.active_agent_uri):
+            cause = "removed"
+        elif session.active_agent_uri and connect is not None:
             with suppress(AgentHandoffError):
-                return await self._registry.resolve(session.active_agent_uri, agents, connect), None
+                return await self._registry.resolve(session.active_agent_uri, agents, connect), None, ""
         session.handoff = None
-        return self.starting_agent, name
+        session.active_agent_uri = None
+        return self.starting_agent, name, cause
 
     def _connector(self) -> ConnectURI | None:
         """How the registry reaches a URI target: through the gateway, unless URIs are turned off."""
@@ -478,9 +548,14 @@ def _for_model(message: ChatMessage) -> ChatMessage:
     return clean
 
 
+def _transfer_to_forgotten(tool: Tool, agents: dict[str, SwarmMember]) -> bool:
+    """A transfer tool whose target is no longer in the swarm (``Runner.forget``) is not offered."""
+    return isinstance(tool, TransferTool) and agents.get(tool.target.name) is not tool.target
+
+
 def _handoff_success(target: str, reason: str | None) -> str:
     return orjson.dumps(
-        {"status": "HANDOFF_SUCCESS", "assistant": target, "reason": reason or "Specialist routing"}
+        {"status": HANDOFF_SUCCESS, "assistant": target, "reason": reason or "Specialist routing"}
     ).decode()
 
 
@@ -501,15 +576,30 @@ def _join(first: str, second: str) -> str:
     return f"{first}\n{second}" if first else second
 
 
-def _last_user_text(history: list[ChatMessage]) -> str:
-    message = next((m for m in reversed(history) if m.get("role") == "user"), None)
-    content = message.get("content") if message else ""
-    return content if isinstance(content, str) else ""
-
-
 def _failure(exc: BaseException) -> str:
-    """What a run_failed event says: the error, or for a cancellation only its reason."""
+    """What a run_failed event says: the error, or "cancelled" plus the canceller's reason."""
     if isinstance(exc, anyio.get_cancelled_exc_class()):
-        _, _, reason = str(exc).partition("; reason: ")
+        reason = _cancel_reason(exc)
         return f"cancelled: {reason}" if reason else "cancelled"
     return str(exc) or type(exc).__name__
+
+
+_ANYIO_CANCEL_MESSAGE = "Cancelled via cancel scope "
+_ANYIO_REASON_SEPARATOR = "; reason: "
+
+
+def _cancel_reason(exc: BaseException) -> str | None:
+    """The ``reason`` given to ``CancelScope.cancel(reason)`` (anyio >= 4.10), when it can be read.
+
+    anyio offers no public accessor: it writes the reason into the cancellation's message as
+    ``"Cancelled via cancel scope <id> by <task>; reason: <reason>"``. The run's cancel
+    scope belongs to whoever runs the turn (the gateway service cancels its runs with
+    "the gateway is shutting down"), so the message is the only channel that reaches the
+    runner. This is the one place that reads that text; any other format gives None (the
+    event then says just "cancelled"), and tests/test_swarm_robustness.py pins the format.
+    """
+    message = str(exc)
+    if not message.startswith(_ANYIO_CANCEL_MESSAGE):
+        return None
+    _, separator, reason = message.partition(_ANYIO_REASON_SEPARATOR)
+    return reason or None if separator else None

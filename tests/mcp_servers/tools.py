@@ -1,4 +1,5 @@
-"""The test MCP server: an echo tool, a tool that reports progress, one that hangs, one that fails.
+"""The test MCP server: an echo tool, a tool that reports progress, one that hangs, one that fails,
+one that returns a binary resource and one whose image data is not base64.
 
 ``hang`` records its cancellation in ``CANCELLED`` (same process, streamable HTTP) and, when
 ``SWITCHBOARD_MCP_MARKERS`` names a directory, as a file named after its text in it (stdio,
@@ -7,10 +8,12 @@ another process).
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
 import anyio
+import mcp_types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -51,5 +54,15 @@ def build_server() -> MCPServer:
     @server.tool(description="Always fails.")
     async def fail(text: str) -> str:
         raise ToolError(f"cannot do {text}")
+
+    @server.tool(description="Return the text as an embedded binary resource.")
+    async def blob(text: str) -> mcp_types.EmbeddedResource:
+        data = base64.b64encode(text.encode()).decode()
+        resource = mcp_types.BlobResourceContents(uri="file:///blob.bin", mime_type="application/octet-stream", blob=data)
+        return mcp_types.EmbeddedResource(type="resource", resource=resource)
+
+    @server.tool(description="Return an image whose data is not base64.")
+    async def bad_image(text: str) -> mcp_types.ImageContent:
+        return mcp_types.ImageContent(type="image", data="not base64 at all!", mime_type="image/png")
 
     return server

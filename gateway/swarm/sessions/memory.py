@@ -28,6 +28,3 @@ class MemorySessionStore(SessionStore):
 
     async def delete(self, session_id: str) -> None:
         self._sessions.pop(session_id, None)
-
-    def session_ids(self) -> list[str]:
-        return list(self._sessions)

@@ -57,6 +57,10 @@ class SQLiteSessionStore(SessionStore):
         await anyio.to_thread.run_sync(self._execute, "DELETE FROM swarm_sessions WHERE id = ?", (session_id,))
 
     async def close(self) -> None:
+        """In a worker thread: the lock may be held by a call waiting up to busy_timeout on the file."""
+        await anyio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
         with self._mutex:
             self._db.close()
 

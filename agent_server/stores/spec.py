@@ -1,0 +1,37 @@
+"""Store specs, the one parser: ``memory``, ``sqlite:PATH``, and ``sqlite`` alone where a default file exists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+StoreKind = Literal["memory", "sqlite"]
+
+
+class StoreSpec(NamedTuple):
+    """A parsed store spec: ``kind``, and for sqlite the file ``path`` (None for memory)."""
+
+    kind: StoreKind
+    path: str | None
+
+
+def parse_store_spec(spec: str, *, what: str = "store", default_path: str | Path | None = None) -> StoreSpec:
+    """Parse ``"memory"`` or ``"sqlite:PATH"``; ``"sqlite"`` alone means ``default_path`` when one is given.
+
+    PATH is taken as written (relative to the working directory, or absolute). Anything
+    else is a ValueError that names ``what`` (e.g. "task store") and the accepted forms.
+    """
+    if spec == "memory":
+        return StoreSpec("memory", None)
+    if spec == "sqlite" and default_path is not None:
+        return StoreSpec("sqlite", str(default_path))
+    if spec in ("sqlite", "sqlite:"):
+        raise ValueError(f'a sqlite {what} needs a path, e.g. "sqlite:{_example(what)}"')
+    if spec.startswith("sqlite:"):
+        return StoreSpec("sqlite", spec.removeprefix("sqlite:"))
+    forms = '"memory", "sqlite" or "sqlite:PATH"' if default_path is not None else '"memory" or "sqlite:PATH"'
+    raise ValueError(f"unknown {what} {spec!r}; use {forms}")
+
+
+def _example(what: str) -> str:
+    return "events.db" if "event" in what else "sessions.db" if "session" in what else "tasks.db"

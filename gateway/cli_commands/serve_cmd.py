@@ -1,0 +1,137 @@
+"""``switchboard serve MODULE:ATTR``: serve one agent (a HostedAgent or an async function) over HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..config import import_from_cwd
+from .client import UsageError
+
+
+def load_target(spec: str, default_attr: str | None = None) -> Any:
+    """The object named by ``MODULE:ATTR``; MODULE is dotted (``examples.echo``) or a file (``examples/echo.py``)."""
+    module_ref, sep, attr = spec.partition(":")
+    if not sep:
+        if default_attr is None:
+            raise UsageError(f"{spec!r} is not MODULE:ATTR (e.g. examples.echo:agent or examples/echo.py:agent)")
+        attr = default_attr
+    if not module_ref or not attr:
+        raise UsageError(f"{spec!r} is not MODULE:ATTR (e.g. examples.echo:agent or examples/echo.py:agent)")
+    module = _import_module(module_ref)
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            public = sorted(name for name in vars(module) if not name.startswith("_"))
+            raise UsageError(f"{module_ref} has no attribute {attr!r}; it defines: {', '.join(public) or 'nothing'}")
+        target = getattr(target, part)
+    return target
+
+
+def _import_module(ref: str) -> Any:
+    if ref.endswith(".py") or "/" in ref or "\\" in ref:
+        return _import_file(Path(ref))
+    try:
+        return import_from_cwd(ref)
+    except ModuleNotFoundError as exc:
+        if exc.name and ref.startswith(exc.name):
+            raise UsageError(f"cannot import module {ref!r}: {exc} (run from the project folder, or give a file path)")
+        raise
+
+
+def _import_file(path: Path) -> Any:
+    """Import a file as a module; inside the working directory it gets its dotted name (examples/echo.py -> examples.echo)."""
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    resolved = path.resolve()
+    try:
+        relative = resolved.relative_to(Path.cwd().resolve())
+    except ValueError:
+        relative = None
+    if relative is not None and all(part.isidentifier() for part in relative.with_suffix("").parts):
+        return _import_module(".".join(relative.with_suffix("").parts))
+    name = resolved.stem if resolved.stem.isidentifier() else "_switchboard_target"
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"cannot import {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(resolved.parent))
+    spec.loader.exec_module(module)
+    return module
+
+
+def add_serve(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve one agent over HTTP (A2A-NDJSON)",
+        description="Serve an agent (a HostedAgent or an async function) as its own HTTP service.",
+    )
+    parser.add_argument("target", metavar="MODULE:ATTR", help="e.g. examples/echo.py:agent or examples.echo:agent")
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
+    parser.add_argument("--store", default="memory", help='task store: "memory" (default) or "sqlite:PATH"')
+    parser.add_argument(
+        "--cancel-on-disconnect", action="store_true", help="cancel a task when its stream's client goes away"
+    )
+    parser.add_argument("--public-url", default=None, help="the URL the agent card advertises")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.set_defaults(run=_run_serve)
+
+
+def _port(text: str) -> int:
+    """A TCP port number, 0 (any free port) to 65535; anything else is a usage error (exit 2)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, got {text!r}")
+    return port
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from agent_server import as_hosted_agent, open_store, serve
+
+    hosted = as_hosted_agent(_agent_at(args.target))
+    try:
+        store = open_store(args.store)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        serve(
+            hosted,
+            host=args.host,
+            port=args.port,
+            store=store,
+            cancel_on_disconnect=args.cancel_on_disconnect,
+            public_url=args.public_url,
+            log_level=args.log_level,
+        )
+    finally:
+        anyio.run(store.aclose)
+    return 0
+
+
+def _agent_at(spec: str) -> Any:
+    """The agent named by ``spec``, refusing things that are clearly not agents."""
+    from agent_server import HostedAgent
+
+    target = load_target(spec, default_attr="agent")
+    if isinstance(target, HostedAgent):
+        return target
+    if hasattr(target, "router") and hasattr(target, "middleware_stack"):
+        raise UsageError(f"{spec} is an ASGI app, not an agent; point at the agent instead (e.g. examples.echo:agent)")
+    if isinstance(target, type) or not callable(target):
+        raise UsageError(
+            f"{spec} is a {type(target).__name__}, not an agent; "
+            "point at a HostedAgent or an async function (e.g. examples.echo:agent)"
+        )
+    return target

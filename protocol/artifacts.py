@@ -1,0 +1,67 @@
+"""Folding streamed artifact chunks into a task's artifacts: the one rule servers and clients share.
+
+A stream line's artifact either extends the artifact of the same ``index`` (``append: true``)
+or replaces it (anything else). The result is what a Task's ``artifacts`` hold: sorted by
+``index``, one artifact per index, ``append`` unset, adjacent plain text parts joined into
+one, so an answer streamed in pieces reads the same as the same answer sent whole.
+"""
+
+from __future__ import annotations
+
+from .task import Artifact, Part, TextPart
+
+
+def merge_artifact(artifacts: list[Artifact], chunk: Artifact) -> None:
+    """Fold ``chunk`` into ``artifacts`` in place; ``chunk`` itself is never modified or kept.
+
+    The list and the artifact being extended are updated in place, so hold artifacts here
+    that no one else shares (what this function put there always qualifies).
+
+    ``append`` extends the artifact with that index (its parts added, ``last_chunk`` taken
+    over when given); without ``append`` the chunk replaces it. A chunk for a new index is
+    added, and the list is kept sorted by index.
+    """
+    for position, existing in enumerate(artifacts):
+        if existing.index != chunk.index:
+            continue
+        if chunk.append:
+            existing.parts = join_text_parts([*existing.parts, *(part.model_copy(deep=True) for part in chunk.parts)])
+            if chunk.last_chunk is not None:
+                existing.last_chunk = chunk.last_chunk
+        else:
+            artifacts[position] = _settled(chunk)
+        break
+    else:
+        artifacts.append(_settled(chunk))
+    artifacts.sort(key=lambda artifact: artifact.index)
+
+
+def merged_artifacts(chunks: list[Artifact]) -> list[Artifact]:
+    """The artifacts a task holds after the stream ``chunks``, in that order."""
+    artifacts: list[Artifact] = []
+    for chunk in chunks:
+        merge_artifact(artifacts, chunk)
+    return artifacts
+
+
+def join_text_parts(parts: list[Part]) -> list[Part]:
+    """Adjacent plain text parts (no metadata) become one; other parts are kept as they are."""
+    out: list[Part] = []
+    for part in parts:
+        previous = out[-1] if out else None
+        if _plain_text(part) and previous is not None and _plain_text(previous):
+            out[-1] = TextPart(text=previous.text + part.text)  # type: ignore[union-attr]
+        else:
+            out.append(part)
+    return out
+
+
+def _settled(chunk: Artifact) -> Artifact:
+    settled = chunk.model_copy(deep=True)
+    settled.append = None
+    settled.parts = join_text_parts(settled.parts)
+    return settled
+
+
+def _plain_text(part: Part) -> bool:
+    return isinstance(part, TextPart) and part.metadata is None
