@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -189,8 +189,6 @@ async def test_two_processes_racing_on_one_session_never_lose_an_update_silently
 
 async def test_closing_a_sqlite_store_does_not_block_the_event_loop(tmp_path: Path) -> None:
     store = SQLiteSessionStore(tmp_path / "s.db")
-    store._mutex.acquire()  # a worker thread in the middle of a call (e.g. waiting on a locked file)
-    threading.Timer(0.6, store._mutex.release).start()
     ticks = 0
 
     async def tick() -> None:
@@ -201,18 +199,15 @@ async def test_closing_a_sqlite_store_does_not_block_the_event_loop(tmp_path: Pa
 
     async with anyio.create_task_group() as group:
         group.start_soon(tick)
+        group.start_soon(store._db.run, lambda conn: time.sleep(0.6))  # a call in the middle of waiting on the file
+        await anyio.sleep(0.05)
         group.start_soon(store.close)
         await anyio.sleep(0.3)
-        assert ticks >= 5  # the loop kept running while close waited for the lock
+        assert ticks >= 5  # the loop kept running while close waited for the call
+        assert not store._db.closed
         with anyio.fail_after(2):
-            while not _closed(store):
+            while not store._db.closed:
                 await anyio.sleep(0.01)
         group.cancel_scope.cancel()
 
 
-def _closed(store: SQLiteSessionStore) -> bool:
-    try:
-        store._db.execute("SELECT 1")
-    except Exception:
-        return True
-    return False
