@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
@@ -46,7 +46,6 @@ logger = logging.getLogger("agent_server")
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
 M = TypeVar("M", bound=BaseModel)
-Endpoint = Callable[[Request], Awaitable[Response]]
 
 _POST_ONLY_NAMES = frozenset({"send", "sendSubscribe", "get", "cancel", "resubscribe"})
 _ROUTES_HELP = (

@@ -39,11 +39,12 @@ from protocol import (
     Task,
     TaskSendParams,
     TaskState,
+    parts_text,
 )
 
 from pydantic import ValidationError
 
-from .agent_result import AgentToolResult, parts_text
+from .agent_result import AgentToolResult
 from .errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, PeerProtocolError
 from .events import EventType
 from .idle_timeout import IdleTimeout, with_idle_timeout

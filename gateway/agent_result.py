@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol import Artifact, HandoffRequest, Part, TextPart, merge_artifact
+from protocol import Artifact, HandoffRequest, merge_artifact, parts_text
 
 
 @dataclass
@@ -57,7 +57,3 @@ class AgentToolResult:
             "turns": self.turns,
             "handoff": self.handoff.to_wire() if self.handoff else None,
         }
-
-
-def parts_text(parts: list[Part]) -> str:
-    return "".join(p.text for p in parts if isinstance(p, TextPart))

@@ -39,7 +39,6 @@ DEFAULT_DATA_DIR = ".switchboard"
 DEFAULT_AGENT_NAME = "assistant"
 DEFAULT_STARTUP_WAIT_S = 5.0
 MODES = ("sync", "streaming", "conversational")
-HISTORY_POLICIES = ("full", "summary", "structured")
 
 # The Runner's own defaults, so the file's defaults cannot drift from the library's.
 _RUNNER_DEFAULTS = inspect.signature(Runner).parameters

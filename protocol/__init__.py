@@ -40,6 +40,7 @@ from .task import (
     TaskState,
     TaskStatus,
     TextPart,
+    parts_text,
     utc_now_iso,
 )
 from ._wire import WireModel
@@ -93,6 +94,7 @@ __all__ = [
     "merged_artifacts",
     "parse_json_object",
     "parse_request",
+    "parts_text",
     "parse_stream_event",
     "sanitize_agent_name",
     "transfer_tool_name",

@@ -92,6 +92,11 @@ Part = Annotated[
 ]
 
 
+def parts_text(parts: list[Part]) -> str:
+    """The concatenated text of the text parts, in order."""
+    return "".join(p.text for p in parts if isinstance(p, TextPart))
+
+
 class Message(WireModel):
     role: Literal["user", "agent"] = "user"
     parts: list[Part] = Field(min_length=1)
@@ -108,7 +113,7 @@ class Message(WireModel):
     @property
     def text(self) -> str:
         """The concatenated text of the text parts."""
-        return "".join(p.text for p in self.parts if isinstance(p, TextPart))
+        return parts_text(self.parts)
 
 
 def utc_now_iso() -> str:
@@ -142,7 +147,7 @@ class Task(WireModel):
     @property
     def output_text(self) -> str:
         """All text the agent produced: artifacts in order, else the status message."""
-        text = "".join(p.text for a in self.artifacts for p in a.parts if isinstance(p, TextPart))
+        text = "".join(parts_text(a.parts) for a in self.artifacts)
         if not text and self.status.message is not None:
             text = self.status.message.text
         return text

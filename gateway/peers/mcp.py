@@ -54,6 +54,7 @@ from protocol import (
     TaskState,
     TaskStatus as A2ATaskStatus,
     TextPart,
+    parts_text,
 )
 
 from ..errors import AgentToolError, AgentToolTimeout, PeerConnectionError, PeerProtocolError
@@ -392,7 +393,7 @@ def _final_events(
     parts = _parts(result)
     cost = _cost(result)
     if result.is_error:
-        text = "".join(p.text for p in parts if isinstance(p, TextPart)) or "the tool reported an error"
+        text = parts_text(parts) or "the tool reported an error"
         status = A2ATaskStatus(state=TaskState.FAILED, message=Message.agent(text))
         yield StatusEvent(seq=next(seq), id=task_id, status=status, final=True, cost_usd=cost)
         return

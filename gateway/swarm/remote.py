@@ -42,6 +42,7 @@ from protocol import (
     TaskSendParams,
     TaskState,
     TextPart,
+    parts_text,
 )
 
 from .agent import SwarmMember
@@ -130,7 +131,7 @@ class RemoteAgent:
                     task_id = item.id
                     cost += item.cost_usd or 0.0
                     if isinstance(item, ArtifactEvent):
-                        piece = "".join(p.text for p in item.artifact.parts if isinstance(p, TextPart))
+                        piece = parts_text(item.artifact.parts)
                         if piece:
                             text.append(piece)
                             yield TextDelta(piece)
