@@ -8,6 +8,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import anyio
@@ -75,46 +77,53 @@ async def test_an_answer_that_is_not_an_agent_is_not_waited_for() -> None:
     assert anyio.current_time() - started < 2 and caught.value.data["status"] == 404
 
 
+@contextmanager
+def _gateway_process(tmp_path: Path, agent_url: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`switchboard gateway` in a subprocess with the agent at ``agent_url`` as remote agent and tool; killed if left running."""
+    port = free_port()
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f'[gateway]\nport = {port}\n\n[stores]\nsessions = "memory"\nevents = "memory"\n\n'
+        f'[[agents]]\nname = "slow"\nurl = "{agent_url}"\n\n'
+        f'[[tools]]\nname = "slow_tool"\nagent = "{agent_url}"\n',
+        encoding="utf-8",
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "gateway", "--config", str(config)],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_health(url, process)
+        yield url, process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
 def test_sigterm_ends_the_runs_going_so_their_streams_end_and_nothing_is_cut(tmp_path: Path) -> None:
-    with agent_server() as agent_url:
-        port = free_port()
-        config = tmp_path / "gateway.toml"
-        config.write_text(
-            f'[gateway]\nport = {port}\n\n[stores]\nsessions = "memory"\nevents = "memory"\n\n'
-            f'[[agents]]\nname = "slow"\nurl = "{agent_url}"\n\n'
-            f'[[tools]]\nname = "slow_tool"\nagent = "{agent_url}"\n',
-            encoding="utf-8",
-        )
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gateway", "gateway", "--config", str(config)],
-            cwd=ROOT,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_for_health(url, process)
-            sync_answer: list[httpx.Response] = []
-            caller = threading.Thread(
-                target=lambda: sync_answer.append(
-                    httpx.post(f"{url}/tools/slow_tool/call", json={"input": "sleep 30"}, timeout=20)
-                )
+    with agent_server() as agent_url, _gateway_process(tmp_path, agent_url) as (url, process):
+        sync_answer: list[httpx.Response] = []
+        caller = threading.Thread(
+            target=lambda: sync_answer.append(
+                httpx.post(f"{url}/tools/slow_tool/call", json={"input": "sleep 30"}, timeout=20)
             )
-            caller.start()
-            with client(url) as http, http.stream(
-                "POST", "/sessions/going/messages", json={"message": "stream 100 0.1"}
-            ) as response:
-                lines = response.iter_lines()
-                first = orjson.loads(next(lines))
-                stopped_at = time.monotonic()
-                process.send_signal(signal.SIGTERM)
-                rest = [orjson.loads(line) for line in lines if line]
-            caller.join(20)
-            _, stderr = process.communicate(timeout=15)
-        finally:
-            if process.poll() is None:
-                process.kill()
+        )
+        caller.start()
+        with client(url) as http, http.stream(
+            "POST", "/sessions/going/messages", json={"message": "stream 100 0.1"}
+        ) as response:
+            lines = response.iter_lines()
+            first = orjson.loads(next(lines))
+            stopped_at = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            rest = [orjson.loads(line) for line in lines if line]
+        caller.join(20)
+        _, stderr = process.communicate(timeout=15)
     assert first["type"] == "run_started"
     assert rest[-1]["type"] == "run_failed" and rest[-1]["error"] == "cancelled: the gateway is shutting down"
     assert time.monotonic() - stopped_at < 2.5  # not cut by uvicorn's graceful timeout (3 s)
@@ -124,37 +133,16 @@ def test_sigterm_ends_the_runs_going_so_their_streams_end_and_nothing_is_cut(tmp
     assert process.returncode == 0 and "Traceback" not in stderr, stderr
 
 
-
 def test_sigterm_ends_the_tasks_of_the_gateways_own_binding_canceled_with_a_final_line(tmp_path: Path) -> None:
-    with agent_server() as agent_url:
-        port = free_port()
-        config = tmp_path / "gateway.toml"
-        config.write_text(
-            f'[gateway]\nport = {port}\n\n[stores]\nsessions = "memory"\nevents = "memory"\n\n'
-            f'[[agents]]\nname = "slow"\nurl = "{agent_url}"\n',
-            encoding="utf-8",
-        )
-        process = subprocess.Popen(
-            [sys.executable, "-m", "gateway", "gateway", "--config", str(config)],
-            cwd=ROOT,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        url = f"http://127.0.0.1:{port}"
-        body = {"message": {"role": "user", "parts": [{"type": "text", "text": "stream 100 0.1"}]}}
-        try:
-            wait_for_health(url, process)
-            with client(url) as http, http.stream("POST", "/tasks/sendSubscribe", json=body) as response:
-                lines = response.iter_lines()
-                first = orjson.loads(next(lines))
-                stopped_at = time.monotonic()
-                process.send_signal(signal.SIGTERM)
-                rest = [orjson.loads(line) for line in lines if line]
-            _, stderr = process.communicate(timeout=15)
-        finally:
-            if process.poll() is None:
-                process.kill()
+    body = {"message": {"role": "user", "parts": [{"type": "text", "text": "stream 100 0.1"}]}}
+    with agent_server() as agent_url, _gateway_process(tmp_path, agent_url) as (url, process):
+        with client(url) as http, http.stream("POST", "/tasks/sendSubscribe", json=body) as response:
+            lines = response.iter_lines()
+            first = orjson.loads(next(lines))
+            stopped_at = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            rest = [orjson.loads(line) for line in lines if line]
+        _, stderr = process.communicate(timeout=15)
     assert first["type"] == "status" and first["status"]["state"] == "working"
     final = rest[-1]
     assert final["final"] is True and final["status"]["state"] == "canceled", rest[-3:]
