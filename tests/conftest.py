@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
+
+# Property tests check behaviour, not speed: no per-example deadline on a busy 2-core machine.
+settings.register_profile("switchboard", deadline=None)
+settings.load_profile("switchboard")
 
 
 @pytest.fixture
