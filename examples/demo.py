@@ -145,27 +145,25 @@ class Demo:
         step = self._begin(title)
         self._print(f"customer> {text}")
         view = ChatView(self.out)
-        with self.client.stream("POST", f"/sessions/{SESSION}/messages", json={"message": text}) as response:
-            _raise_for(response)
-            for line in response.iter_lines():
-                if line:
-                    event = orjson.loads(line)
-                    step.events.append(event)
-                    view.event(event)
+        self._follow(step, f"/sessions/{SESSION}/messages", {"message": text}, view.event)
         view.end()
         self._finish(step, check)
 
     def _call(self, title: str, tool: str, text: str, check: Callable[[list[dict[str, Any]]], bool]) -> None:
         step = self._begin(title)
         self._print(f"calling tool {tool!r} with {text!r}")
-        with self.client.stream("POST", f"/tools/{tool}/call", json={"input": text, "stream": True}) as response:
+        self._follow(step, f"/tools/{tool}/call", {"input": text, "stream": True}, self._show_tool_event)
+        self._finish(step, check)
+
+    def _follow(self, step: Step, path: str, body: dict[str, Any], show: Callable[[dict[str, Any]], None]) -> None:
+        """POST ``body`` and read the NDJSON events of the run it starts, keeping and showing each as it arrives."""
+        with self.client.stream("POST", path, json=body) as response:
             _raise_for(response)
             for line in response.iter_lines():
                 if line:
                     event = orjson.loads(line)
                     step.events.append(event)
-                    self._show_tool_event(event)
-        self._finish(step, check)
+                    show(event)
 
     def _show_tool_event(self, event: dict[str, Any]) -> None:
         kind = event["type"]
