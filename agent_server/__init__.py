@@ -18,10 +18,12 @@ from .agent import (
     as_hosted_agent,
 )
 from .app import DEFAULT_MAX_BODY_BYTES, create_app, serve
+from .auth import ANONYMOUS, Principal, TokenTable, principal_of, require_scope
 from .stores import MemoryTaskStore, SQLiteTaskStore, StoreFull, StoreSpec, TaskStore, open_store, parse_store_spec
 from .task_manager import TaskManager
 
 __all__ = [
+    "ANONYMOUS",
     "AgentHandler",
     "DEFAULT_MAX_BODY_BYTES",
     "DataChunk",
@@ -29,6 +31,7 @@ __all__ = [
     "HostedAgent",
     "InputRequired",
     "MemoryTaskStore",
+    "Principal",
     "SQLiteTaskStore",
     "StoreFull",
     "StoreSpec",
@@ -36,10 +39,13 @@ __all__ = [
     "TaskManager",
     "TaskStore",
     "TextChunk",
+    "TokenTable",
     "agent",
     "as_hosted_agent",
     "create_app",
     "open_store",
     "parse_store_spec",
+    "principal_of",
+    "require_scope",
     "serve",
 ]

@@ -23,18 +23,25 @@ from typing import Any, overload
 
 from protocol import AgentCard, AgentSkill, Message
 
+from .auth import Principal
+
 AgentHandler = Callable[["TaskContext"], Any]
 
 
 @dataclass
 class TaskContext:
-    """What the agent gets for one send: the new message and what came before it."""
+    """What the agent gets for one send: the new message, what came before it, and who sent it.
+
+    ``caller`` is the principal of the token the task was sent with (None on a server
+    without tokens, or when the task manager is used in-process).
+    """
 
     task_id: str
     session_id: str
     message: Message
     history: list[Message] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
+    caller: Principal | None = None
 
     @property
     def text(self) -> str:

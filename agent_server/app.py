@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
@@ -11,6 +11,7 @@ import uvicorn
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -30,6 +31,8 @@ from protocol import (
     parse_request,
 )
 
+from .auth import BearerAuth, Principal, TokenTable, principal_of
+from .browsers import browser_middleware
 from .http import (
     NDJSONStreamResponse,
     check_content_type,
@@ -43,6 +46,10 @@ from .stores import TaskStore, open_store
 from .task_manager import TaskManager
 
 logger = logging.getLogger("agent_server")
+
+OPERATOR = "operator"
+"""The principal of an agent server's one token."""
+CARD_PATHS = frozenset({"/.well-known/agent.json"})
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
 M = TypeVar("M", bound=BaseModel)
@@ -61,14 +68,20 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     cancel_on_disconnect: bool = False,
     public_url: str | None = None,
+    token: str | None = None,
+    allowed_origins: Sequence[str] = (),
 ) -> Starlette:
     """An app serving ``agent``; its TaskManager runs for the app's lifespan (``app.state.task_manager``).
 
     ``store`` is a TaskStore the caller owns, or a spec for ``open_store`` ("memory",
     "sqlite:PATH") that the app opens at startup and closes at shutdown. Default: memory.
+    With a ``token``, every route but the agent card answers 401 without
+    ``Authorization: Bearer <token>``, and the card says so. ``allowed_origins``: the web
+    origins whose pages may call it (browsers.py; default none).
     """
     hosted = as_hosted_agent(agent)
-    handlers = _Handlers(hosted, max_body_bytes=max_body_bytes, public_url=public_url)
+    handlers = _Handlers(hosted, max_body_bytes=max_body_bytes, public_url=public_url, authenticated=token is not None)
+    tokens = TokenTable({token: Principal(OPERATOR)} if token is not None else None)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -93,8 +106,14 @@ def create_app(
     return Starlette(
         routes=routes,
         lifespan=lifespan,
+        middleware=[*browser_middleware(allowed_origins), Middleware(BearerAuth, tokens=tokens, is_public=is_card_path)],
         exception_handlers={HTTPException: _http_exception, Exception: _unexpected_exception},
     )
+
+
+def is_card_path(method: str, path: str) -> bool:
+    """The agent card is public: a caller reads there how to authenticate."""
+    return method in ("GET", "HEAD") and path in CARD_PATHS
 
 
 def serve(
@@ -105,14 +124,23 @@ def serve(
     *,
     cancel_on_disconnect: bool = False,
     public_url: str | None = None,
+    token: str | None = None,
+    allowed_origins: Sequence[str] = (),
     log_level: str = "info",
     graceful_shutdown_s: int = 5,
 ) -> None:
-    """Run the agent's app with uvicorn until interrupted.
+    """Run the agent's app with uvicorn until interrupted (``token``, ``allowed_origins``: see ``create_app``).
 
     Open streams get ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
     """
-    app = create_app(agent, store=store, cancel_on_disconnect=cancel_on_disconnect, public_url=public_url)
+    app = create_app(
+        agent,
+        store=store,
+        cancel_on_disconnect=cancel_on_disconnect,
+        public_url=public_url,
+        token=token,
+        allowed_origins=allowed_origins,
+    )
     config = uvicorn.Config(
         app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=graceful_shutdown_s
     )
@@ -122,33 +150,36 @@ def serve(
 class _Handlers:
     """The endpoints; each parses its body, asks the TaskManager, and answers in the caller's style."""
 
-    def __init__(self, agent: HostedAgent, *, max_body_bytes: int, public_url: str | None) -> None:
+    def __init__(self, agent: HostedAgent, *, max_body_bytes: int, public_url: str | None, authenticated: bool) -> None:
         self.agent = agent
         self.max_body_bytes = max_body_bytes
         self.public_url = public_url
+        self.authenticated = authenticated
 
     async def send(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/send")
         with _enveloped(parsed.envelope):
-            task = await _manager(request).send(parsed.params)
+            task = await _manager(request).send(parsed.params, principal_of(request))
         return _answer(task.to_wire(), parsed.envelope)
 
     async def send_subscribe(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/sendSubscribe")
         with _enveloped(parsed.envelope):
-            events = await _started(_manager(request).subscribe(parsed.params))
+            events = await _started(_manager(request).subscribe(parsed.params, principal_of(request)))
         return NDJSONStreamResponse(_lines(events, parsed.envelope))
 
     async def resubscribe(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskResubscribeParams, "tasks/resubscribe")
         with _enveloped(parsed.envelope):
-            events = await _manager(request).resubscribe(parsed.params.id, parsed.params.after_seq)
+            events = await _manager(request).resubscribe(
+                parsed.params.id, parsed.params.after_seq, principal_of(request)
+            )
         return NDJSONStreamResponse(_lines(events, parsed.envelope))
 
     async def get(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskQueryParams, "tasks/get")
         with _enveloped(parsed.envelope):
-            task = await _manager(request).get(parsed.params.id, parsed.params.history_length)
+            task = await _manager(request).get(parsed.params.id, parsed.params.history_length, principal_of(request))
         return _answer(task.to_wire(), parsed.envelope)
 
     async def get_by_path(self, request: Request) -> Response:
@@ -162,18 +193,21 @@ class _Handlers:
             params = TaskQueryParams.model_validate_strings(query)
         except ValidationError as exc:
             raise ProtocolError.from_validation_error(exc, "query") from None
-        task = await _manager(request).get(params.id, params.history_length)
+        task = await _manager(request).get(params.id, params.history_length, principal_of(request))
         return json_response(task.to_wire())
 
     async def cancel(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskIdParams, "tasks/cancel")
         with _enveloped(parsed.envelope):
-            task = await _manager(request).cancel(parsed.params.id)
+            task = await _manager(request).cancel(parsed.params.id, principal_of(request))
         return _answer(task.to_wire(), parsed.envelope)
 
     async def agent_card(self, request: Request) -> Response:
         url = self.public_url or str(request.base_url).rstrip("/")
-        return json_response(self.agent.card(url).to_wire())
+        card = self.agent.card(url)
+        if self.authenticated:
+            card = card.with_bearer_auth()
+        return json_response(card.to_wire())
 
     async def _parse(self, request: Request, model: type[M], method: str) -> ParsedRequest[M]:
         check_content_type(request)

@@ -23,16 +23,19 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def check_content_type(request: Request) -> None:
-    """JSON bodies only: ``application/json`` or any ``application/*+json``; no header counts as JSON."""
-    raw = request.headers.get("content-type", "")
-    media_type = raw.split(";", 1)[0].strip().lower()
-    if not media_type or media_type == JSON_MEDIA_TYPE:
+    """JSON bodies only: ``application/json`` or any ``application/*+json``, said in the header.
+
+    A body without the header is refused too: a web page can send one to any origin
+    without asking first (browsers.py), a JSON-typed one it cannot.
+    """
+    raw = request.headers.get("content-type")
+    media_type = (raw or "").split(";", 1)[0].strip().lower()
+    if media_type == JSON_MEDIA_TYPE or (media_type.startswith("application/") and media_type.endswith("+json")):
         return
-    if media_type.startswith("application/") and media_type.endswith("+json"):
-        return
+    said = f"content type {media_type!r} is" if media_type else "a body without a Content-Type header is"
     raise ProtocolError(
         ErrorCode.CONTENT_TYPE_NOT_SUPPORTED,
-        f"content type {media_type!r} is not supported; send the JSON body with 'Content-Type: application/json'",
+        f"{said} not supported; send the JSON body with 'Content-Type: application/json'",
         http_status=415,
     )
 

@@ -6,6 +6,9 @@ outlives the request that started it. Per task there is at most one run at a tim
 writer, so ``seq`` has no gaps and no duplicates. Each send on a task is one run and one
 stream; it ends with exactly one ``final`` status line (a terminal state, or
 ``input-required``).
+
+A task belongs to the caller that created it (``caller``, a ``Principal``; None where
+nobody is authenticated): another caller that is not an admin is told it does not exist.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from protocol import (
 
 from ._outputs import Outcome, interpret, reply_message
 from .agent import HostedAgent, TaskContext
+from .auth import Principal
 from .stores.base import StoreFull, TaskStore, is_running
 
 logger = logging.getLogger("agent_server")
@@ -56,6 +60,7 @@ class _Run:
     task: Task
     context: TaskContext
     first_seq: int
+    owner: str | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     events: list[StreamEvent] = field(default_factory=list)
     changed: anyio.Event = field(default_factory=anyio.Event)
@@ -104,19 +109,19 @@ class TaskManager:
                     run.cancel(_CANCELED_ON_SHUTDOWN)
                 task_group.cancel_scope.cancel()
 
-    async def send(self, params: TaskSendParams) -> Task:
+    async def send(self, params: TaskSendParams, caller: Principal | None = None) -> Task:
         """Run the agent on a new message; returns once the task is terminal or ``input-required``."""
-        run = await self._begin(params)
+        run = await self._begin(params, caller)
         await run.done.wait()
         return _trimmed(run.task, params.history_length)
 
-    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[StreamEvent]:
+    async def subscribe(self, params: TaskSendParams, caller: Principal | None = None) -> AsyncIterator[StreamEvent]:
         """Start a run (at the first iteration) and yield its events live; the last one is final.
 
         Refusals (409, 503) are raised by the first iteration. Closing the iterator early
         leaves the run going, unless ``cancel_on_disconnect``.
         """
-        run = await self._begin(params)
+        run = await self._begin(params, caller)
         delivered_final = False
         try:
             async with aclosing(self._follow(run, run.first_seq - 1)) as events:
@@ -127,7 +132,9 @@ class TaskManager:
             if not delivered_final and self.cancel_on_disconnect and not run.done.is_set():
                 run.cancel(_CANCELED_ON_DISCONNECT)
 
-    async def resubscribe(self, task_id: str, after_seq: int = -1) -> AsyncIterator[StreamEvent]:
+    async def resubscribe(
+        self, task_id: str, after_seq: int = -1, caller: Principal | None = None
+    ) -> AsyncIterator[StreamEvent]:
         """Check the request, then return the task's events after ``after_seq``: stored, then live.
 
         Refusals are raised here, before any event, so a caller need not wait for the task's
@@ -136,6 +143,7 @@ class TaskManager:
         and including the next final line; a task that is not running and has nothing after
         ``after_seq`` gives an empty stream.
         """
+        await self._check_visible(task_id, caller)
         run = self._runs.get(task_id)
         if run is None:
             await self._load(task_id)
@@ -168,13 +176,15 @@ class TaskManager:
             async for event in events:
                 yield event
 
-    async def get(self, task_id: str, history_length: int | None = None) -> Task:
+    async def get(self, task_id: str, history_length: int | None = None, caller: Principal | None = None) -> Task:
+        await self._check_visible(task_id, caller)
         run = self._runs.get(task_id)
         task = run.task if run is not None else await self._load(task_id)
         return _trimmed(task, history_length)
 
-    async def cancel(self, task_id: str) -> Task:
+    async def cancel(self, task_id: str, caller: Principal | None = None) -> Task:
         """Stop a working task (its code sees cancellation at once) or close an ``input-required`` one."""
+        await self._check_visible(task_id, caller)
         run = self._runs.get(task_id)
         if run is None:
             task = await self._load(task_id)
@@ -195,17 +205,25 @@ class TaskManager:
                 task = await self._close_idle(task, TaskState.CANCELED, _CANCELED_BY_REQUEST)
         return _trimmed(task, None)
 
-    async def _begin(self, params: TaskSendParams) -> _Run:
+    async def _begin(self, params: TaskSendParams, caller: Principal | None) -> _Run:
         """Check, record and start a run; shielded so a caller that goes away cannot half-start it."""
         self._task_group_or_fail()
         if params.id == "":
             raise ProtocolError(ErrorCode.INVALID_PARAMS, "invalid params: id: must not be empty (omit it to get one)")
         task_id = params.id or uuid.uuid4().hex
+        owner = caller.name if caller is not None else None
         with self._reserved(task_id, keep=True), anyio.CancelScope(shield=True):
-            task, first_seq = await self._next_task(await self._load_own(task_id), task_id, params)
-            run = _Run(task=task, context=_context(task, params), first_seq=first_seq)
+            existing = await self._load_own(task_id)
+            if existing is not None and caller is not None and not caller.may_see(await self.store.owner_of(task_id)):
+                raise ProtocolError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"task id {task_id!r} is taken; send without an id to start a new task",
+                    http_status=409,
+                )
+            task, first_seq = await self._next_task(existing, task_id, params)
+            run = _Run(task=task, context=_context(task, params, caller), first_seq=first_seq, owner=owner)
             try:
-                await self.store.save_task(task)
+                await self.store.save_task(task, owner)
             except StoreFull as exc:
                 raise ProtocolError(
                     ErrorCode.INTERNAL_ERROR, f"the server is at its task limit ({exc}); retry later", http_status=503
@@ -361,11 +379,20 @@ class TaskManager:
                     return
             await run.changed.wait()
 
+    async def _check_visible(self, task_id: str, caller: Principal | None) -> None:
+        """Another caller's task is not found, exactly like an unknown one."""
+        if caller is None or caller.is_admin:
+            return
+        run = self._runs.get(task_id)
+        owner = run.owner if run is not None else await self.store.owner_of(task_id)
+        if not caller.may_see(owner):
+            raise _not_found(task_id)
+
     async def _load(self, task_id: str) -> Task:
         """The stored task; one left ``working`` by a previous process is marked failed first."""
         task = await self.store.load_task(task_id)
         if task is None:
-            raise ProtocolError(ErrorCode.TASK_NOT_FOUND, f"task {task_id!r} not found (unknown, or expired)")
+            raise _not_found(task_id)
         if not is_running(task) or task_id in self._busy:
             return task
         with self._reserved(task_id), anyio.CancelScope(shield=True):
@@ -409,7 +436,7 @@ class TaskManager:
             self._busy.discard(task_id)
 
 
-def _context(task: Task, params: TaskSendParams) -> TaskContext:
+def _context(task: Task, params: TaskSendParams, caller: Principal | None) -> TaskContext:
     history = task.history or []
     return TaskContext(
         task_id=task.id,
@@ -417,7 +444,12 @@ def _context(task: Task, params: TaskSendParams) -> TaskContext:
         message=params.message,
         history=list(history[:-1]),
         metadata=dict(params.metadata or {}),
+        caller=caller,
     )
+
+
+def _not_found(task_id: str) -> ProtocolError:
+    return ProtocolError(ErrorCode.TASK_NOT_FOUND, f"task {task_id!r} not found (unknown, or expired)")
 
 
 def _trimmed(task: Task, history_length: int | None) -> Task:

@@ -31,7 +31,7 @@ import anyio
 import httpx
 import orjson
 
-from gateway import Gateway, SQLiteEventLog
+from gateway import Gateway, SQLiteEventLog, PeerLimits
 from protocol import NDJSONDecoder, Task, parse_stream_event
 
 _SERVER = (
@@ -113,7 +113,7 @@ async def run(url: str, *, quick: bool, tmp_dir: str) -> list[Figure]:
     stream_count = 10 if quick else 100
     figures: list[Figure] = []
     async with (
-        Gateway(max_connections=POOL_CONNECTIONS) as gateway,
+        Gateway(limits=PeerLimits(max_connections=POOL_CONNECTIONS)) as gateway,
         Gateway(SQLiteEventLog(os.path.join(tmp_dir, "events.db"))) as durable,
         _client(POOL_CONNECTIONS) as direct,
         _client(CAPPED_CONNECTIONS) as capped,

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import anyio
 
-from gateway import AgentToolResult, Gateway
+from gateway import AgentToolResult, Gateway, PeerLimits
 
 SERVER = Path(__file__).resolve().with_name("mcp_weather_server.py")
 FORECAST_URI = f"mcp+stdio:{quote(sys.executable)}?args={quote(shlex.join([str(SERVER)]))}#forecast"
@@ -47,7 +47,7 @@ async def streamed_call(gateway: Gateway, tool: str, arguments: dict[str, object
 
 async def main() -> int:
     failed: list[str] = []
-    async with Gateway(connect_timeout_s=SPAWN_TIMEOUT_S) as gateway:
+    async with Gateway(limits=PeerLimits(connect_timeout_s=SPAWN_TIMEOUT_S)) as gateway:
         gateway.add_agent_tool("forecast", FORECAST_URI)
         gateway.add_agent_tool("forecast_live", FORECAST_URI, mode="streaming")
         print(f"agent URI: {FORECAST_URI}")

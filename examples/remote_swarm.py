@@ -5,7 +5,8 @@
 billing and tech are registered by URL (their cards are fetched); escalation is known to
 nobody but tech, which hands off to it by URI. Remote agents ask for transfers with a
 ``handoff`` stream line; the gateway resolves the target by name, then by URI scheme,
-and streams every answer as it arrives. Offline model, loopback only.
+and streams every answer as it arrives. A URI from a remote agent's answer is followed
+only to an allowed host: here any port of 127.0.0.1. Offline model, loopback only.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import anyio
 
 from agent_server import Handoff, HostedAgent, TaskContext
 from examples._loopback import free_port, serve_agent
-from gateway import Agent, Gateway, Runner
+from gateway import Agent, Gateway, HostAllowlist, Runner
 
 TECH_WORDS = ("crash", "error", "bug", "broken")
 
@@ -67,7 +68,7 @@ async def main() -> None:
         serve_agent(billing_agent()) as billing_url,
         serve_agent(tech_agent(escalation_url)) as tech_url,
         serve_agent(escalation_agent(), escalation_port),
-        Gateway() as gateway,
+        Gateway(allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway,
     ):
         triage = Agent("triage", "You are the front desk; route customers to billing or tech.")
         runner = Runner(triage, gateway=gateway)

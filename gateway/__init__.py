@@ -13,12 +13,15 @@ from gateway.errors import (
     PeerConnectionError,
     PeerHTTPError,
     PeerProtocolError,
+    PeerRedirect,
+    PoolExhausted,
     UnknownAgentTool,
 )
+from gateway.allowed_hosts import HostAllowlist
 from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log
 from gateway.events import Event, EventType
 from gateway.gateway import Gateway
-from gateway.peers import Peer
+from gateway.peers import Peer, PeerLimits
 from gateway.service import GatewayService, create_gateway_app
 from gateway.swarm import (
     Agent,
@@ -57,13 +60,17 @@ __all__ = [
     "GatewayConfig",
     "GatewayService",
     "Handoff",
+    "HostAllowlist",
     "InvalidAgentURI",
     "MemoryEventLog",
     "MemorySessionStore",
     "Peer",
     "PeerConnectionError",
     "PeerHTTPError",
+    "PeerLimits",
     "PeerProtocolError",
+    "PeerRedirect",
+    "PoolExhausted",
     "RemoteAgent",
     "RunResponse",
     "Runner",

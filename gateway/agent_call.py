@@ -48,7 +48,7 @@ from .agent_result import AgentToolResult
 from .errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, PeerProtocolError
 from .events import EventType
 from .idle_timeout import IdleTimeout, with_idle_timeout
-from .peers.base import Peer, RawLine, StreamItem
+from .peers.base import Peer, RawLine, StreamItem, StreamTooLarge
 from .recorder import RunRecorder
 
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ class AgentCall:
     async def run(self) -> AgentToolResult:
         peer_error: AgentToolError | None = None
         try:
-            self._peer = self.tool.gateway.peer(self.tool.target)
+            self._peer = self.tool.gateway.peer(self.tool.target, token=self.tool.token)
         except AgentToolError as exc:
             peer_error = exc
         await self._emit(
@@ -223,15 +223,19 @@ class AgentCall:
     # -- one request with its deadline, one stream line ---------------------------------
 
     async def _send_turn(self, peer: Peer, params: TaskSendParams) -> Task:
-        """``peer.send`` within ``timeout_ms``; past it, cancel the task while the request is still open."""
+        """``peer.send`` within ``timeout_ms`` of the request being sent; past it, cancel the task while the request is still open."""
         timeout_s = self.tool.timeout_ms / 1000
         outcome: Task | Exception | None = None
         done = anyio.Event()
+        deadline = anyio.CancelScope()
+
+        def sent() -> None:
+            deadline.deadline = anyio.current_time() + timeout_s
 
         async def send() -> None:
             nonlocal outcome
             try:
-                outcome = await peer.send(params)
+                outcome = await peer.send(params, on_sent=sent)
             except Exception as exc:  # raised below, in the caller's task, not as an ExceptionGroup
                 outcome = exc
             finally:
@@ -239,7 +243,7 @@ class AgentCall:
 
         async with anyio.create_task_group() as task_group:
             task_group.start_soon(send)
-            with anyio.move_on_after(timeout_s):
+            with deadline:
                 await done.wait()
             if not done.is_set():
                 error = AgentToolTimeout(
@@ -262,6 +266,12 @@ class AgentCall:
                 f"{self.tool.agent} sent a line over {item.limit} bytes ({item.size} seen)", reason="line_too_long"
             )
             raise _Terminated(error, line_bytes=item.size, max_line_bytes=item.limit)
+        if isinstance(item, StreamTooLarge):
+            error = PeerProtocolError(
+                f"{self.tool.agent} streamed more than {item.limit} bytes in one answer; what came before is kept",
+                reason="answer_too_large",
+            )
+            raise _Terminated(error, stream_bytes=item.size, max_stream_bytes=item.limit)
         if isinstance(item, SkippedBytes):
             logger.warning("skipped %d bytes that are not UTF-8 in a stream line from %s", item.count, self.tool.agent)
             self._skipped_bytes += item.count
@@ -337,7 +347,7 @@ class AgentCall:
         stop.cancel_sent = stop.cancel_wanted and peer is not None and task_id is not None
         if stop.cancel_sent:
             assert peer is not None and task_id is not None
-            with anyio.move_on_after(self.tool.gateway.cancel_timeout_s, shield=True):
+            with anyio.move_on_after(self.tool.gateway.limits.cancel_timeout_s, shield=True):
                 stop.cancel_acknowledged = await peer.cancel(task_id)
         return stop
 

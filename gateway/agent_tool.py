@@ -35,6 +35,7 @@ class AgentToolOptions(TypedDict, total=False):
     budget: Budget | Mapping[str, Any] | None
     streaming: Mapping[str, Any] | None
     description: str | None
+    token: str | None
 
 
 DEFAULT_TIMEOUT_MS = 30_000
@@ -95,7 +96,9 @@ class AgentTool:
         budget: Budget | Mapping[str, Any] | None = None,
         streaming: Mapping[str, Any] | None = None,
         description: str | None = None,
+        token: str | None = None,
     ) -> None:
+        """``token``: a credential sent (``Authorization: Bearer``) to this agent only, never shown."""
         if not isinstance(name, str) or not TOOL_NAME_PATTERN.match(name):
             raise ValueError(f"agent tool name {name!r} is not valid ({TOOL_NAME_RULE})")
         if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int | float) or timeout_ms <= 0:
@@ -110,6 +113,7 @@ class AgentTool:
         self.budget = Budget.parse(budget)
         self.idle_timeout_s = _idle_timeout(streaming)
         self.description = description or f"Ask the agent at {agent} ({self.mode.kind}); returns its answer."
+        self.token = token
         self.parameters: dict[str, Any] = {
             "type": "object",
             "properties": {"input": {"type": "string", "description": "The message to send to the agent."}},

@@ -28,8 +28,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from protocol import dotted_path
 
 from .agent_tool import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TIMEOUT_MS, TOOL_NAME_PATTERN, TOOL_NAME_RULE
+from .allowed_hosts import parse_host_pattern
 from .config_env import Overrides, apply_environment
 from .errors import InvalidAgentURI
+from .peers.limits import PeerLimits
 from .swarm import Runner
 from .uri import parse_agent_uri
 
@@ -45,6 +47,10 @@ _RUNNER_DEFAULTS = inspect.signature(Runner).parameters
 _PYTHON_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LOCAL_ONLY = ("instructions", "model", "base_url", "api_key_env", "handoffs", "tools")
+_TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
+_PEER_DEFAULTS = PeerLimits()
+ADMIN_TOKEN_ENV = "SWITCHBOARD_ADMIN_TOKEN"
+"""The environment variable whose value, when set, is the gateway's admin token (principal ``admin``)."""
 
 
 class _Strict(BaseModel):
@@ -70,6 +76,80 @@ class LimitsConfig(_Strict):
 
     max_handoffs_per_turn: int = Field(_RUNNER_DEFAULTS["max_handoffs_per_turn"].default, ge=0)
     max_tool_iterations: int = Field(_RUNNER_DEFAULTS["max_tool_iterations"].default, ge=0)
+
+
+class PeersConfig(_Strict):
+    """``[peers]``: how the gateway calls agents (deadlines, its connection pool, size limits; peers/limits.py)."""
+
+    connect_timeout_secs: float = Field(_PEER_DEFAULTS.connect_timeout_s, gt=0)
+    headers_timeout_secs: float = Field(_PEER_DEFAULTS.headers_timeout_s, gt=0)
+    cancel_timeout_secs: float = Field(_PEER_DEFAULTS.cancel_timeout_s, gt=0)
+    max_connections: int = Field(_PEER_DEFAULTS.max_connections, ge=1)
+    pool_timeout_secs: float = Field(_PEER_DEFAULTS.pool_timeout_s, gt=0)
+    max_line_bytes: int = Field(_PEER_DEFAULTS.max_line_bytes, ge=1)
+    max_stream_bytes: int = Field(_PEER_DEFAULTS.max_stream_bytes, ge=1)
+    max_answer_bytes: int = Field(_PEER_DEFAULTS.max_answer_bytes, ge=1)
+    max_card_bytes: int = Field(_PEER_DEFAULTS.max_card_bytes, ge=1)
+
+    def limits(self) -> PeerLimits:
+        return PeerLimits(
+            connect_timeout_s=self.connect_timeout_secs,
+            headers_timeout_s=self.headers_timeout_secs,
+            cancel_timeout_s=self.cancel_timeout_secs,
+            max_connections=self.max_connections,
+            pool_timeout_s=self.pool_timeout_secs,
+            max_line_bytes=self.max_line_bytes,
+            max_stream_bytes=self.max_stream_bytes,
+            max_answer_bytes=self.max_answer_bytes,
+            max_card_bytes=self.max_card_bytes,
+        )
+
+
+class TokenConfig(_Strict):
+    """One ``[[security.tokens]]`` entry: a caller's name, its scope, and the variable holding its token."""
+
+    name: str
+    scope: Literal["admin", "chat"] = "chat"
+    token_env: str
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _TOKEN_NAME.match(value):
+            raise ValueError(f"token name {value!r} is not valid (1-64 letters, digits, '_', '.', '@' or '-')")
+        return value
+
+    @field_validator("token_env")
+    @classmethod
+    def _token_env(cls, value: str) -> str:
+        return _env_name(value, "token")
+
+
+class SecurityConfig(_Strict):
+    """``[security]``: who may call the gateway, from which web origins, and where it may connect.
+
+    ``allowed_agent_hosts`` None (the default) means the hosts of the agents and tools the
+    operator configured or registered; see docs/security.md.
+    """
+
+    tokens: list[TokenConfig] = Field(default_factory=list)
+    allowed_origins: list[str] = Field(default_factory=list)
+    allowed_agent_hosts: list[str] | None = None
+
+    @field_validator("allowed_agent_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str] | None) -> list[str] | None:
+        for pattern in value or []:
+            parse_host_pattern(pattern)
+        return value
+
+    @field_validator("allowed_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        for origin in value:
+            if not origin.startswith(("http://", "https://")) or origin.rstrip("/").count("/") != 2:
+                raise ValueError(f"{origin!r} is not a web origin (scheme://host[:port], e.g. https://console.example)")
+        return value
 
 
 class SwarmConfig(_Strict):
@@ -109,6 +189,7 @@ class AgentConfig(_Strict):
     model: str = "offline"
     base_url: str | None = None
     api_key_env: str | None = None
+    token_env: str | None = None
     handoffs: list[str] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
 
@@ -140,9 +221,12 @@ class AgentConfig(_Strict):
     @field_validator("api_key_env")
     @classmethod
     def _api_key_env(cls, value: str | None) -> str | None:
-        if value is not None and not _ENV_NAME.match(value):
-            raise ValueError(f"{value!r} is not an environment variable name (the key itself goes in the environment)")
-        return value
+        return None if value is None else _env_name(value, "key")
+
+    @field_validator("token_env")
+    @classmethod
+    def _token_env(cls, value: str | None) -> str | None:
+        return None if value is None else _env_name(value, "token")
 
     @model_validator(mode="after")
     def _remote_or_local(self) -> AgentConfig:
@@ -153,6 +237,8 @@ class AgentConfig(_Strict):
                     f"a remote agent (with url) runs elsewhere and takes no {', '.join(mixed)}; "
                     "remove them, or remove url to define a local agent"
                 )
+        elif self.token_env is not None:
+            raise ValueError("token_env is the credential of a remote agent (with url); a local agent takes none")
         return self
 
 
@@ -167,6 +253,12 @@ class ToolConfig(_Strict):
     max_cost_usd: float | None = Field(None, ge=0)
     idle_timeout_secs: float = Field(DEFAULT_IDLE_TIMEOUT_S, gt=0)
     description: str | None = None
+    token_env: str | None = None
+
+    @field_validator("token_env")
+    @classmethod
+    def _token_env(cls, value: str | None) -> str | None:
+        return None if value is None else _env_name(value, "token")
 
     @field_validator("name")
     @classmethod
@@ -211,6 +303,8 @@ class GatewayConfig(_Strict):
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     swarm: SwarmConfig = Field(default_factory=SwarmConfig)
     stores: StoresConfig = Field(default_factory=StoresConfig)
+    peers: PeersConfig = Field(default_factory=PeersConfig)
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
     agents: list[AgentConfig] = Field(default_factory=list)
     tools: list[ToolConfig] = Field(default_factory=list)
 
@@ -303,6 +397,12 @@ def check_agent_url(url: str) -> str:
     except InvalidAgentURI as exc:
         raise ValueError(str(exc)) from None
     return url
+
+
+def _env_name(value: str, what: str) -> str:
+    if not _ENV_NAME.match(value):
+        raise ValueError(f"{value!r} is not an environment variable name (the {what} itself goes in the environment)")
+    return value
 
 
 def is_python_ref(value: str) -> bool:

@@ -90,6 +90,40 @@ class PeerHTTPError(AgentToolError):
         return {"status": self.status, "code": self.code, "body": self.body}
 
 
+class PeerRedirect(PeerHTTPError):
+    """The peer answered a redirect: not followed (it could lead anywhere), reported with where it pointed."""
+
+    reason = "redirect"
+
+    def __init__(self, status: int, location: str, uri: str) -> None:
+        super().__init__(status, f"a redirect to {location}")
+        self.message = (
+            f"{uri} answered HTTP {status}, a redirect to {location}; redirects are not followed: "
+            "use the agent's final URL"
+        )
+        self.args = (self.message,)
+        self.location = location
+
+    def event_fields(self) -> dict[str, Any]:
+        return {"status": self.status, "location": self.location}
+
+
+class PoolExhausted(AgentToolError):
+    """Every connection of the gateway's pool was busy for the whole pool timeout: the gateway's limit, not the agent's fault."""
+
+    reason = "pool_exhausted"
+
+    def __init__(self, max_connections: int, waited_s: float, uri: str) -> None:
+        super().__init__(
+            f"all {max_connections} connections of the gateway's pool were busy for {waited_s:g} s, so {uri} "
+            "was not called; raise [peers] max_connections (or pool_timeout_secs)"
+        )
+        self.max_connections = max_connections
+
+    def event_fields(self) -> dict[str, Any]:
+        return {"max_connections": self.max_connections}
+
+
 class PeerConnectionError(AgentToolError):
     """The connection failed or broke (refused, reset, closed mid-stream, MCP server gone)."""
 

@@ -3,6 +3,11 @@
 ``async with Gateway() as gw:`` owns a task group, in which ``local://`` agents (each a
 TaskManager with an in-memory store) and MCP connections live; leaving the block stops
 them, closes the HTTP client the gateway made, and the event log it made.
+
+The gateway also keeps where it may connect (``allowed_hosts``, see allowed_hosts.py):
+the hosts of the tools added here and of the agents the operator ``trust``-ed, unless an
+explicit list was given. A peer with a credential (``token``) is its own peer: the token
+goes only to that agent.
 """
 
 from __future__ import annotations
@@ -15,13 +20,12 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup
 
-from protocol import DEFAULT_MAX_LINE_BYTES
-
 from .agent_result import AgentToolResult
 from .agent_tool import AgentTool, AgentToolOptions, ToolInput
+from .allowed_hosts import HostAllowlist
 from .errors import PeerConnectionError, UnknownAgentTool
 from .event_log import EventLog, MemoryEventLog
-from .peers import A2AHttpPeer, HttpTimeouts, LocalAgentHost, LocalPeer, MCPConnection, MCPPeer, Peer
+from .peers import A2AHttpPeer, HttpTimeouts, LocalAgentHost, LocalPeer, MCPConnection, MCPPeer, Peer, PeerLimits
 from .uri import (
     A2AHttpTarget,
     AgentTarget,
@@ -32,42 +36,37 @@ from .uri import (
     parse_agent_uri,
 )
 
-DEFAULT_CONNECT_TIMEOUT_S = 5.0
-DEFAULT_HEADERS_TIMEOUT_S = 10.0
-DEFAULT_CANCEL_TIMEOUT_S = 2.0
-DEFAULT_MAX_CONNECTIONS = 100
-
-
 class Gateway:
     def __init__(
         self,
         event_log: EventLog | None = None,
         *,
         http_client: httpx.AsyncClient | None = None,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
-        headers_timeout_s: float = DEFAULT_HEADERS_TIMEOUT_S,
-        cancel_timeout_s: float = DEFAULT_CANCEL_TIMEOUT_S,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        limits: PeerLimits | None = None,
+        allowed_hosts: HostAllowlist | None = None,
     ) -> None:
+        """``limits``: deadlines, pool and sizes of calls to agents (defaults in peers/limits.py).
+
+        ``allowed_hosts``: where URIs from remote agents' answers may lead; default: learned
+        from the tools added and the agents trusted here.
+        """
         self.event_log = event_log if event_log is not None else MemoryEventLog()
         self._owns_event_log = event_log is None
-        self.max_line_bytes = max_line_bytes
-        self.connect_timeout_s = connect_timeout_s
-        self.headers_timeout_s = headers_timeout_s
-        self.cancel_timeout_s = cancel_timeout_s
-        self._http_timeouts = HttpTimeouts.build(connect_timeout_s=connect_timeout_s, headers_timeout_s=headers_timeout_s)
+        self.limits = limits or PeerLimits()
+        self.allowed_hosts = allowed_hosts or HostAllowlist()
         self._owns_client = http_client is None
         self.http_client = http_client or httpx.AsyncClient(
             limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections, keepalive_expiry=30.0
+                max_connections=self.limits.max_connections,
+                max_keepalive_connections=self.limits.max_connections,
+                keepalive_expiry=30.0,
             ),
-            timeout=self._http_timeouts.open,
+            timeout=HttpTimeouts.build(self.limits).open,
         )
         self.tools: dict[str, AgentTool] = {}
         self._local: dict[str, LocalAgentHost] = {}
         self._mcp: dict[tuple[object, ...], MCPConnection] = {}
-        self._peers: dict[str, Peer] = {}
+        self._peers: dict[tuple[str, str | None], Peer] = {}
         self._stack: AsyncExitStack | None = None
         self._task_group: TaskGroup | None = None
         self._closed = False
@@ -129,11 +128,19 @@ class Gateway:
         return f"local://{name}"
 
     def add_agent_tool(self, name: str, agent: str, **options: Unpack[AgentToolOptions]) -> AgentTool:
-        """Make the agent at URI ``agent`` callable as tool ``name``; bad URIs and options fail here."""
+        """Make the agent at URI ``agent`` callable as tool ``name``; bad URIs and options fail here.
+
+        Its host becomes an allowed host (unless the list is explicit).
+        """
         if name in self.tools:
             raise ValueError(f"an agent tool named {name!r} already exists")
         tool = self.tools[name] = AgentTool(self, name, agent, **options)
+        self.allowed_hosts.learn(agent)
         return tool
+
+    def trust(self, uri: str) -> None:
+        """The operator set up the agent at ``uri``: its host becomes an allowed host (unless the list is explicit)."""
+        self.allowed_hosts.learn(uri)
 
     def get_tool(self, name: str) -> AgentTool:
         tool = self.tools.get(name)
@@ -147,23 +154,24 @@ class Gateway:
         """Call agent tool ``name`` directly; see ``AgentTool.call``."""
         return await self.get_tool(name).call(input, run_id=run_id, session_id=session_id)
 
-    def peer(self, agent: str | AgentTarget) -> Peer:
+    def peer(self, agent: str | AgentTarget, *, token: str | None = None) -> Peer:
         """The peer for an agent URI (or its parsed target, as an ``AgentTool`` holds it), made once and reused.
 
-        Raises ``InvalidAgentURI`` for a bad URI, ``PeerConnectionError`` for a ``local://`` name
+        ``token`` is sent (``Authorization: Bearer``) to that agent only. Raises
+        ``InvalidAgentURI`` for a bad URI, ``PeerConnectionError`` for a ``local://`` name
         nothing is registered under, or for a ``local://`` or MCP peer of a gateway not entered.
         """
         uri = agent if isinstance(agent, str) else agent.uri
-        peer = self._peers.get(uri)
+        peer = self._peers.get((uri, token))
         if peer is None:
             target = parse_agent_uri(agent) if isinstance(agent, str) else agent
-            peer = self._peers[uri] = self._make_peer(target)
+            peer = self._peers[(uri, token)] = self._make_peer(target, token)
         return peer
 
-    def _make_peer(self, target: AgentTarget) -> Peer:
+    def _make_peer(self, target: AgentTarget, token: str | None) -> Peer:
         uri = target.uri
         if isinstance(target, A2AHttpTarget):
-            return A2AHttpPeer(target, self.http_client, max_line_bytes=self.max_line_bytes, timeouts=self._http_timeouts)
+            return A2AHttpPeer(target, self.http_client, self.limits, token=token)
         if isinstance(target, LocalTarget):
             host = self._local.get(target.name)
             if host is None:
@@ -173,10 +181,11 @@ class Gateway:
             return LocalPeer(target, host)
         assert isinstance(target, MCPStdioTarget | MCPHttpTarget)
         task_group = self._require_started(uri)
-        connection = self._mcp.get(target.server_key)
+        key = (*target.server_key, token)
+        connection = self._mcp.get(key)
         if connection is None:
-            connection = self._mcp[target.server_key] = MCPConnection(
-                target, task_group, connect_timeout_s=self.connect_timeout_s
+            connection = self._mcp[key] = MCPConnection(
+                target, task_group, connect_timeout_s=self.limits.connect_timeout_s, token=token
             )
         return MCPPeer(target, connection)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from ._wire import WireModel
@@ -30,3 +32,17 @@ class AgentCard(WireModel):
     default_input_modes: list[str] = Field(default_factory=lambda: ["text", "data"])
     default_output_modes: list[str] = Field(default_factory=lambda: ["text", "data"])
     skills: list[AgentSkill] = Field(default_factory=list)
+    security_schemes: dict[str, dict[str, Any]] | None = None
+    security: list[dict[str, list[str]]] | None = None
+
+    def with_bearer_auth(self) -> AgentCard:
+        """This card, saying that every call needs ``Authorization: Bearer <token>``."""
+        return self.model_copy(
+            update={
+                "security_schemes": {BEARER_SCHEME: {"type": "http", "scheme": "bearer"}},
+                "security": [{BEARER_SCHEME: []}],
+            }
+        )
+
+
+BEARER_SCHEME = "bearer"

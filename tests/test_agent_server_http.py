@@ -158,13 +158,10 @@ async def test_agent_card_from_request_url_or_public_url(client: httpx.AsyncClie
 # ---- content types
 
 
-@pytest.mark.parametrize(
-    "content_type", [None, "application/json", "application/json; charset=utf-8", "application/vnd.a2a+json"]
-)
-async def test_json_content_types_and_no_header_are_accepted(client: httpx.AsyncClient, content_type: str | None) -> None:
-    headers = {"content-type": content_type} if content_type else {}
+@pytest.mark.parametrize("content_type", ["application/json", "application/json; charset=utf-8", "application/vnd.a2a+json"])
+async def test_json_content_types_are_accepted(client: httpx.AsyncClient, content_type: str) -> None:
     body = b'{"message":{"parts":[{"text":"echo ok"}]}}'
-    response = await client.post("/tasks/send", content=body, headers=headers)
+    response = await client.post("/tasks/send", content=body, headers={"content-type": content_type})
     assert response.request.headers.get("content-type") == content_type
     assert response.status_code == 200 and Task.model_validate(response.json()).output_text == "ok"
 
@@ -173,6 +170,12 @@ async def test_json_content_types_and_no_header_are_accepted(client: httpx.Async
 async def test_other_content_types_get_415(client: httpx.AsyncClient, content_type: str) -> None:
     response = await client.post("/tasks/send", content=b"{}", headers={"content-type": content_type})
     _assert_error(response, 415, -32005, content_type, "application/json")
+
+
+async def test_a_body_without_a_content_type_gets_415_since_any_web_page_could_send_it(client: httpx.AsyncClient) -> None:
+    response = await client.post("/tasks/send", content=b'{"message":{"parts":[{"text":"echo ok"}]}}')
+    assert "content-type" not in response.request.headers
+    _assert_error(response, 415, -32005, "without a Content-Type header", "application/json")
 
 
 # ---- bad input
@@ -347,7 +350,11 @@ async def test_deeply_nested_json_is_refused_and_never_breaks_a_task(client: htt
         _assert_error(response, 400, -32600, "levels deep", "limit is 64")
         _assert_error(await client.get(f"/tasks/deep{depth}"), 404, -32001)
     ok = b'{"a":' * 40 + b"1" + b"}" * 40
-    fine = await client.post("/tasks/send", content=b'{"message":{"parts":[{"text":"echo ok"},{"type":"data","data":%s}]}}' % ok)
+    fine = await client.post(
+            "/tasks/send",
+            content=b'{"message":{"parts":[{"text":"echo ok"},{"type":"data","data":%s}]}}' % ok,
+            headers={"content-type": "application/json"},
+        )
     assert fine.status_code == 200
     assert (await client.get(f"/tasks/{fine.json()['id']}")).status_code == 200
 

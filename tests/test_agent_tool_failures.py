@@ -18,7 +18,7 @@ import respx
 from agent_tool_support import FaultyAgent, call_events, finalized_async_generators, progress_texts, types_of
 from servers import serve_app
 
-from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionError, PeerHTTPError, PeerProtocolError
+from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionError, PeerHTTPError, PeerProtocolError, PeerLimits
 from gateway.event_log import MemoryEventLog
 from gateway.events import Event
 
@@ -36,7 +36,7 @@ def faulty() -> Iterator[tuple[FaultyAgent, str]]:
 
 @pytest.fixture
 async def gateway(faulty: tuple[FaultyAgent, str]) -> AsyncIterator[Gateway]:
-    async with Gateway(max_line_bytes=LINE_LIMIT) as gateway:
+    async with Gateway(limits=PeerLimits(max_line_bytes=LINE_LIMIT)) as gateway:
         gateway.add_agent_tool("faulty", faulty[1], mode="streaming", streaming={"idle_timeout_secs": 5})
         gateway.add_agent_tool("faulty_sync", faulty[1])
         yield gateway
@@ -144,7 +144,7 @@ async def test_a_cancel_the_peer_answers_late_or_with_an_error_is_not_acknowledg
     faulty: tuple[FaultyAgent, str], command: str
 ) -> None:
     agent, url = faulty
-    async with Gateway(cancel_timeout_s=0.3) as gateway:
+    async with Gateway(limits=PeerLimits(cancel_timeout_s=0.3)) as gateway:
         gateway.add_agent_tool("silent", url, mode="streaming", streaming={"idle_timeout_secs": 0.2})
         started = time.monotonic()
         with pytest.raises(AgentToolTimeout) as caught:
@@ -233,7 +233,7 @@ async def test_good_metadata_is_parsed_once_and_taken(gateway: Gateway) -> None:
 
 
 async def test_a_write_timeout_on_tasks_send_names_the_deadline_that_passed() -> None:
-    async with Gateway(headers_timeout_s=0.7) as gateway:
+    async with Gateway(limits=PeerLimits(headers_timeout_s=0.7)) as gateway:
         gateway.add_agent_tool("slow_upload", "http://agent.test", timeout_ms=5000)
         with respx.mock:
             respx.post("http://agent.test/tasks/send").mock(side_effect=httpx.WriteTimeout("write timed out"))

@@ -16,7 +16,7 @@ from agent_tool_support import PROBE, call_events, progress_texts, silent_server
 from agent_tool_support import agent, scripted_url  # noqa: F401 (fixtures)
 from servers import free_port
 
-from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionError
+from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionError, PeerLimits
 
 pytestmark = pytest.mark.anyio
 
@@ -107,7 +107,7 @@ async def test_timeout_ms_bounds_a_sync_request_and_cancels_the_task(agent: tupl
 
 async def test_a_peer_that_never_sends_headers_fails_at_the_headers_deadline() -> None:
     with silent_server() as url:
-        async with Gateway(headers_timeout_s=0.3, cancel_timeout_s=0.2) as gateway:
+        async with Gateway(limits=PeerLimits(headers_timeout_s=0.3, cancel_timeout_s=0.2)) as gateway:
             gateway.add_agent_tool("mute", url, mode="streaming", streaming={"idle_timeout_secs": 30})
             started = time.monotonic()
             with pytest.raises(AgentToolTimeout) as caught:
@@ -149,7 +149,7 @@ def unanswered_syn() -> Iterator[str]:
 @pytest.mark.parametrize("mode", ["sync", "streaming"])
 async def test_a_peer_that_does_not_accept_the_connection_fails_at_the_connect_deadline(mode: str) -> None:
     with unanswered_syn() as url:
-        async with Gateway(connect_timeout_s=0.3) as gateway:
+        async with Gateway(limits=PeerLimits(connect_timeout_s=0.3)) as gateway:
             gateway.add_agent_tool("unreachable", url, mode=mode, timeout_ms=5000)
             started = time.monotonic()
             with pytest.raises(AgentToolTimeout) as caught:

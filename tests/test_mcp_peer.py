@@ -21,7 +21,7 @@ from mcp_servers import tools as mcp_tools
 from mcp_servers.http_server import build_app
 from servers import serve_app
 
-from gateway import AgentTaskFailed, AgentToolTimeout, Gateway, PeerConnectionError, PeerProtocolError
+from gateway import AgentTaskFailed, AgentToolTimeout, Gateway, PeerConnectionError, PeerProtocolError, PeerLimits
 from gateway.peers.mcp import STREAM_BUFFER
 from protocol import DataPart, FilePart, Message, StatusEvent, TaskSendParams
 
@@ -154,7 +154,7 @@ async def test_a_stdio_command_that_cannot_start_is_a_connection_error(gateway: 
 
 async def test_a_stdio_server_that_never_answers_fails_at_the_connect_deadline(tmp_path: Path) -> None:
     mute = f"mcp+stdio:{quote(sys.executable)}?args=-c+'import+time;time.sleep(60)'#tool"
-    async with Gateway(connect_timeout_s=0.5) as gateway:
+    async with Gateway(limits=PeerLimits(connect_timeout_s=0.5)) as gateway:
         gateway.add_agent_tool("mute", mute)
         started = time.monotonic()
         with pytest.raises(AgentToolTimeout) as caught:

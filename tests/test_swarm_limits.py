@@ -230,7 +230,7 @@ async def test_several_handoffs_in_one_response_ordinary_tools_first_only_first_
     assert len(response.events_of("handoff")) == 1
 
 
-async def test_unregistered_target_raises_and_leaves_the_session_untouched() -> None:
+async def test_unregistered_target_raises_and_the_session_keeps_only_the_message() -> None:
     @tool
     def escalate() -> Handoff:
         """Escalate to a human."""
@@ -241,7 +241,7 @@ async def test_unregistered_target_raises_and_leaves_the_session_untouched() -> 
     with pytest.raises(AgentHandoffError, match="Ghost"):
         await runner.run_async("s", "help")
     session = await runner.session_store.load("s")
-    assert session.version == 0 and session.history == []
+    assert (session.active_agent, session.open_run, session.history) == (None, None, [{"role": "user", "content": "help"}])
     [run_id] = await runner.event_log.list_runs()
     assert (await runner.event_log.read(run_id))[-1].type == "run_failed"
 

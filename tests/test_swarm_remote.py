@@ -17,13 +17,18 @@ import pytest
 
 from agent_server import Handoff as HandoffLine
 from agent_server import HostedAgent, InputRequired, TaskContext, TextChunk, create_app
-from gateway import Agent, AgentHandoffError, Gateway, Handoff, Runner, tool
+from gateway import Agent, AgentHandoffError, Gateway, Handoff, HostAllowlist, Runner, tool
 from gateway.errors import AgentTaskFailed, PeerConnectionError
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
 from gateway.swarm import RemoteAgent, StructuredHistory
 from tests.servers import free_port, serve_app
 
 pytestmark = pytest.mark.anyio
+
+
+def _gateway() -> Gateway:
+    """The agents of these tests hand off to each other by URI, all on 127.0.0.1: allow that host."""
+    return Gateway(allowed_hosts=HostAllowlist(["127.0.0.1:*"]))
 
 
 @dataclass
@@ -121,7 +126,7 @@ async def test_local_triage_to_remote_billing_to_remote_tech_which_answers(
     servers: tuple[dict[str, str], Seen],
 ) -> None:
     urls, seen = servers
-    async with Gateway() as gateway:
+    async with _gateway() as gateway:
         runner, triage = await _swarm(gateway, urls)
         assert isinstance(runner.agents["billing"], RemoteAgent)
         assert "transfer_to_billing" in [t.name for t in triage.get_all_tools()]
@@ -163,7 +168,7 @@ async def test_two_remote_agents_handing_back_and_forth_are_stopped_by_cycle_det
     servers: tuple[dict[str, str], Seen],
 ) -> None:
     urls, seen = servers
-    async with Gateway() as gateway:
+    async with _gateway() as gateway:
         runner, _ = await _swarm(gateway, urls, max_handoffs_per_turn=10)
         response = await runner.run_async("cust-2", "refund loop on my invoice charge")
 
@@ -183,7 +188,7 @@ async def test_two_remote_agents_handing_back_and_forth_are_stopped_by_cycle_det
 
 async def test_remote_hops_count_against_the_handoff_limit(servers: tuple[dict[str, str], Seen]) -> None:
     urls, _ = servers
-    async with Gateway() as gateway:
+    async with _gateway() as gateway:
         runner, _ = await _swarm(gateway, urls, max_handoffs_per_turn=2)
         response = await runner.run_async("cust-3", "refund loop on my invoice charge")
     assert [e.fields["target"] for e in response.events_of("handoff")] == ["billing", "ops"]
@@ -195,7 +200,7 @@ async def test_remote_hops_count_against_the_handoff_limit(servers: tuple[dict[s
 
 async def test_remote_agent_sees_a_structured_payload_under_that_policy(servers: tuple[dict[str, str], Seen]) -> None:
     urls, seen = servers
-    async with Gateway() as gateway:
+    async with _gateway() as gateway:
         runner, _ = await _swarm(gateway, urls, history_policy=StructuredHistory())
         await runner.run_async("cust-4", "double charge on invoice ORD-991, refund please")
     conversation = _conversation(seen.contexts["tech"][-1])
@@ -211,7 +216,7 @@ async def test_a_local_agent_calls_a_remote_agent_as_a_tool_inside_the_run(
     servers: tuple[dict[str, str], Seen],
 ) -> None:
     urls, _ = servers
-    async with Gateway() as gateway:
+    async with _gateway() as gateway:
         ask_tech = gateway.add_agent_tool("ask_tech", agent=urls["tech"], mode="streaming")
         model = ScriptedModel(
             [
@@ -239,7 +244,7 @@ async def test_the_remote_swarm_example_runs_on_loopback(capsys: pytest.CaptureF
 
 async def test_a_remote_question_keeps_its_task_for_the_next_turn(servers: tuple[dict[str, str], Seen]) -> None:
     urls, seen = servers
-    async with Gateway() as gateway:
+    async with _gateway() as gateway:
         runner, _ = await _swarm(gateway, urls)
         question = await runner.run_async("cust-6", "refund my invoice charge, and the app is slow")
         asked = seen.contexts["tech"][-1]
@@ -250,20 +255,22 @@ async def test_a_remote_question_keeps_its_task_for_the_next_turn(servers: tuple
     assert (await runner.session_store.load("cust-6")).remote_tasks == {}
 
 
-async def test_a_failed_remote_task_fails_the_turn_and_leaves_the_session_alone(
+async def test_a_failed_remote_task_fails_the_turn_and_the_session_keeps_only_the_message(
     servers: tuple[dict[str, str], Seen],
 ) -> None:
     urls, _ = servers
-    async with Gateway() as gateway:
+    async with _gateway() as gateway:
         runner, _ = await _swarm(gateway, urls)
         with pytest.raises(AgentTaskFailed, match="failed"):
             await runner.run_async("cust-7", "refund my invoice charge, explode")
-        assert (await runner.session_store.load("cust-7")).version == 0
+        session = await runner.session_store.load("cust-7")
+    assert (session.active_agent, session.open_run) == (None, None)
+    assert session.history == [{"role": "user", "content": "refund my invoice charge, explode"}]
 
 
 async def test_a_remote_transfer_to_an_unknown_agent_raises(servers: tuple[dict[str, str], Seen]) -> None:
     urls, _ = servers
-    async with Gateway() as gateway:
+    async with _gateway() as gateway:
         runner, _ = await _swarm(gateway, urls)
         with pytest.raises(AgentHandoffError, match="nobody"):
             await runner.run_async("cust-8", "refund my invoice charge, nobody")
@@ -271,7 +278,7 @@ async def test_a_remote_transfer_to_an_unknown_agent_raises(servers: tuple[dict[
 
 async def test_a_remote_agent_hands_back_to_a_local_agent_by_name(servers: tuple[dict[str, str], Seen]) -> None:
     urls, _ = servers
-    async with Gateway() as gateway:
+    async with _gateway() as gateway:
         triage = Agent(
             "triage",
             model=ScriptedModel(
@@ -304,7 +311,7 @@ async def test_an_unreachable_uri_target_is_a_handoff_error() -> None:
     desk = Agent(
         "desk", tools=[escalate], model=ScriptedModel([ModelResponse(tool_calls=[ToolCall("c", "escalate", {})])])
     )
-    async with Gateway() as gateway:
+    async with _gateway() as gateway:
         with pytest.raises(PeerConnectionError, match="nobody"):
             await Runner(desk, gateway=gateway).register_remote("local://nobody")
         with pytest.raises(AgentHandoffError, match="cannot reach handoff target 'local://nobody'"):

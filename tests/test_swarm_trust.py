@@ -17,7 +17,7 @@ import pytest
 
 from agent_server import Handoff as HandoffLine
 from agent_server import HostedAgent, TaskContext, create_app
-from gateway import Agent, AgentHandoffError, Gateway, Runner
+from gateway import Agent, AgentHandoffError, Gateway, HostAllowlist, Runner
 from gateway.models import ModelResponse, ToolCall
 from gateway.models.base import ChatMessage, ToolSpec
 from tests.servers import serve_app
@@ -102,7 +102,7 @@ async def test_a_remote_agent_cannot_make_the_gateway_start_a_process(
         response = await runner.run_async("s-stdio", "go transfer_to_front stdio")
     assert not pwned.exists()
     (refused,) = response.events_of("handoff_refused")
-    assert refused.fields["cause"] == "forbidden_target"
+    assert refused.fields["cause"] == "spawns_process"
     assert refused.fields["target"].startswith("mcp+stdio:")
     assert "mcp+stdio" in refused.fields["detail"]
     assert (response.active_agent_name, response.content) == ("front", "Front: passing you on.")
@@ -128,16 +128,30 @@ async def test_with_resolve_uris_a_remote_agent_may_name_a_new_http_agent(
     remotes: tuple[dict[str, str], Calls, Path],
 ) -> None:
     urls, _, _ = remotes
-    async with Gateway() as gateway:
+    async with Gateway(allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway:
         runner = await _runner(gateway, urls)
         response = await runner.run_async("s-uri", "go transfer_to_front expert")
     assert (response.active_agent_name, response.content) == ("expert", "Expert: done.")
     assert response.events_of("handoff_refused") == []
 
 
+async def test_by_default_a_remote_agent_may_not_send_the_conversation_to_a_host_nobody_configured(
+    remotes: tuple[dict[str, str], Calls, Path],
+) -> None:
+    urls, calls, _ = remotes
+    before = calls.count("expert")
+    async with Gateway() as gateway:
+        runner = await _runner(gateway, urls)
+        response = await runner.run_async("s-host", "go transfer_to_front expert")
+    assert calls.count("expert") == before
+    (refused,) = response.events_of("handoff_refused")
+    assert (refused.fields["cause"], refused.fields["target"]) == ("host_not_allowed", urls["expert"])
+    assert response.content == "Front: passing you on."
+
+
 async def test_a_forgotten_agent_found_by_uri_is_not_reconnected(remotes: tuple[dict[str, str], Calls, Path]) -> None:
     urls, calls, _ = remotes
-    async with Gateway() as gateway:
+    async with Gateway(allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway:
         runner = await _runner(gateway, urls)
         first = await runner.run_async("s-forget", "go transfer_to_front expert")
         assert first.active_agent_name == "expert" and "expert" in runner.agents

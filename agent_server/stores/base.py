@@ -1,6 +1,7 @@
 """The task store interface: tasks and their stream events, nothing else.
 
-A store keeps the latest snapshot of each task and the task's events in seq order. It
+A store keeps the latest snapshot of each task, the task's events in seq order, and the
+name of the caller that created it (its owner, None on a server without tokens). It
 never decides anything about task life; "running" means state ``submitted`` or
 ``working``, and a store never evicts or expires such a task.
 """
@@ -22,12 +23,16 @@ class TaskStore(abc.ABC):
     """Where an agent server keeps tasks and their events. All methods are safe to call concurrently."""
 
     @abc.abstractmethod
-    async def save_task(self, task: Task) -> None:
-        """Insert or replace the snapshot of ``task``."""
+    async def save_task(self, task: Task, owner: str | None = None) -> None:
+        """Insert or replace the snapshot of ``task``; ``owner`` is recorded on insert and kept afterwards."""
 
     @abc.abstractmethod
     async def load_task(self, task_id: str) -> Task | None:
         """The latest snapshot, or None when unknown or expired."""
+
+    @abc.abstractmethod
+    async def owner_of(self, task_id: str) -> str | None:
+        """Who created the task (None when unknown, or created without an owner)."""
 
     @abc.abstractmethod
     async def append_event(self, task_id: str, event: StreamEvent) -> None:

@@ -16,6 +16,7 @@ from .base import StoreFull, TaskStore, is_running
 class _Entry:
     task: Task
     updated_at: float
+    owner: str | None = None
     events: list[StreamEvent] = field(default_factory=list)
 
 
@@ -43,13 +44,13 @@ class MemoryTaskStore(TaskStore):
         """How many tasks the store holds (expired ones included until they are swept)."""
         return len(self._entries)
 
-    async def save_task(self, task: Task) -> None:
+    async def save_task(self, task: Task, owner: str | None = None) -> None:
         now = self._clock()
         entry = self._entries.get(task.id)
         if entry is None:
             self._expire(now)
             self._make_room()
-            self._entries[task.id] = _Entry(task=task.model_copy(deep=True), updated_at=now)
+            self._entries[task.id] = _Entry(task=task.model_copy(deep=True), updated_at=now, owner=owner)
             return
         entry.task = task.model_copy(deep=True)
         entry.updated_at = now
@@ -58,6 +59,10 @@ class MemoryTaskStore(TaskStore):
     async def load_task(self, task_id: str) -> Task | None:
         entry = self._live_entry(task_id)
         return entry.task.model_copy(deep=True) if entry else None
+
+    async def owner_of(self, task_id: str) -> str | None:
+        entry = self._live_entry(task_id)
+        return entry.owner if entry else None
 
     async def append_event(self, task_id: str, event: StreamEvent) -> None:
         entry = self._entries.get(task_id)

@@ -25,7 +25,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     id TEXT PRIMARY KEY,
     state TEXT NOT NULL,
     updated_at REAL NOT NULL,
-    body BLOB NOT NULL
+    body BLOB NOT NULL,
+    owner TEXT
 );
 CREATE INDEX IF NOT EXISTS tasks_by_age ON tasks (updated_at);
 CREATE TABLE IF NOT EXISTS events (
@@ -57,18 +58,22 @@ class SQLiteTaskStore(TaskStore):
         self.ttl_s = ttl_s
         self._clock = clock
         self._last_expiry = clock()
-        self._db = SQLiteDatabase(self.path, schema=_SCHEMA, what="task store")
+        self._db = SQLiteDatabase(self.path, schema=_SCHEMA, what="task store", columns={"tasks": {"owner": "TEXT"}})
 
-    async def save_task(self, task: Task) -> None:
+    async def save_task(self, task: Task, owner: str | None = None) -> None:
         body = task.to_json()
         now = self._clock()
-        await self._db.run(_save, task.id, task.status.state.value, now, body)
+        await self._db.run(_save, task.id, task.status.state.value, now, body, owner)
         if self.ttl_s is not None and now - self._last_expiry >= _EXPIRE_EVERY_S:
             await self.expire()
 
     async def load_task(self, task_id: str) -> Task | None:
         row = await self._db.run(_fetch_one, "SELECT body FROM tasks WHERE id = ?", (task_id,))
         return Task.model_validate_json(row[0]) if row else None
+
+    async def owner_of(self, task_id: str) -> str | None:
+        row = await self._db.run(_fetch_one, "SELECT owner FROM tasks WHERE id = ?", (task_id,))
+        return row[0] if row else None
 
     async def append_event(self, task_id: str, event: StreamEvent) -> None:
         await self._db.run(_execute, "INSERT INTO events VALUES (?, ?, ?)", (task_id, event.seq, event.to_json()))
@@ -108,12 +113,12 @@ def _fetch_all(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> lis
     return conn.execute(sql, args).fetchall()
 
 
-def _save(conn: sqlite3.Connection, task_id: str, state: str, now: float, body: bytes) -> None:
+def _save(conn: sqlite3.Connection, task_id: str, state: str, now: float, body: bytes, owner: str | None) -> None:
     conn.execute(
-        "INSERT INTO tasks VALUES (?, ?, ?, ?) "
+        "INSERT INTO tasks (id, state, updated_at, body, owner) VALUES (?, ?, ?, ?, ?) "
         "ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at, "
         "body = excluded.body",
-        (task_id, state, now, body),
+        (task_id, state, now, body, owner),
     )
 
 

@@ -33,7 +33,8 @@ class SQLiteDatabase:
     """A connection to ``path`` with ``schema`` applied, used one call at a time through ``run``.
 
     ``what`` names the store in errors ("the task store tasks.db is closed"). The parent
-    directory is created when missing. If the file cannot be set up (not a database, a
+    directory is created when missing. ``columns`` (table -> column -> declaration) are
+    added to a file made by an older version whose tables lack them. If the file cannot be set up (not a database, a
     PRAGMA or the schema fails), the connection is closed and the sqlite3 error raised.
     """
 
@@ -45,6 +46,7 @@ class SQLiteDatabase:
         what: str = "database",
         synchronous: Synchronous = "NORMAL",
         busy_timeout_s: float = 5.0,
+        columns: dict[str, dict[str, str]] | None = None,
     ) -> None:
         if synchronous not in _SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, not {synchronous!r}")
@@ -60,6 +62,7 @@ class SQLiteDatabase:
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={synchronous}")
             conn.executescript(schema)
+            _add_missing_columns(conn, columns or {})
         except BaseException:
             conn.close()
             raise
@@ -99,3 +102,11 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _add_missing_columns(conn: sqlite3.Connection, columns: dict[str, dict[str, str]]) -> None:
+    for table, wanted in columns.items():
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for column, declaration in wanted.items():
+            if column not in present:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")

@@ -51,8 +51,19 @@ class EventLog(abc.ABC):
         """
 
     @abc.abstractmethod
-    async def list_runs(self, limit: int = 100) -> list[str]:
-        """Run ids, newest first."""
+    async def open_run(self, run_id: str, *, owner: str | None = None) -> None:
+        """Put the run in the index before its first event, with the caller it belongs to (``owner``).
+
+        A run that is only appended to is indexed at its first event, without an owner.
+        """
+
+    @abc.abstractmethod
+    async def run_owner(self, run_id: str) -> str | None:
+        """The owner ``open_run`` recorded (None when none, or the run is unknown)."""
+
+    @abc.abstractmethod
+    async def list_runs(self, limit: int = 100, *, owner: str | None = None) -> list[str]:
+        """Run ids, newest first; with ``owner``, only that owner's."""
 
     async def aclose(self) -> None:
         """Release the storage; followers still waiting end."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from ..events import Event
 from .base import EventLog
 
@@ -10,6 +12,7 @@ class MemoryEventLog(EventLog):
     def __init__(self) -> None:
         super().__init__()
         self._runs: dict[str, list[Event]] = {}
+        self._owners: dict[str, str] = {}
         self._closed: set[str] = set()
 
     async def append(self, event: Event) -> Event:
@@ -36,5 +39,14 @@ class MemoryEventLog(EventLog):
         """Nothing to do: a memory log never outlives the process that wrote it."""
         return []
 
-    async def list_runs(self, limit: int = 100) -> list[str]:
-        return list(reversed(self._runs))[:limit]
+    async def open_run(self, run_id: str, *, owner: str | None = None) -> None:
+        self._runs.setdefault(run_id, [])
+        if owner is not None:
+            self._owners.setdefault(run_id, owner)
+
+    async def run_owner(self, run_id: str) -> str | None:
+        return self._owners.get(run_id)
+
+    async def list_runs(self, limit: int = 100, *, owner: str | None = None) -> list[str]:
+        runs = (run_id for run_id in reversed(self._runs) if owner is None or self._owners.get(run_id) == owner)
+        return list(itertools.islice(runs, limit))

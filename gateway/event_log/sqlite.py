@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS events (
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
     created_ms INTEGER NOT NULL,
-    closed INTEGER NOT NULL DEFAULT 0
+    closed INTEGER NOT NULL DEFAULT 0,
+    owner TEXT
 );
 """
 
@@ -57,7 +58,12 @@ class SQLiteEventLog(EventLog):
         self.path = str(path)
         self.cross_process_poll_s = cross_process_poll_s
         self._db = SQLiteDatabase(
-            self.path, schema=_SCHEMA, what="event log", synchronous=synchronous, busy_timeout_s=10.0
+            self.path,
+            schema=_SCHEMA,
+            what="event log",
+            synchronous=synchronous,
+            busy_timeout_s=10.0,
+            columns={"runs": {"owner": "TEXT"}},
         )
 
     async def append(self, event: Event) -> Event:
@@ -82,8 +88,14 @@ class SQLiteEventLog(EventLog):
             self._notify(run_id)
         return run_ids
 
-    async def list_runs(self, limit: int = 100) -> list[str]:
-        return await self._db.run(_list_runs, limit)
+    async def open_run(self, run_id: str, *, owner: str | None = None) -> None:
+        await self._db.run(_open_run, run_id, owner)
+
+    async def run_owner(self, run_id: str) -> str | None:
+        return await self._db.run(_run_owner, run_id)
+
+    async def list_runs(self, limit: int = 100, *, owner: str | None = None) -> list[str]:
+        return await self._db.run(_list_runs, limit, owner)
 
     async def aclose(self) -> None:
         await super().aclose()
@@ -128,8 +140,22 @@ def _is_closed(conn: sqlite3.Connection, run_id: str) -> bool:
     return bool(row and row[0])
 
 
-def _list_runs(conn: sqlite3.Connection, limit: int) -> list[str]:
-    rows = conn.execute("SELECT run_id FROM runs ORDER BY rowid DESC LIMIT ?", (limit,)).fetchall()
+def _open_run(conn: sqlite3.Connection, run_id: str, owner: str | None) -> None:
+    conn.execute("INSERT OR IGNORE INTO runs (run_id, created_ms, owner) VALUES (?, ?, ?)", (run_id, now_ms(), owner))
+
+
+def _run_owner(conn: sqlite3.Connection, run_id: str) -> str | None:
+    row = conn.execute("SELECT owner FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    return row[0] if row else None
+
+
+def _list_runs(conn: sqlite3.Connection, limit: int, owner: str | None) -> list[str]:
+    if owner is None:
+        rows = conn.execute("SELECT run_id FROM runs ORDER BY rowid DESC LIMIT ?", (limit,)).fetchall()
+    else:
+        rows = conn.execute(
+            "SELECT run_id FROM runs WHERE owner = ? ORDER BY rowid DESC LIMIT ?", (owner, limit)
+        ).fetchall()
     return [run_id for (run_id,) in rows]
 
 

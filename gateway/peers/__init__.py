@@ -1,7 +1,8 @@
 """Peers: agents the gateway can call, one interface over A2A-HTTP, in-process and MCP."""
 
 from .a2a_http import A2AHttpPeer, HttpTimeouts
-from .base import Peer, RawLine, StreamItem
+from .base import Peer, RawLine, StreamItem, StreamTooLarge
+from .limits import PeerLimits
 from .local import LocalAgentHost, LocalPeer
 from .mcp import MCPConnection, MCPPeer
 
@@ -13,6 +14,8 @@ __all__ = [
     "MCPConnection",
     "MCPPeer",
     "Peer",
+    "PeerLimits",
     "RawLine",
     "StreamItem",
+    "StreamTooLarge",
 ]

@@ -1,14 +1,22 @@
 """A remote agent over the A2A-NDJSON binding, through the gateway's one pooled httpx client.
 
-Deadlines: connecting is bounded by ``connect_timeout_s`` (httpx); a stream's response
-headers must arrive within ``headers_timeout_s`` of sending the request; after that there
-is no read timeout here: the caller's per-chunk idle timeout takes its place. A sync
-``/tasks/send`` has no read timeout either: the caller's ``timeout_ms`` bounds it.
+Deadlines (``PeerLimits``): waiting for a pooled connection is bounded by
+``pool_timeout_s`` and reported as ``pool_exhausted``, never blamed on the agent;
+connecting by ``connect_timeout_s``; a stream's response headers must arrive within
+``headers_timeout_s`` of the request being written; after that there is no read timeout
+here: the caller's per-chunk idle timeout takes its place. A sync ``/tasks/send`` has no
+read timeout either: the caller's ``timeout_ms`` bounds it, from the moment the request is
+written (``on_sent``).
+
+Sizes: a JSON answer is read up to ``max_answer_bytes``, a card up to ``max_card_bytes``,
+a stream up to ``max_stream_bytes`` in all (then ``StreamTooLarge`` ends it). Redirects are
+not followed: a 3xx answer is a ``PeerRedirect`` naming where it pointed. The peer's token,
+when it has one, goes in ``Authorization`` on its requests only.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -28,61 +36,71 @@ from protocol import (
     SkippedBytes,
     Task,
     TaskSendParams,
+    NDJSONDecoder,
     TaskState,
-    aiter_ndjson,
     parse_stream_event,
 )
 
-from ..errors import AgentToolTimeout, PeerConnectionError, PeerHTTPError, PeerProtocolError
+from ..errors import (
+    AgentToolError,
+    AgentToolTimeout,
+    PeerConnectionError,
+    PeerHTTPError,
+    PeerProtocolError,
+    PeerRedirect,
+    PoolExhausted,
+)
 from ..uri import A2AHttpTarget
-from .base import Peer, RawLine, StreamItem
+from .base import Peer, RawLine, StreamItem, StreamTooLarge
+from .limits import PeerLimits
 
 _JSON_HEADERS = {"content-type": "application/json", "accept": "application/json"}
 _STREAM_HEADERS = {"content-type": "application/json", "accept": NDJSON_MEDIA_TYPE}
 _MAX_ERROR_BODY = 64 * 1024
-_MAX_ANSWER_BYTES = 16 * 1024 * 1024
-"""The largest JSON answer (a Task, a card) read from a peer; a bigger one fails the call."""
+
+OnSent = Callable[[], None]
+"""Called once the request has been written on a connection (the clock of a reply deadline starts)."""
 
 
 @dataclass(frozen=True)
 class HttpTimeouts:
-    """The httpx timeouts of A2A requests, built once per gateway from its deadlines.
+    """The httpx timeouts of A2A requests, built once per gateway from its ``PeerLimits``.
 
-    ``open``: connect within ``connect_timeout_s``, send the request within
-    ``headers_timeout_s``, no read timeout (a stream's idle timeout or the call's
-    ``timeout_ms`` bounds the wait); also the gateway's own client default. ``short``: the
-    same plus a read timeout of ``headers_timeout_s``, for cancel, get and the card.
+    ``open``: wait for a pooled connection within ``pool_timeout_s``, connect within
+    ``connect_timeout_s``, send the request within ``headers_timeout_s``, no read timeout (a
+    stream's idle timeout or the call's ``timeout_ms`` bounds the wait); also the gateway's
+    own client default. ``short``: the same plus a read timeout of ``headers_timeout_s``, for
+    cancel, get and the card.
     """
 
-    connect_timeout_s: float
-    headers_timeout_s: float
     open: httpx.Timeout
     short: httpx.Timeout
 
     @classmethod
-    def build(cls, *, connect_timeout_s: float, headers_timeout_s: float) -> HttpTimeouts:
+    def build(cls, limits: PeerLimits) -> HttpTimeouts:
+        connect, headers, pool = limits.connect_timeout_s, limits.headers_timeout_s, limits.pool_timeout_s
         return cls(
-            connect_timeout_s=connect_timeout_s,
-            headers_timeout_s=headers_timeout_s,
-            open=httpx.Timeout(connect=connect_timeout_s, read=None, write=headers_timeout_s, pool=None),
-            short=httpx.Timeout(connect=connect_timeout_s, read=headers_timeout_s, write=headers_timeout_s, pool=None),
+            open=httpx.Timeout(connect=connect, read=None, write=headers, pool=pool),
+            short=httpx.Timeout(connect=connect, read=headers, write=headers, pool=pool),
         )
 
 
 class A2AHttpPeer(Peer):
     def __init__(
-        self, target: A2AHttpTarget, client: httpx.AsyncClient, *, max_line_bytes: int, timeouts: HttpTimeouts
+        self, target: A2AHttpTarget, client: httpx.AsyncClient, limits: PeerLimits, *, token: str | None = None
     ) -> None:
         self.uri = target.uri
         self.base_url = target.base_url
-        self.max_line_bytes = max_line_bytes
-        self.headers_timeout_s = timeouts.headers_timeout_s
+        self.limits = limits
         self._client = client
-        self._open_timeout = timeouts.open
-        self._short_timeout = timeouts.short
+        self._timeouts = HttpTimeouts.build(limits)
+        auth = {"authorization": f"Bearer {token}"} if token else {}
+        self._json_headers = {**_JSON_HEADERS, **auth}
+        self._stream_headers = {**_STREAM_HEADERS, **auth}
 
-    async def send(self, params: TaskSendParams) -> Task:
-        return _task(await self._post("/tasks/send", params.to_json(), self._open_timeout), self.uri)
+    async def send(self, params: TaskSendParams, on_sent: OnSent | None = None) -> Task:
+        answer = await self._exchange("POST", "/tasks/send", params.to_json(), self._timeouts.open, on_sent=on_sent)
+        return _task(answer, self.uri)
 
     @asynccontextmanager
     async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
@@ -90,23 +108,12 @@ class A2AHttpPeer(Peer):
             "POST",
             self.base_url + "/tasks/sendSubscribe",
             content=params.to_json(),
-            headers=_STREAM_HEADERS,
-            timeout=self._open_timeout,
+            headers=self._stream_headers,
+            timeout=self._timeouts.open,
         )
+        response = await self._send_for_headers(request)
         try:
-            with anyio.fail_after(self.headers_timeout_s):
-                response = await self._client.send(request, stream=True)
-        except TimeoutError:
-            raise AgentToolTimeout(
-                f"{self.uri} sent no response headers within {self.headers_timeout_s:g} s",
-                reason="headers_timeout",
-                seconds=self.headers_timeout_s,
-            ) from None
-        except httpx.TransportError as exc:
-            raise self._transport_error(exc, self._open_timeout) from exc
-        try:
-            if response.status_code >= 400:
-                raise _http_error(response.status_code, await _read_bounded(response, _MAX_ERROR_BODY))
+            await self._refuse_failure(response)
             async with aclosing(self._lines(response)) as lines:
                 yield lines
         finally:
@@ -114,57 +121,113 @@ class A2AHttpPeer(Peer):
 
     async def cancel(self, task_id: str) -> bool:
         try:
-            answer = await self._post("/tasks/cancel", orjson.dumps({"id": task_id}), self._short_timeout)
+            answer = await self._exchange("POST", "/tasks/cancel", orjson.dumps({"id": task_id}), self._timeouts.short)
             return _task(answer, self.uri).status.state == TaskState.CANCELED
-        except (PeerHTTPError, PeerConnectionError, PeerProtocolError, AgentToolTimeout):
+        except AgentToolError:
             return False
 
     async def get(self, task_id: str) -> Task:
-        return _task(await self._post("/tasks/get", orjson.dumps({"id": task_id}), self._short_timeout), self.uri)
+        answer = await self._exchange("POST", "/tasks/get", orjson.dumps({"id": task_id}), self._timeouts.short)
+        return _task(answer, self.uri)
 
     async def card(self) -> AgentCard:
-        content = await self._exchange("GET", "/.well-known/agent.json", None, self._short_timeout)
+        content = await self._exchange(
+            "GET", "/.well-known/agent.json", None, self._timeouts.short, limit=self.limits.max_card_bytes
+        )
         try:
             return AgentCard.model_validate(orjson.loads(content))
         except (orjson.JSONDecodeError, ValidationError) as exc:
             raise PeerProtocolError(f"{self.uri} answered an invalid agent card: {exc}", reason="bad_answer") from None
 
-    async def _post(self, path: str, body: bytes, timeout: httpx.Timeout) -> bytearray:
-        return await self._exchange("POST", path, body, timeout)
-
-    async def _exchange(self, method: str, path: str, body: bytes | None, timeout: httpx.Timeout) -> bytearray:
-        """One request; the answer's body, read only up to its limit (a peer cannot exhaust memory)."""
+    async def _exchange(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None,
+        timeout: httpx.Timeout,
+        *,
+        limit: int | None = None,
+        on_sent: OnSent | None = None,
+    ) -> bytearray:
+        """One request; the answer's body, read only up to ``limit`` (default ``max_answer_bytes``)."""
+        limit = limit or self.limits.max_answer_bytes
+        request = self._client.build_request(
+            method, self.base_url + path, content=body, headers=self._json_headers, timeout=timeout
+        )
+        if on_sent is not None:
+            request.extensions["trace"] = _when_written(on_sent)
         try:
-            async with self._client.stream(
-                method, self.base_url + path, content=body, headers=_JSON_HEADERS, timeout=timeout
-            ) as response:
-                if response.status_code >= 400:
-                    raise _http_error(response.status_code, await _read_bounded(response, _MAX_ERROR_BODY))
-                content = await _read_bounded(response, _MAX_ANSWER_BYTES + 1)
+            response = await self._client.send(request, stream=True)
         except httpx.TransportError as exc:
             raise self._transport_error(exc, timeout) from exc
-        if len(content) > _MAX_ANSWER_BYTES:
+        try:
+            await self._refuse_failure(response)
+            content = await _read_bounded(response, limit + 1)
+        except httpx.TransportError as exc:
+            raise self._transport_error(exc, timeout) from exc
+        finally:
+            await response.aclose()
+        if len(content) > limit:
             raise PeerProtocolError(
-                f"{self.uri} answered {method} {path} with more than {_MAX_ANSWER_BYTES} bytes", reason="answer_too_large"
+                f"{self.uri} answered {method} {path} with more than {limit} bytes", reason="answer_too_large"
             )
         return content
 
+    async def _send_for_headers(self, request: httpx.Request) -> httpx.Response:
+        """Send a stream's request; its headers must come ``headers_timeout_s`` after it is written."""
+        response: httpx.Response | None = None
+        headers_timeout_s = self.limits.headers_timeout_s
+        with anyio.CancelScope() as waiting:
+
+            def written() -> None:
+                waiting.deadline = anyio.current_time() + headers_timeout_s
+
+            request.extensions["trace"] = _when_written(written)
+            try:
+                response = await self._client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                raise self._transport_error(exc, self._timeouts.open) from exc
+        if response is None:
+            raise AgentToolTimeout(
+                f"{self.uri} sent no response headers within {headers_timeout_s:g} s",
+                reason="headers_timeout",
+                seconds=headers_timeout_s,
+            )
+        return response
+
+    async def _refuse_failure(self, response: httpx.Response) -> None:
+        """An error status fails the call with the peer's own message; a redirect is reported, not followed."""
+        if response.is_redirect:
+            location = response.headers.get("location", "(no Location header)")
+            raise PeerRedirect(response.status_code, location, self.uri)
+        if response.status_code >= 400:
+            raise _http_error(response.status_code, await _read_bounded(response, _MAX_ERROR_BODY))
+
     async def _lines(self, response: httpx.Response) -> AsyncIterator[StreamItem]:
-        """Decode the body as it arrives; a line growing past the limit is reported before it ends (and ends the stream)."""
+        """Decode the body as it arrives; an oversized line, or a stream past its total limit, ends it when seen."""
+        limit = self.limits.max_stream_bytes
+        received = 0
+        decoder = NDJSONDecoder(self.limits.max_line_bytes)
         try:
-            async with (
-                aclosing(response.aiter_raw()) as chunks,
-                aclosing(aiter_ndjson(chunks, self.max_line_bytes)) as decoded,
-            ):
-                async for line in decoded:
-                    yield _item(line)
-                    if isinstance(line, OversizedLine):
+            async with aclosing(response.aiter_raw()) as chunks:
+                async for chunk in chunks:
+                    received += len(chunk)
+                    if received > limit:
+                        yield StreamTooLarge(size=received, limit=limit)
                         return
+                    for line in decoder.feed(chunk):
+                        yield _item(line)
+                        if isinstance(line, OversizedLine):
+                            return
+            for line in decoder.close():
+                yield _item(line)
         except httpx.TransportError as exc:
             raise PeerConnectionError(f"the stream from {self.uri} broke: {_describe(exc)}") from exc
 
-    def _transport_error(self, exc: httpx.TransportError, timeout: httpx.Timeout) -> AgentToolTimeout | PeerConnectionError:
+    def _transport_error(self, exc: httpx.TransportError, timeout: httpx.Timeout) -> AgentToolError:
         """The error for a failed request, naming the deadline (of ``timeout``, the one it ran under) that passed."""
+        if isinstance(exc, httpx.PoolTimeout):
+            return PoolExhausted(self.limits.max_connections, timeout.pool or 0.0, self.uri)
         if isinstance(exc, httpx.ConnectTimeout):
             seconds = timeout.connect or 0.0
             return AgentToolTimeout(
@@ -174,11 +237,6 @@ class A2AHttpPeer(Peer):
             seconds = timeout.write or 0.0
             return AgentToolTimeout(
                 f"could not send the request to {self.uri} within {seconds:g} s", reason="headers_timeout", seconds=seconds
-            )
-        if isinstance(exc, httpx.PoolTimeout):
-            seconds = timeout.pool or 0.0
-            return AgentToolTimeout(
-                f"no free connection to {self.uri} within {seconds:g} s (HTTP pool full)", reason="timeout", seconds=seconds
             )
         if isinstance(exc, httpx.TimeoutException):
             seconds = timeout.read or 0.0
@@ -214,6 +272,16 @@ def _http_error(status: int, content: bytes | bytearray) -> PeerHTTPError:
     except (orjson.JSONDecodeError, ValidationError):
         text = content[:2000].decode("utf-8", errors="replace").strip()
         return PeerHTTPError(status, text or "(empty body)", body=text)
+
+
+def _when_written(callback: OnSent) -> Callable[[str, dict[str, Any]], Any]:
+    """An httpcore ``trace`` hook that calls ``callback`` when the request starts being written (a connection is held)."""
+
+    async def trace(event: str, info: dict[str, Any]) -> None:
+        if event.endswith("send_request_headers.started"):
+            callback()
+
+    return trace
 
 
 async def _read_bounded(response: httpx.Response, limit: int) -> bytearray:

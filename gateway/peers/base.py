@@ -3,14 +3,15 @@
 A stream is an async context manager yielding an async iterator, so that whatever a
 transport holds open (an HTTP response, an MCP call running in a task) is closed when the
 caller's block ends, in the caller's task. Its items are parsed A2A stream events, plus
-``RawLine`` for a line that is not one, ``OversizedLine`` for a line over the limit and
-``SkippedBytes`` for bytes that are not UTF-8 dropped from the next line.
+``RawLine`` for a line that is not one, ``OversizedLine`` for a line over the limit,
+``SkippedBytes`` for bytes that are not UTF-8 dropped from the next line, and
+``StreamTooLarge`` when the whole stream grew past its limit (the last item).
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,15 @@ class RawLine:
     raw: str | dict[str, Any]
 
 
-StreamItem = StatusEvent | ArtifactEvent | HandoffEvent | RawLine | OversizedLine | SkippedBytes
+@dataclass(frozen=True)
+class StreamTooLarge:
+    """The stream sent more than ``limit`` bytes in all (``size`` when it was noticed); nothing more is read."""
+
+    size: int
+    limit: int
+
+
+StreamItem = StatusEvent | ArtifactEvent | HandoffEvent | RawLine | OversizedLine | SkippedBytes | StreamTooLarge
 
 
 class Peer(abc.ABC):
@@ -43,8 +52,12 @@ class Peer(abc.ABC):
     uri: str
 
     @abc.abstractmethod
-    async def send(self, params: TaskSendParams) -> Task:
-        """Run one turn to its end (or to ``input-required``) and return the task."""
+    async def send(self, params: TaskSendParams, on_sent: Callable[[], None] | None = None) -> Task:
+        """Run one turn to its end (or to ``input-required``) and return the task.
+
+        ``on_sent`` is called once the request is on its way (for HTTP: written on a
+        connection, after any wait for one), so a reply deadline counts only the agent's time.
+        """
 
     @abc.abstractmethod
     def subscribe(self, params: TaskSendParams) -> AbstractAsyncContextManager[AsyncIterator[StreamItem]]:

@@ -6,7 +6,7 @@ app drives; a ``ProtocolError`` becomes the ``PeerHTTPError`` the HTTP layer wou
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from typing import Any
 
@@ -56,8 +56,10 @@ class LocalPeer(Peer):
         self.uri = target.uri
         self._host = host
 
-    async def send(self, params: TaskSendParams) -> Task:
+    async def send(self, params: TaskSendParams, on_sent: Callable[[], None] | None = None) -> Task:
         manager = await self._host.running_manager()
+        if on_sent is not None:
+            on_sent()
         with _as_http_errors():
             return await manager.send(params)
 

@@ -26,15 +26,17 @@ import itertools
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import aclosing, asynccontextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import httpx2
 import mcp_types
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
@@ -80,9 +82,12 @@ class _Live:
 class MCPConnection:
     """One live ``mcp.Client`` for one server, reopened on the next use if it died."""
 
-    def __init__(self, target: MCPTarget, task_group: TaskGroup, *, connect_timeout_s: float) -> None:
+    def __init__(
+        self, target: MCPTarget, task_group: TaskGroup, *, connect_timeout_s: float, token: str | None = None
+    ) -> None:
         self.target = target
         self.connect_timeout_s = connect_timeout_s
+        self._token = token
         self._task_group = task_group
         self._lock = anyio.Lock()
         self._live: _Live | None = None
@@ -161,7 +166,9 @@ class MCPConnection:
         stop, stopped = anyio.Event(), anyio.Event()
         try:
             with attempt.scope:
-                async with Client(_server_arg(self.target), read_timeout_seconds=None) as client:
+                async with AsyncExitStack() as stack:
+                    server = await _server_arg(self.target, self._token, stack)
+                    client = await stack.enter_async_context(Client(server, read_timeout_seconds=None))
                     attempt.live = _Live(client=client, stop=stop, stopped=stopped)
                     attempt.settled.set()
                     await stop.wait()
@@ -202,9 +209,11 @@ class MCPPeer(Peer):
         self._connection = connection
         self._calls: dict[str, _Call] = {}
 
-    async def send(self, params: TaskSendParams) -> Task:
+    async def send(self, params: TaskSendParams, on_sent: Callable[[], None] | None = None) -> Task:
         task_id = params.id or _new_task_id()
         client, arguments = await self._prepare(params)
+        if on_sent is not None:
+            on_sent()
         events: list[StreamItem] = []
 
         async def collect(item: StreamItem) -> None:
@@ -326,12 +335,18 @@ class MCPPeer(Peer):
         )
 
 
-def _server_arg(target: MCPTarget) -> StdioServerParameters | str:
+async def _server_arg(target: MCPTarget, token: str | None, stack: AsyncExitStack) -> Any:
+    """What ``mcp.Client`` connects to; a token rides on an HTTP client of this connection's own."""
     if isinstance(target, MCPStdioTarget):
         return StdioServerParameters(
             command=target.command, args=list(target.args), env=dict(target.env) or None, cwd=target.cwd
         )
-    return target.url
+    if token is None:
+        return target.url
+    http = await stack.enter_async_context(
+        httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=httpx2.Timeout(30.0, read=300.0))
+    )
+    return streamable_http_client(target.url, http_client=http)
 
 
 async def _drain(receive: MemoryObjectReceiveStream[StreamItem | Exception]) -> AsyncIterator[StreamItem]:

@@ -18,25 +18,29 @@ Paths (docs/gateway-service.md has bodies and examples)::
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_server import create_app
+from agent_server.app import CARD_PATHS
+from agent_server.auth import BearerAuth, TokenTable
+from agent_server.browsers import browser_middleware
 from agent_server.http import error_response, guarded, json_response
 from protocol import ErrorCode, ProtocolError
 
 from ..config import GatewayConfig
 from . import routes_agents, routes_runs, routes_sessions, routes_tools
 from .binding import swarm_agent
-from .build import build_service, task_store_spec
+from .build import build_service, gateway_tokens, task_store_spec
 from .core import GatewayService
-from .http import service_of
+from .http import api_route, service_of
 
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
@@ -64,31 +68,44 @@ def create_gateway_app(
     task_store: str | None = None,
     max_body_bytes: int | None = None,
     public_url: str | None = None,
+    tokens: TokenTable | None = None,
+    allowed_origins: Sequence[str] | None = None,
 ) -> Starlette:
     """The app for a configuration (parts built now, started by the lifespan) or for a service you assembled.
 
-    With a service, ``task_store`` (default ``memory``), ``max_body_bytes`` (default 1 MiB)
-    and ``public_url`` set the binding; with a GatewayConfig they come from the configuration
-    (``stores.tasks``, ``gateway.max_body_bytes``, ``gateway.public_url``) and passing them is
-    a TypeError. The app owns the service: its lifespan starts it and closes every part at
-    shutdown. A failed start (a remote agent that cannot be reached) is also kept in
-    ``app.state.startup_error``.
+    With a service, ``task_store`` (default ``memory``), ``max_body_bytes`` (default 1 MiB),
+    ``public_url``, ``tokens`` (default none: no authentication) and ``allowed_origins``
+    (default none) set the edge; with a GatewayConfig they come from the configuration
+    (``stores.tasks``, ``gateway.max_body_bytes``, ``gateway.public_url``, ``[security]``
+    and ``SWITCHBOARD_ADMIN_TOKEN``) and passing them is a TypeError. The app owns the
+    service: its lifespan starts it and closes every part at shutdown. A failed start (a
+    remote agent that cannot be reached) is also kept in ``app.state.startup_error``.
     """
     if isinstance(source, GatewayConfig):
-        given = [name for name, value in (("task_store", task_store), ("max_body_bytes", max_body_bytes), ("public_url", public_url)) if value is not None]
+        options = (
+            ("task_store", task_store),
+            ("max_body_bytes", max_body_bytes),
+            ("public_url", public_url),
+            ("tokens", tokens),
+            ("allowed_origins", allowed_origins),
+        )
+        given = [name for name, value in options if value is not None]
         if given:
             raise TypeError(
                 f"create_gateway_app: {', '.join(given)} cannot be given with a configuration; "
-                "set them in it instead (stores.tasks, gateway.max_body_bytes, gateway.public_url)"
+                "set them in it instead (stores.tasks, gateway.max_body_bytes, gateway.public_url, [security])"
             )
         task_store = task_store_spec(source, origin)
+        tokens = gateway_tokens(source, origin)
         service = build_service(source, origin)
         max_body_bytes = source.gateway.max_body_bytes
         public_url = source.gateway.public_url
+        allowed_origins = source.security.allowed_origins
     else:
         service = source
+    tokens = tokens or TokenTable()
     body_limit = max_body_bytes if max_body_bytes is not None else DEFAULT_MAX_BODY_BYTES
-    hosted = swarm_agent(service)
+    hosted = swarm_agent(service, bearer=bool(tokens))
     binding = create_app(hosted, store=task_store or "memory", max_body_bytes=body_limit, public_url=public_url)
 
     @asynccontextmanager
@@ -109,16 +126,29 @@ def create_gateway_app(
             await service.__aexit__(None, None, None)
 
     routes = [
-        Route("/", guarded(_index), methods=["GET"]),
+        api_route("/", _index, ["GET"], scope="chat"),
         Route("/health", guarded(_health), methods=["GET"]),
         *routes_agents.routes,
         *routes_tools.routes,
         *routes_sessions.routes,
         *routes_runs.routes,
         Route("/tasks/{rest:path}", binding),
-        Route("/.well-known/agent.json", binding),
+        *(Route(path, binding) for path in CARD_PATHS),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: _http_exception})
+    return Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        middleware=[
+            *browser_middleware(allowed_origins or ()),
+            Middleware(BearerAuth, tokens=tokens, is_public=_is_public),
+        ],
+        exception_handlers={HTTPException: _http_exception},
+    )
+
+
+def _is_public(method: str, path: str) -> bool:
+    """Liveness and the agent card need no token; everything else does when tokens are configured."""
+    return method in ("GET", "HEAD") and (path == "/health" or path in CARD_PATHS)
 
 
 async def _health(request: Request) -> Response:

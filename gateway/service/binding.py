@@ -32,13 +32,15 @@ class SwarmAgent(HostedAgent):
     """
 
     service: GatewayService = field(kw_only=True)
+    bearer: bool = field(default=False, kw_only=True)
     task_manager: TaskManager | None = None
 
     def card(self, url: str) -> AgentCard:
         if self.service.running:
             members = self.service.agents().items()
             self.skills = [AgentSkill(id=name, name=name, description=member.specialty) for name, member in members]
-        return super().card(url)
+        card = super().card(url)
+        return card.with_bearer_auth() if self.bearer else card
 
     async def cancel_task(self, task_id: str) -> None:
         if self.task_manager is None:
@@ -49,13 +51,16 @@ class SwarmAgent(HostedAgent):
             pass  # it ended meanwhile
 
 
-def swarm_agent(service: GatewayService) -> SwarmAgent:
+def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
+    """The swarm as a HostedAgent; ``bearer``: its card says calls need a token (the gateway checks them)."""
+
     async def run(ctx: TaskContext) -> AsyncIterator[Any]:
         if not ctx.text.strip():
             raise ValueError("the message has no text: send the user's words as a text part")
         streamed = False
         with service.stoppable_run(lambda: agent.cancel_task(ctx.task_id)):
-            async with aclosing(service.runner.run_stream(ctx.session_id, ctx.text)) as events:
+            turn = service.runner.run_stream(ctx.session_id, ctx.text, caller=ctx.caller)
+            async with aclosing(turn) as events:
                 async for event in events:
                     if event.type == EventType.TEXT_DELTA.value and event.fields.get("text"):
                         streamed = True
@@ -64,5 +69,5 @@ def swarm_agent(service: GatewayService) -> SwarmAgent:
                         yield str(event.fields["content"])
 
     description = service.description or f"A Switchboard gateway; its swarm starts with {service.starting_agent_name!r}."
-    agent = SwarmAgent(name=service.name, handler=run, description=description, service=service)
+    agent = SwarmAgent(name=service.name, handler=run, description=description, service=service, bearer=bearer)
     return agent

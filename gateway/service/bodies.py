@@ -20,6 +20,8 @@ class RegisterAgentBody(_Body):
     name: str | None = Field(None, min_length=1, max_length=128)
     description: str | None = None
     handoff_from: list[str] | None = None
+    token: str | None = Field(None, min_length=1, repr=False)
+    """Sent to this agent only (``Authorization: Bearer``); never shown in answers, events or logs."""
 
     @field_validator("name")
     @classmethod
@@ -30,9 +32,25 @@ class RegisterAgentBody(_Body):
 
 
 class DefineToolBody(ToolConfig):
-    """``POST /tools``: a ``[[tools]]`` entry, plus the local agents whose model may call it."""
+    """``POST /tools``: a ``[[tools]]`` entry, plus the local agents whose model may call it and its ``token``.
+
+    ``token_env`` is refused: it would let an API caller send any of the gateway's
+    environment variables to an agent of its choice.
+    """
 
     attach_to: list[str] = Field(default_factory=list)
+    token: str | None = Field(None, min_length=1, repr=False)
+
+    @field_validator("token_env")
+    @classmethod
+    def _no_token_env(cls, value: str | None) -> None:
+        if value is not None:
+            raise ValueError("token_env is read from the gateway's environment, so only the configuration file may use it; pass token")
+        return None
+
+    def config(self) -> ToolConfig:
+        """The ``[[tools]]`` entry alone."""
+        return ToolConfig.model_validate(self.model_dump(exclude={"attach_to", "token"}))
 
 
 class MessageBody(_Body):

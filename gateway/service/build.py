@@ -1,7 +1,7 @@
 """From a checked configuration to a GatewayService: stores opened, models made, agents and tools wired.
 
-Everything that can still fail on the machine (an API key variable that is not set, a
-Python tool that does not import, a store path under a file) is checked at once before
+Everything that can still fail on the machine (an API key or token variable that is not
+set, a Python tool that does not import, a store path under a file) is checked at once before
 any store is opened (``check_machine``, also what ``switchboard gateway --check`` runs), and
 reported as a ConfigError naming the key, like the file's own mistakes. A store that
 still cannot be opened is a ConfigError too, and what was opened before it is closed.
@@ -15,10 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent_server.auth import Principal, TokenTable
 from agent_server.stores import parse_store_spec
 from protocol import dotted_path
 
-from ..config import AgentConfig, ConfigError, GatewayConfig, Problem, import_python_ref, is_python_ref
+from ..allowed_hosts import HostAllowlist
+from ..config import ADMIN_TOKEN_ENV, AgentConfig, ConfigError, GatewayConfig, Problem, import_python_ref, is_python_ref
 from ..event_log import EventLog, open_event_log
 from ..gateway import Gateway
 from ..models import ChatModel, OfflineModel, OpenAIChatModel
@@ -39,12 +41,31 @@ _HISTORY: dict[str, type[Any]] = {"full": FullHistory, "summary": SummaryHistory
 def check_machine(config: GatewayConfig, origin: str = "configuration") -> list[Problem]:
     """What the file cannot tell but this machine can, all at once; nothing is created or opened.
 
-    Every Python tool must import, every ``api_key_env`` variable must be set, and every
-    SQLite store must be a file that can be created (no file where a directory should be).
-    ``switchboard gateway --check`` reports these, and ``build_service`` refuses to start on them.
+    Every Python tool must import, every ``api_key_env`` and ``token_env`` variable must be
+    set, and every SQLite store must be a file that can be created (no file where a
+    directory should be). ``switchboard gateway --check`` reports these, and
+    ``build_service`` refuses to start on them.
     """
     _, problems = _python_tools(config, origin)
-    return problems + _api_key_problems(config, origin) + _store_problems(config, origin)
+    return problems + _env_problems(config, origin) + _store_problems(config, origin)
+
+
+def gateway_tokens(config: GatewayConfig, origin: str = "configuration") -> TokenTable:
+    """Who may call the gateway: ``SWITCHBOARD_ADMIN_TOKEN`` (principal ``admin``) and each ``[[security.tokens]]``."""
+    tokens: dict[str, Principal] = {}
+    admin = os.environ.get(ADMIN_TOKEN_ENV)
+    if admin:
+        tokens[admin.strip()] = Principal("admin", "admin")
+    for index, entry in enumerate(config.security.tokens):
+        value = os.environ.get(entry.token_env, "").strip()
+        if not value:
+            key = dotted_path(("security", "tokens", index, "token_env"))
+            raise ConfigError([Problem(origin, key, f"the environment variable {entry.token_env} is not set")])
+        if value in tokens:
+            key = dotted_path(("security", "tokens", index, "token_env"))
+            raise ConfigError([Problem(origin, key, f"{entry.token_env} holds the same token as another entry")])
+        tokens[value] = Principal(entry.name, entry.scope)
+    return TokenTable(tokens)
 
 
 def build_service(config: GatewayConfig, origin: str = "configuration") -> GatewayService:
@@ -54,7 +75,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
     cannot be opened; whatever was opened before is closed again.
     """
     python_tools, problems = _python_tools(config, origin)
-    problems += _api_key_problems(config, origin) + _store_problems(config, origin)
+    problems += _env_problems(config, origin) + _store_problems(config, origin)
     if problems:
         raise ConfigError(problems)
     session_store = _session_store(config, origin)
@@ -64,9 +85,13 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         _close_unstarted(session_store.close)
         raise
     models, closers = _models(config)
-    gateway = Gateway(event_log=event_log)
+    gateway = Gateway(
+        event_log=event_log,
+        limits=config.peers.limits(),
+        allowed_hosts=HostAllowlist(config.security.allowed_agent_hosts),
+    )
     for spec in config.tools:
-        define_tool(gateway, spec)
+        define_tool(gateway, spec, _token(spec.token_env))
     local: dict[str, Agent] = {}
     for agent in config.agents:
         if not agent.is_remote:
@@ -75,7 +100,9 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
                 agent.name, agent.instructions, models[agent.name], tools, description=agent.description
             )
     remotes = [
-        RemoteSpec(agent.url, agent.name, agent.description, tuple(_sources(config, agent.name, local)))
+        RemoteSpec(
+            agent.url, agent.name, agent.description, tuple(_sources(config, agent.name, local)), _token(agent.token_env)
+        )
         for agent in config.agents
         if agent.url is not None
     ]
@@ -185,14 +212,29 @@ def _sources(config: GatewayConfig, name: str, local: dict[str, Agent]) -> list[
     return [agent.name for agent in config.agents if agent.name in local and name in agent.handoffs]
 
 
-def _api_key_problems(config: GatewayConfig, origin: str) -> list[Problem]:
-    problems: list[Problem] = []
+def _env_problems(config: GatewayConfig, origin: str) -> list[Problem]:
+    """Every variable the configuration names (API keys, tokens) must be set."""
+    wanted: list[tuple[tuple[str | int, ...], str, str]] = []
     for index, agent in enumerate(config.agents):
         if not agent.is_remote and agent.model != "offline" and agent.api_key_env is not None:
-            if not os.environ.get(agent.api_key_env):
-                reason = f"the environment variable {agent.api_key_env} is not set (it should hold the API key)"
-                problems.append(Problem(origin, dotted_path(("agents", index, "api_key_env")), reason))
-    return problems
+            wanted.append((("agents", index, "api_key_env"), agent.api_key_env, "the API key"))
+        if agent.token_env is not None:
+            wanted.append((("agents", index, "token_env"), agent.token_env, "the agent's token"))
+    for index, tool in enumerate(config.tools):
+        if tool.token_env is not None:
+            wanted.append((("tools", index, "token_env"), tool.token_env, "the agent's token"))
+    for index, entry in enumerate(config.security.tokens):
+        wanted.append((("security", "tokens", index, "token_env"), entry.token_env, f"the token of {entry.name!r}"))
+    return [
+        Problem(origin, dotted_path(loc), f"the environment variable {name} is not set (it should hold {what})")
+        for loc, name, what in wanted
+        if not os.environ.get(name, "").strip()
+    ]
+
+
+def _token(token_env: str | None) -> str | None:
+    """The credential in ``token_env`` (checked to be set before anything is built)."""
+    return os.environ[token_env].strip() if token_env is not None else None
 
 
 def _models(config: GatewayConfig) -> tuple[dict[str, ChatModel], list[Closer]]:

@@ -11,6 +11,11 @@ Agents change at run time (``register_remote``, ``remove_agent``): each change b
 new Runner over the same stores; a run already going keeps the Runner it started with.
 A removed agent stays forgotten by every later Runner (a session it held goes back to the
 starting agent) until an agent is registered under its name again.
+
+Sessions and runs belong to the caller that started them (a ``Principal``; see
+agent_server/auth.py): methods that take a ``caller`` answer another caller that is not
+an admin as if the session or run did not exist. What the HTTP API may point the gateway
+at is checked by ``check_api_target``: never a command to spawn, only allowed hosts.
 """
 
 from __future__ import annotations
@@ -26,18 +31,32 @@ from typing import Any
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from agent_server.auth import Principal
 from protocol import ErrorCode, ProtocolError
 
 from ..agent_result import AgentToolResult
 from ..agent_tool import AgentTool, ToolInput
 from ..config import ToolConfig, check_agent_url
-from ..errors import AgentToolError, PeerHTTPError
+from ..errors import AgentToolError, InvalidAgentURI, PeerHTTPError
 from ..event_log import EventLog, MemoryEventLog
 from ..gateway import Gateway
 from ..recorder import new_run_id
-from ..swarm import Agent, FullHistory, HistoryPolicy, MemorySessionStore, RemoteAgent, Runner, SessionStore, SwarmError
+from ..swarm import (
+    Agent,
+    FullHistory,
+    HistoryPolicy,
+    MemorySessionStore,
+    RemoteAgent,
+    Runner,
+    Session,
+    SessionConflictError,
+    SessionNotFound,
+    SessionStore,
+    SwarmError,
+)
 from ..swarm.agent import SwarmMember
 from ..swarm.registry import AgentRegistry
+from ..uri import MCPStdioTarget, parse_agent_uri
 
 logger = logging.getLogger("gateway.service")
 
@@ -68,6 +87,7 @@ class ApiErrorCode(enum.IntEnum):
     AGENT_TOOL_FAILED = -32013
     RUN_FAILED = -32014
     SHUTTING_DOWN = -32015
+    FORBIDDEN = -32016
 
 
 class ServiceError(ProtocolError):
@@ -78,6 +98,11 @@ class ServiceError(ProtocolError):
 
     def __init__(self, message: str, *, data: Any = None) -> None:
         super().__init__(self.error_code, message, data=data, http_status=self.status)
+
+
+class Forbidden(ServiceError):
+    status = 403
+    error_code = ApiErrorCode.FORBIDDEN
 
 
 class NotFound(ServiceError):
@@ -116,8 +141,8 @@ class ToolCallOutcome:
     error: AgentToolError | None = None
 
 
-def define_tool(gateway: Gateway, spec: ToolConfig) -> AgentTool:
-    """Add the agent tool a ``[[tools]]`` entry (or a ``POST /tools`` body) describes."""
+def define_tool(gateway: Gateway, spec: ToolConfig, token: str | None = None) -> AgentTool:
+    """Add the agent tool a ``[[tools]]`` entry (or a ``POST /tools`` body) describes; ``token`` is its credential."""
     return gateway.add_agent_tool(
         spec.name,
         agent=spec.agent,
@@ -126,17 +151,19 @@ def define_tool(gateway: Gateway, spec: ToolConfig) -> AgentTool:
         budget={"max_cost_usd": spec.max_cost_usd},
         streaming={"idle_timeout_secs": spec.idle_timeout_secs},
         description=spec.description,
+        token=token,
     )
 
 
 @dataclass(frozen=True)
 class RemoteSpec:
-    """A remote agent to connect when the service starts (its card is fetched then)."""
+    """A remote agent to connect when the service starts (its card is fetched then); ``token`` its credential."""
 
     url: str
     name: str | None = None
     description: str | None = None
     handoff_from: tuple[str, ...] = ()
+    token: str | None = field(default=None, repr=False)
 
 
 class GatewayService:
@@ -333,6 +360,30 @@ class GatewayService:
         """The local agents that can transfer to ``name``."""
         return [agent.name for agent in self.local_agents().values() if any(h.name == name for h in agent.handoffs)]
 
+    def check_api_target(self, uri: str, field: str) -> None:
+        """What the HTTP API may point the gateway at: nothing that spawns a process, and only allowed hosts.
+
+        Commands (``mcp+stdio:``) come only from the operator: the configuration file or the
+        Python API. With an explicit ``allowed_agent_hosts``, the API may add agents on those
+        hosts only. ``field`` names the body field in the refusal.
+        """
+        try:
+            target = parse_agent_uri(uri)
+        except InvalidAgentURI:
+            return  # the body's own validation reports it
+        if isinstance(target, MCPStdioTarget):
+            raise Forbidden(
+                f"{field}: {uri!r} would start a process on the gateway's host; commands (mcp+stdio:) are "
+                "defined only by the operator: in the configuration file ([[tools]] agent = ...) or the Python API",
+                data={"field": field},
+            )
+        if self.gateway.allowed_hosts.explicit and not self.gateway.allowed_hosts.allows(uri):
+            raise Forbidden(
+                f"{field}: {uri!r} is not on an allowed agent host ([security] allowed_agent_hosts: "
+                f"{', '.join(self.gateway.allowed_hosts.patterns) or 'none'})",
+                data={"field": field},
+            )
+
     async def register_remote(
         self,
         url: str,
@@ -340,8 +391,12 @@ class GatewayService:
         name: str | None = None,
         description: str | None = None,
         handoff_from: Sequence[str] | None = None,
+        token: str | None = None,
     ) -> RemoteAgent:
-        """Fetch the card at ``url`` and add the agent; by default the starting agent may transfer to it."""
+        """Fetch the card at ``url`` and add the agent; by default the starting agent may transfer to it.
+
+        ``token`` is sent to this agent only. Nothing changes unless everything succeeds.
+        """
         try:
             check_agent_url(url)
         except ValueError as exc:
@@ -350,7 +405,7 @@ class GatewayService:
         self._check_sources(sources)
         if name is not None:
             self._check_free(name)
-        remote = await self._connect(RemoteSpec(url, name, description, tuple(sources)))
+        remote = await self._connect(RemoteSpec(url, name, description, tuple(sources), token))
         self._rebuild()
         return remote
 
@@ -410,7 +465,9 @@ class GatewayService:
 
     async def _connect(self, spec: RemoteSpec) -> RemoteAgent:
         try:
-            remote = await RemoteAgent.connect(spec.url, self.gateway, name=spec.name, description=spec.description)
+            remote = await RemoteAgent.connect(
+                spec.url, self.gateway, name=spec.name, description=spec.description, token=spec.token
+            )
         except AgentToolError as exc:
             data = {"url": spec.url, "reason": exc.reason, **({"status": exc.status} if isinstance(exc, PeerHTTPError) else {})}
             raise AgentUnreachable(f"cannot fetch the agent card from {spec.url}: {exc.message}", data=data) from None
@@ -423,6 +480,7 @@ class GatewayService:
         self._check_free(remote.name)
         for source in spec.handoff_from:
             self._local_agent(source, "handoff_from").add_handoff(remote)
+        self.gateway.trust(spec.url)
         self._remotes[remote.name] = remote
         self._extra.append(remote)
         self._forgotten.discard(remote.name)
@@ -488,13 +546,13 @@ class GatewayService:
 
     # -- agent tools --------------------------------------------------------------------------
 
-    def add_tool(self, spec: ToolConfig, attach_to: Sequence[str] = ()) -> AgentTool:
-        """Define an agent tool; ``attach_to`` names local agents whose model may call it."""
+    def add_tool(self, spec: ToolConfig, attach_to: Sequence[str] = (), token: str | None = None) -> AgentTool:
+        """Define an agent tool; ``attach_to`` names local agents whose model may call it; ``token`` its credential."""
         if spec.name in self.gateway.tools:
             raise Conflict(f"an agent tool named {spec.name!r} already exists; delete it first")
         targets = [self._local_agent(name, "attach_to") for name in attach_to]
         try:
-            tool = define_tool(self.gateway, spec)
+            tool = define_tool(self.gateway, spec, token)
         except ValueError as exc:
             raise ServiceError(str(exc)) from None
         for agent in targets:
@@ -517,17 +575,21 @@ class GatewayService:
     def tool_users(self, tool: AgentTool) -> list[str]:
         return [agent.name for agent in self.local_agents().values() if any(t is tool for t in agent.tools)]
 
-    async def call_tool(self, name: str, input: ToolInput) -> ToolCallOutcome:
+    async def call_tool(self, name: str, input: ToolInput, caller: Principal | None = None) -> ToolCallOutcome:
         """Call a tool and wait until it ends. It runs in the service like a streamed call, so shutdown ends it too."""
-        outcome = self.start_tool_call(name, input)
+        outcome = await self.start_tool_call(name, input, caller)
         await outcome.done.wait()
         return outcome
 
-    def start_tool_call(self, name: str, input: ToolInput) -> ToolCallOutcome:
-        """Start a tool call in the background (a dropped client does not stop it); ``done`` is set when it ends."""
+    async def start_tool_call(self, name: str, input: ToolInput, caller: Principal | None = None) -> ToolCallOutcome:
+        """Start a tool call in the background (a dropped client does not stop it); ``done`` is set when it ends.
+
+        Its run belongs to ``caller``.
+        """
         tool = self.get_tool(name)
         tasks = self._task_group()
         outcome = ToolCallOutcome(new_run_id())
+        await self.event_log.open_run(outcome.run_id, owner=caller.name if caller is not None else None)
         self._active_runs.add(outcome.run_id)
         tasks.start_soon(self._background_call, tool, input, outcome)
         return outcome
@@ -558,13 +620,27 @@ class GatewayService:
 
     # -- conversations ------------------------------------------------------------------------
 
-    async def start_turn(self, session_id: str, message: str, context_variables: Mapping[str, Any] | None = None) -> str:
+    async def start_turn(
+        self,
+        session_id: str,
+        message: str,
+        context_variables: Mapping[str, Any] | None = None,
+        caller: Principal | None = None,
+    ) -> str:
         """Start one user turn in the background; returns its run id as soon as ``run_started`` is written.
 
-        Errors before the run starts (a broken session store, say) are raised here.
+        Errors before the run starts are raised here: another caller's session (404), a
+        session another process changed meanwhile (409), a broken session store.
         """
         runner = self.runner
-        return await self._task_group().start(self._turn, runner, session_id, message, dict(context_variables or {}))
+        try:
+            return await self._task_group().start(
+                self._turn, runner, session_id, message, dict(context_variables or {}), caller
+            )
+        except SessionNotFound as exc:
+            raise NotFound(str(exc)) from None
+        except SessionConflictError as exc:
+            raise Conflict(f"{exc}; send the message again") from None
 
     async def _turn(
         self,
@@ -572,16 +648,19 @@ class GatewayService:
         session_id: str,
         message: str,
         context_variables: dict[str, Any],
+        caller: Principal | None,
         *,
         task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         started: list[str] = []
         with self._cancellable_run():
             try:
-                async with aclosing(runner.run_stream(session_id, message, context_variables)) as events:
+                turn = runner.run_stream(session_id, message, context_variables, caller=caller)
+                async with aclosing(turn) as events:
                     async for event in events:
                         if not started:
                             started.append(event.run_id)
+                            self._active_runs.add(event.run_id)
                             task_status.started(event.run_id)
             except (AgentToolError, SwarmError) as exc:
                 if not started:
@@ -591,15 +670,35 @@ class GatewayService:
                 if not started:
                     raise
                 logger.warning("run %s of session %s failed", started[0], session_id, exc_info=True)
+            finally:
+                self._active_runs.difference_update(started)
         if not started:
             # stop_runs cancelled the run before its first event (it was queued behind another turn)
             raise ShuttingDown(f"{SHUTDOWN_REASON}; try again when it is back")
 
-    async def run_known(self, run_id: str) -> bool:
-        """A run the log has events for, or one this service started and has not written to yet."""
+    async def run_known(self, run_id: str, caller: Principal | None = None) -> bool:
+        """A run the log has events for, or one this service started and has not written to yet; ``caller`` may see it."""
+        if caller is not None and not caller.may_see(await self.event_log.run_owner(run_id)):
+            return False
         if run_id in self._active_runs or await self.event_log.is_closed(run_id):
             return True
         return bool(await self.event_log.read(run_id, -1, limit=1))
+
+    async def list_runs(self, limit: int, caller: Principal | None = None) -> list[str]:
+        """Newest first: every run for an admin (or no caller), else the caller's own."""
+        owner = None if caller is None or caller.is_admin else caller.name
+        return await self.event_log.list_runs(limit, owner=owner)
+
+    def run_state(self, run_id: str) -> str:
+        """``running`` while this service runs it, else ``interrupted`` (a turn that started and never ended)."""
+        return "running" if run_id in self._active_runs else "interrupted"
+
+    async def session(self, session_id: str, caller: Principal | None = None) -> Session:
+        """A stored session ``caller`` may see; NotFound for an unknown one or another caller's."""
+        session = await self.session_store.load(session_id)
+        if session.version == 0 or (caller is not None and not caller.may_see(session.owner)):
+            raise NotFound(f"no session {session_id!r} yet; post a message to /sessions/{session_id}/messages to start it")
+        return session
 
     def _task_group(self) -> TaskGroup:
         if self._stopping:

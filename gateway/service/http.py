@@ -8,12 +8,17 @@ themselves ProtocolErrors), and the HTTP status always says the same as the code
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import wraps
 from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
-from agent_server.http import check_content_type
+from agent_server.auth import ScopeName, require_scope
+from agent_server.http import Endpoint, check_content_type, guarded
 from agent_server.http import read_body as read_limited_body
 from protocol import ErrorCode, ProtocolError, dotted_path, parse_json_object
 
@@ -71,6 +76,17 @@ def query_bool(request: Request, name: str) -> bool:
     if raw.lower() in _FALSE:
         return False
     raise ProtocolError(ErrorCode.INVALID_PARAMS, f"query parameter {name} must be 1 or 0 (true or false), got {raw!r}")
+
+
+def api_route(path: str, endpoint: Endpoint, methods: Sequence[str], *, scope: ScopeName = "admin") -> Route:
+    """A route of the API: the caller's token must have ``scope`` (admin unless the route says chat), refusals are JSON."""
+
+    @wraps(endpoint)
+    async def scoped(request: Request) -> Response:
+        require_scope(request, scope)
+        return await endpoint(request)
+
+    return Route(path, guarded(scoped), methods=list(methods))
 
 
 def service_of(request: Request) -> GatewayService:

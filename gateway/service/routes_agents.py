@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
-from agent_server.http import guarded, json_response
+from agent_server.http import json_response
 
 from ..swarm import Agent, RemoteAgent
 from ..swarm.agent import SwarmMember
 from .bodies import RegisterAgentBody
 from .core import GatewayService, NotFound
-from .http import body_limit, read_body, service_of
+from .http import api_route, body_limit, read_body, service_of
 
 
 def agent_info(service: GatewayService, member: SwarmMember) -> dict[str, Any]:
@@ -28,6 +28,7 @@ def agent_info(service: GatewayService, member: SwarmMember) -> dict[str, Any]:
         info.update(
             kind="remote",
             url=member.uri,
+            authenticated=member.authenticated,
             description=member.description,
             streaming=member.streaming,
             card=member.card.to_wire(),
@@ -54,10 +55,12 @@ async def _list(request: Request) -> Response:
 async def _register(request: Request) -> Response:
     body = await read_body(request, RegisterAgentBody, body_limit(request))
     service = service_of(request)
+    service.check_api_target(body.url, "url")
     remote = await service.register_remote(
-        body.url, name=body.name, description=body.description, handoff_from=body.handoff_from
+        body.url, name=body.name, description=body.description, handoff_from=body.handoff_from, token=body.token
     )
-    return json_response(agent_info(service, remote), status_code=201, headers={"location": f"/agents/{remote.name}"})
+    location = "/agents/" + quote(remote.name, safe="")
+    return json_response(agent_info(service, remote), status_code=201, headers={"location": location})
 
 
 async def _get(request: Request) -> Response:
@@ -75,8 +78,8 @@ async def _remove(request: Request) -> Response:
 
 
 routes = [
-    Route("/agents", guarded(_list), methods=["GET"]),
-    Route("/agents", guarded(_register), methods=["POST"]),
-    Route("/agents/{name}", guarded(_get), methods=["GET"]),
-    Route("/agents/{name}", guarded(_remove), methods=["DELETE"]),
+    api_route("/agents", _list, ["GET"], scope="chat"),
+    api_route("/agents", _register, ["POST"]),
+    api_route("/agents/{name}", _get, ["GET"], scope="chat"),
+    api_route("/agents/{name}", _remove, ["DELETE"]),
 ]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 
-from agent_server.http import NDJSONStreamResponse, guarded, json_response
+from agent_server.auth import principal_of
+from agent_server.http import NDJSONStreamResponse, json_response
 
 from .core import NotFound
-from .http import query_bool, query_int, service_of
+from .http import api_route, query_bool, query_int, service_of
 
 
 async def _list(request: Request) -> Response:
@@ -18,7 +18,7 @@ async def _list(request: Request) -> Response:
     service = service_of(request)
     limit = query_int(request, "limit", 50, minimum=1, maximum=1000)
     runs = []
-    for run_id in await service.event_log.list_runs(limit):
+    for run_id in await service.list_runs(limit, principal_of(request)):
         first = await service.event_log.read(run_id, -1, limit=1)
         head = first[0] if first else None
         fields = head.fields if head is not None else {}
@@ -42,12 +42,12 @@ async def _events(request: Request) -> Response:
     run_id = request.path_params["run_id"]
     after_seq = query_int(request, "after_seq", -1, minimum=-1)
     follow = query_bool(request, "follow")
-    if not await service.run_known(run_id):
+    if not await service.run_known(run_id, principal_of(request)):
         raise NotFound(f"no run {run_id!r} in the event log (GET /runs lists them)")
     return NDJSONStreamResponse(service.event_log.as_ndjson(run_id, after_seq, follow), headers={"x-run-id": run_id})
 
 
 routes = [
-    Route("/runs", guarded(_list), methods=["GET"]),
-    Route("/runs/{run_id}/events", guarded(_events), methods=["GET"]),
+    api_route("/runs", _list, ["GET"], scope="chat"),
+    api_route("/runs/{run_id}/events", _events, ["GET"], scope="chat"),
 ]

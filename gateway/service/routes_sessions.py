@@ -6,16 +6,15 @@ import re
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
-from agent_server.http import NDJSONStreamResponse, error_response, guarded, json_response
+from agent_server.auth import principal_of
+from agent_server.http import NDJSONStreamResponse, error_response, json_response
 from protocol import ErrorCode, ProtocolError
 
 from ..events import Event, EventType
-from ..swarm import Session
 from .bodies import MessageBody
 from .core import ApiErrorCode, GatewayService, NotFound
-from .http import body_limit, read_body, service_of
+from .http import api_route, body_limit, read_body, service_of
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")
 
@@ -35,7 +34,7 @@ async def _post_message(request: Request) -> Response:
     session_id = _session_id(request)
     body = await read_body(request, MessageBody, body_limit(request))
     service = service_of(request)
-    run_id = await service.start_turn(session_id, body.message, body.context_variables)
+    run_id = await service.start_turn(session_id, body.message, body.context_variables, principal_of(request))
     headers = {"x-run-id": run_id, "x-session-id": session_id}
     if body.stream:
         return NDJSONStreamResponse(service.event_log.as_ndjson(run_id, follow=True), headers=headers)
@@ -65,21 +64,18 @@ async def _summary(service: GatewayService, run_id: str, session_id: str, header
     return json_response(summary, headers=headers)
 
 
-async def _stored(service: GatewayService, session_id: str) -> Session:
-    session = await service.session_store.load(session_id)
-    if session.version == 0:
-        raise NotFound(f"no session {session_id!r} yet; post a message to /sessions/{session_id}/messages to start it")
-    return session
-
-
 async def _get(request: Request) -> Response:
-    session = await _stored(service_of(request), _session_id(request))
+    """``open_run``: a turn that started and has not ended, ``running`` here or ``interrupted`` (its process stopped)."""
+    service = service_of(request)
+    session = await service.session(_session_id(request), principal_of(request))
+    open_run = {"run_id": session.open_run, "state": service.run_state(session.open_run)} if session.open_run else None
     return json_response(
         {
             "session_id": session.id,
             "active_agent": session.active_agent,
             "context_variables": session.context_variables,
             "history": session.history,
+            "open_run": open_run,
             "version": session.version,
         }
     )
@@ -88,15 +84,15 @@ async def _get(request: Request) -> Response:
 async def _delete(request: Request) -> Response:
     """Waits for a turn going on in the session, so that turn cannot save it back afterwards."""
     session_id = _session_id(request)
-    store = service_of(request).session_store
-    async with store.lock(session_id):
-        await _stored(service_of(request), session_id)
-        await store.delete(session_id)
+    service = service_of(request)
+    async with service.session_store.lock(session_id):
+        await service.session(session_id, principal_of(request))
+        await service.session_store.delete(session_id)
     return json_response({"deleted": session_id})
 
 
 routes = [
-    Route("/sessions/{session_id}/messages", guarded(_post_message), methods=["POST"]),
-    Route("/sessions/{session_id}", guarded(_get), methods=["GET"]),
-    Route("/sessions/{session_id}", guarded(_delete), methods=["DELETE"]),
+    api_route("/sessions/{session_id}/messages", _post_message, ["POST"], scope="chat"),
+    api_route("/sessions/{session_id}", _get, ["GET"], scope="chat"),
+    api_route("/sessions/{session_id}", _delete, ["DELETE"], scope="chat"),
 ]

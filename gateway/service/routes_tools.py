@@ -6,16 +6,16 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 
-from agent_server.http import NDJSONStreamResponse, error_response, guarded, json_response
+from agent_server.auth import principal_of
+from agent_server.http import NDJSONStreamResponse, error_response, json_response
 from protocol import ProtocolError
 
 from ..agent_tool import AgentTool
 from .bodies import DefineToolBody, ToolCallBody
 from .core import ApiErrorCode, GatewayService
-from .http import body_limit, read_body, service_of
+from .http import api_route, body_limit, read_body, service_of
 
 
 def tool_info(service: GatewayService, tool: AgentTool) -> dict[str, Any]:
@@ -28,6 +28,7 @@ def tool_info(service: GatewayService, tool: AgentTool) -> dict[str, Any]:
         "max_cost_usd": tool.budget.max_cost_usd,
         "idle_timeout_secs": tool.idle_timeout_s,
         "description": tool.description,
+        "authenticated": tool.token is not None,
         "used_by": service.tool_users(tool),
     }
 
@@ -40,7 +41,8 @@ async def _list(request: Request) -> Response:
 async def _define(request: Request) -> Response:
     body = await read_body(request, DefineToolBody, body_limit(request))
     service = service_of(request)
-    tool = service.add_tool(body, attach_to=body.attach_to)
+    service.check_api_target(body.agent, "agent")
+    tool = service.add_tool(body.config(), attach_to=body.attach_to, token=body.token)
     return json_response(tool_info(service, tool), status_code=201, headers={"location": f"/tools/{tool.name}"})
 
 
@@ -59,10 +61,11 @@ async def _call(request: Request) -> Response:
     body = await read_body(request, ToolCallBody, body_limit(request))
     service = service_of(request)
     name = request.path_params["name"]
+    caller = principal_of(request)
     if body.stream:
-        run_id = service.start_tool_call(name, body.input).run_id
+        run_id = (await service.start_tool_call(name, body.input, caller)).run_id
         return NDJSONStreamResponse(service.event_log.as_ndjson(run_id, follow=True), headers={"x-run-id": run_id})
-    outcome = await service.call_tool(name, body.input)
+    outcome = await service.call_tool(name, body.input, caller)
     headers = {"x-run-id": outcome.run_id}
     if outcome.error is not None:
         exc = outcome.error
@@ -78,9 +81,9 @@ async def _call(request: Request) -> Response:
 
 
 routes = [
-    Route("/tools", guarded(_list), methods=["GET"]),
-    Route("/tools", guarded(_define), methods=["POST"]),
-    Route("/tools/{name}", guarded(_get), methods=["GET"]),
-    Route("/tools/{name}", guarded(_remove), methods=["DELETE"]),
-    Route("/tools/{name}/call", guarded(_call), methods=["POST"]),
+    api_route("/tools", _list, ["GET"], scope="chat"),
+    api_route("/tools", _define, ["POST"]),
+    api_route("/tools/{name}", _get, ["GET"], scope="chat"),
+    api_route("/tools/{name}", _remove, ["DELETE"]),
+    api_route("/tools/{name}/call", _call, ["POST"], scope="chat"),
 ]

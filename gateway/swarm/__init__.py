@@ -1,7 +1,7 @@
 """Swarm handoffs: agents that transfer a conversation to peers, in-process and across services."""
 
 from .agent import DEFAULT_INSTRUCTIONS, Agent, SwarmMember
-from .errors import AgentHandoffError, SessionConflictError, SwarmError
+from .errors import AgentHandoffError, SessionConflictError, SessionNotFound, SwarmError
 from .handoff import Handoff, TransferTool, specialty_of, transfer_tools
 from .history_policy import FullHistory, HistoryPolicy, StructuredHistory, SummaryHistory, handoff_payload
 from .registry import AgentRegistry
@@ -29,6 +29,7 @@ __all__ = [
     "SQLiteSessionStore",
     "Session",
     "SessionConflictError",
+    "SessionNotFound",
     "SessionStore",
     "StructuredHistory",
     "SummaryHistory",

@@ -15,6 +15,14 @@ class AgentHandoffError(SwarmError):
         self.target = target
 
 
+class SessionNotFound(SwarmError):
+    """The session belongs to another caller: to this one it does not exist."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r}")
+        self.session_id = session_id
+
+
 class SessionConflictError(SwarmError):
     """Another turn saved the session first; this turn's changes were not written.
 

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from gateway.errors import AgentToolError, AgentToolTimeout, PeerProtocolError
 from gateway.idle_timeout import IdleTimeout, with_idle_timeout
 from gateway.models.base import ChatMessage, TextDelta
-from gateway.peers.base import Peer
+from gateway.peers.base import Peer, StreamTooLarge
 from protocol import (
     AgentCard,
     ArtifactEvent,
@@ -89,14 +89,27 @@ class RemoteAgent:
         self.streaming = card.capabilities.streaming if streaming is None else streaming
         self.timeout_s = timeout_s
         self.idle_timeout_s = idle_timeout_s
+        self.authenticated = False
+        """Whether calls carry a credential of this agent's own."""
 
     @classmethod
     async def connect(
-        cls, uri: str, gateway: Gateway, *, name: str | None = None, description: str | None = None
+        cls,
+        uri: str,
+        gateway: Gateway,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        token: str | None = None,
     ) -> RemoteAgent:
-        """Resolve ``uri`` through the gateway (one pooled client) and fetch the agent's card."""
-        peer = gateway.peer(uri)
-        return cls(peer, await peer.card(), name=name, description=description)
+        """Resolve ``uri`` through the gateway (one pooled client) and fetch the agent's card.
+
+        ``token`` is sent to this agent only (``Authorization: Bearer``).
+        """
+        peer = gateway.peer(uri, token=token)
+        remote = cls(peer, await peer.card(), name=name, description=description)
+        remote.authenticated = token is not None
+        return remote
 
     @property
     def specialty(self) -> str:
@@ -126,6 +139,11 @@ class RemoteAgent:
         ):
             try:
                 async for item in items:
+                    if isinstance(item, StreamTooLarge):
+                        await self._cancel(task_id)
+                        raise PeerProtocolError(
+                            f"{self.uri} streamed more than {item.limit} bytes in one answer", reason="answer_too_large"
+                        )
                     if not isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
                         continue
                     task_id = item.id
@@ -147,12 +165,15 @@ class RemoteAgent:
 
     async def _give_up(self, task_id: str | None, message: str, reason: str) -> NoReturn:
         """Best-effort ``tasks/cancel`` (when the task id is known), then the timeout error."""
+        await self._cancel(task_id)
+        seconds = self.timeout_s if reason == "timeout" else self.idle_timeout_s
+        raise AgentToolTimeout(message, reason=reason, seconds=seconds)
+
+    async def _cancel(self, task_id: str | None) -> None:
         if task_id:
             with anyio.move_on_after(_CANCEL_TIMEOUT_S, shield=True):
                 with suppress(AgentToolError):
                     await self.peer.cancel(task_id)
-        seconds = self.timeout_s if reason == "timeout" else self.idle_timeout_s
-        raise AgentToolTimeout(message, reason=reason, seconds=seconds)
 
     def __repr__(self) -> str:
         return f"RemoteAgent(name={self.name!r}, uri={self.uri!r})"

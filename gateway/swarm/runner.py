@@ -2,8 +2,9 @@
 
 The loop, in the order a reader meets it in ``_turn``:
 
-1. Load the session (history, active agent, context variables) under the session's lock
-   and append the user message.
+1. Load the session (history, active agent, context variables) under the session's lock,
+   append the user message and save it at once with the turn's run id, so a crash
+   leaves the message and the mark of an unfinished turn (``open_run``).
 2. Ask the active agent: a local Agent's model with its tools (domain tools plus one
    ``transfer_to_*`` tool per handoff), or a RemoteAgent over its peer.
 3. A local model's tool calls run in order, ordinary tools first. The first transfer in
@@ -13,7 +14,11 @@ The loop, in the order a reader meets it in ``_turn``:
    with the new agent. A refused transfer ends transfers for the turn; the current agent
    is told why and answers.
 4. A model response without tool calls (or a remote reply without a transfer) ends the
-   turn. The session is saved with compare-and-set; every step went to the event log.
+   turn. The session is saved with compare-and-set; every step went to the event log. A
+   turn that fails saves the session as it was when the turn started, the mark removed.
+
+A turn may run on behalf of a caller (a ``Principal``): a session it did not start is,
+to a caller that is not an admin, a session that does not exist (``SessionNotFound``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import orjson
 
+from agent_server.auth import Principal
 from gateway.errors import AgentTaskFailed, InvalidAgentURI
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.events import Event, EventType
@@ -40,7 +46,7 @@ from protocol import HandoffRequest, TaskState
 from protocol.handoff_names import sanitize_agent_name, transfer_tool_name
 
 from .agent import Agent, SwarmMember
-from .errors import AgentHandoffError
+from .errors import AgentHandoffError, SessionNotFound
 from .handoff import Handoff, TransferTool
 from .history_policy import FullHistory, HistoryPolicy, last_user_text
 from .registry import AgentRegistry, ConnectURI, find_by_name
@@ -57,6 +63,7 @@ ONE_TRANSFER_MESSAGE = "Only the first transfer in a response is honoured; this 
 ANSWER_NOW = "Answer the user now, without calling tools or transferring."
 FALLBACK_ANSWER = "Sorry, I could not finish that within the limits of a single turn."
 
+_SAVE_AFTER_FAILURE_S = 5.0
 _MODEL_KEYS = ("role", "content", "tool_calls", "tool_call_id")
 _MODEL_NAME_CHARS = 64
 
@@ -116,11 +123,12 @@ class Runner:
     async def register_remote(
         self, uri: str, *, name: str | None = None, description: str | None = None
     ) -> RemoteAgent:
-        """Fetch the card of the agent at ``uri`` through the gateway and register it."""
+        """Fetch the card of the agent at ``uri`` through the gateway and register it (its host becomes allowed)."""
         if self.gateway is None:
             raise ValueError("register_remote needs Runner(gateway=...) to reach the agent")
         remote = await RemoteAgent.connect(uri, self.gateway, name=name, description=description)
         self.register_agent(remote)
+        self.gateway.trust(uri)
         return remote
 
     def run(self, session_id: str, user_message: str, context_variables: dict[str, Any] | None = None) -> RunResponse:
@@ -128,11 +136,17 @@ class Runner:
         return anyio.run(functools.partial(self.run_async, session_id, user_message, context_variables))
 
     async def run_async(
-        self, session_id: str, user_message: str, context_variables: dict[str, Any] | None = None
+        self,
+        session_id: str,
+        user_message: str,
+        context_variables: dict[str, Any] | None = None,
+        *,
+        caller: Principal | None = None,
     ) -> RunResponse:
         """One user turn: the agent holding the conversation (and any it hands off to) answers."""
         response: RunResponse | None = None
-        async with aclosing(self._turn(session_id, user_message, context_variables, stream=False)) as items:
+        turn = self._turn(session_id, user_message, context_variables, stream=False, caller=caller)
+        async with aclosing(turn) as items:
             async for item in items:
                 if isinstance(item, RunResponse):
                     response = item
@@ -140,7 +154,12 @@ class Runner:
         return response
 
     async def run_stream(
-        self, session_id: str, user_message: str, context_variables: dict[str, Any] | None = None
+        self,
+        session_id: str,
+        user_message: str,
+        context_variables: dict[str, Any] | None = None,
+        *,
+        caller: Principal | None = None,
     ) -> AsyncIterator[Event]:
         """Every event of the turn as it happens: text deltas, tool calls, handoffs, agent changes.
 
@@ -148,24 +167,45 @@ class Runner:
         Close the iterator (``contextlib.aclosing``) when leaving early, so the session's
         lock is released at once.
         """
-        async with aclosing(self._turn(session_id, user_message, context_variables, stream=True)) as items:
+        turn = self._turn(session_id, user_message, context_variables, stream=True, caller=caller)
+        async with aclosing(turn) as items:
             async for item in items:
                 if isinstance(item, Event):
                     yield item
 
     async def _turn(
-        self, session_id: str, user_message: str, context_variables: dict[str, Any] | None, *, stream: bool
+        self,
+        session_id: str,
+        user_message: str,
+        context_variables: dict[str, Any] | None,
+        *,
+        stream: bool,
+        caller: Principal | None,
     ) -> AsyncIterator[Event | RunResponse]:
         async with self.session_store.lock(session_id):
             session = await self.session_store.load(session_id)
+            if session.version > 0 and caller is not None and not caller.may_see(session.owner):
+                raise SessionNotFound(session_id)
             agents = self._registry.snapshot()
             agent, lost, cause = await self._active_member(session, agents)
-            turn = Turn(session, RunRecorder(self.event_log), agent, stream, path=[agent.name])
+            recorder = RunRecorder(self.event_log)
+            interrupted = session.open_run
+            if session.version == 0 and caller is not None:
+                session.owner = caller.name
             session.context_variables.update(context_variables or {})
             session.history.append({"role": "user", "content": user_message})
+            session.open_run = recorder.run_id
+            await self.event_log.open_run(recorder.run_id, owner=caller.name if caller is not None else None)
+            await self.session_store.save(session)
+            started = session.copy()
+            turn = Turn(session, recorder, agent, stream, path=[agent.name])
             try:
                 await turn.emit(
-                    EventType.RUN_STARTED, session_id=session_id, agent=agent.name, user_message=user_message
+                    EventType.RUN_STARTED,
+                    session_id=session_id,
+                    agent=agent.name,
+                    user_message=user_message,
+                    interrupted_run=interrupted,
                 )
                 if lost is not None:
                     await turn.emit(EventType.AGENT_CHANGED, previous=lost, agent=agent.name, cause=cause)
@@ -178,6 +218,7 @@ class Runner:
                             yield event
                 session.active_agent = turn.agent.name
                 session.active_agent_uri = turn.agent.uri if isinstance(turn.agent, RemoteAgent) else None
+                session.open_run = None
                 await self.session_store.save(session)
                 await turn.emit(
                     EventType.RUN_COMPLETED,
@@ -194,11 +235,21 @@ class Runner:
                         EventType.RUN_FAILED, agent=turn.agent.name, error=_failure(exc), error_type=type(exc).__name__
                     )
                     await self.event_log.close_run(turn.recorder.run_id)
+                    await self._save_as_started(started)
                 raise
             await self.event_log.close_run(turn.recorder.run_id)
             for event in turn.drain():
                 yield event
             yield turn.response()
+
+    async def _save_as_started(self, session: Session) -> None:
+        """After a failed turn: the session as the turn found it, plus the user's message, without the mark.
+
+        Best effort, within a bound: the failure being reported may be the store's own.
+        """
+        session.open_run = None
+        with anyio.move_on_after(_SAVE_AFTER_FAILURE_S), suppress(Exception):
+            await self.session_store.save(session)
 
     async def _local_step(self, turn: Turn, agents: dict[str, SwarmMember]) -> AsyncIterator[Event]:
         """One model call of a local agent, then its tool calls.
@@ -423,7 +474,7 @@ class Runner:
         asks again although transfers were over, its text is the answer.
         """
         remote = turn.agent.name
-        forbidden = self._forbidden_for_remote(request.target, agents)
+        refusal_cause, forbidden = self._forbidden_for_remote(request.target, agents) or (None, None)
         target = None if forbidden else await self._registry.resolve(request.target, agents, self._connector())
         target_name = request.target if target is None else target.name
         call_id = "handoff_" + uuid.uuid4().hex[:16]
@@ -443,7 +494,7 @@ class Runner:
                 EventType.HANDOFF_REFUSED,
                 source=remote,
                 target=request.target,
-                cause="forbidden_target",
+                cause=refusal_cause,
                 reason=request.reason,
                 detail=forbidden,
                 remote=True,
@@ -463,14 +514,14 @@ class Runner:
         else:
             turn.finish(reply.text or FALLBACK_ANSWER)
 
-    def _forbidden_for_remote(self, target: str, agents: dict[str, SwarmMember]) -> str | None:
-        """Why a transfer a remote agent asked for may not be resolved; None when it may.
+    def _forbidden_for_remote(self, target: str, agents: dict[str, SwarmMember]) -> tuple[str, str] | None:
+        """Why a transfer a remote agent asked for may not be resolved, as (cause, detail); None when it may.
 
         A remote agent is not trusted with the gateway host: it may name registered agents
         (and members already found by URI) freely, but an ``mcp+stdio:`` URI would start a
-        process here, so it is never resolved for a remote agent, and new ``http(s)``/MCP
-        URIs (a connection to anywhere, carrying the conversation) only with
-        ``resolve_uris=True``.
+        process here, so it is never resolved for a remote agent; new ``http(s)``/MCP URIs
+        (a connection carrying the conversation) only with ``resolve_uris=True`` and only to
+        a host the gateway allows (``host_not_allowed``: nothing is contacted).
         """
         if find_by_name(agents, target) is not None:
             return None
@@ -479,11 +530,18 @@ class Runner:
         except InvalidAgentURI:
             return None  # not a URI: resolve() reports the unknown name
         if isinstance(parsed, MCPStdioTarget):
-            return "a remote agent may not hand off to an mcp+stdio: target (it would start a process on the gateway)"
+            return (
+                "spawns_process",
+                "a remote agent may not hand off to an mcp+stdio: target (it would start a process on the gateway)",
+            )
         if isinstance(parsed, LocalTarget) and find_by_name(agents, parsed.name) is not None:
             return None
-        if not self.resolve_uris and not self._registry.knows_uri(target):
-            return "this swarm resolves transfer targets by registered name only (resolve_uris=False)"
+        if self._registry.knows_uri(target):
+            return None
+        if not self.resolve_uris:
+            return "forbidden_target", "this swarm resolves transfer targets by registered name only (resolve_uris=False)"
+        if self.gateway is not None and not self.gateway.allowed_hosts.allows(target):
+            return "host_not_allowed", f"{target!r} is not on a host the gateway may connect to (allowed_agent_hosts)"
         return None
 
     async def _model_messages(self, agent: Agent, turn: Turn) -> list[ChatMessage]:
@@ -522,11 +580,17 @@ class Runner:
         return self.starting_agent, name, cause
 
     def _connector(self) -> ConnectURI | None:
-        """How the registry reaches a URI target: through the gateway, unless URIs are turned off."""
+        """How the registry reaches a URI target: through the gateway, on an allowed host, unless URIs are turned off."""
         if not self.resolve_uris or self.gateway is None:
             return None
         gateway = self.gateway
-        return lambda uri: RemoteAgent.connect(uri, gateway)
+
+        async def connect(uri: str) -> SwarmMember:
+            if not gateway.allowed_hosts.allows(uri):
+                raise AgentHandoffError(f"{uri!r} is not on a host the gateway may connect to", target=uri)
+            return await RemoteAgent.connect(uri, gateway)
+
+        return connect
 
 
 def _closing(items: AsyncIterator[Any]) -> AbstractAsyncContextManager[AsyncIterator[Any]]:

@@ -4,8 +4,11 @@ A session holds the full history (OpenAI-shaped messages; assistant messages car
 ``sender`` agent name), the name of the agent that holds the conversation, the context
 variables, the last handoff (so history policies know where it happened), the task
 ids of remote agents waiting for input (``input-required``: the next turn continues that
-task) and a version. Stores save with compare-and-set on that version: a turn that lost a race gets
-SessionConflictError instead of overwriting the winner.
+task), its owner (the caller that started it; None where nobody is authenticated), the run
+of a turn that started and has not ended (``open_run``: a turn is saved as it starts, so a
+crash leaves the user's message and this mark) and a version. Stores save with
+compare-and-set on that version: a turn that lost a race gets SessionConflictError instead
+of overwriting the winner.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class Session:
     context_variables: dict[str, Any] = field(default_factory=dict)
     handoff: HandoffRecord | None = None
     remote_tasks: dict[str, str] = field(default_factory=dict)
+    owner: str | None = None
+    open_run: str | None = None
     version: int = 0
 
     def to_state(self) -> dict[str, Any]:
@@ -65,6 +70,8 @@ class Session:
             context_variables=dict(state.get("context_variables") or {}),
             handoff=HandoffRecord.from_dict(handoff) if handoff else None,
             remote_tasks=dict(state.get("remote_tasks") or {}),
+            owner=state.get("owner"),
+            open_run=state.get("open_run"),
             version=version,
         )
 
