@@ -1,0 +1,594 @@
+"""Many concurrent streaming tool calls through one gateway process at its defaults, against the same streams direct.
+
+    python -m bench.concurrent_streams [--quick] [--streams 1000] [--chunks 20] [--interval 0.5] [--rounds 2]
+
+One agent server (agent_server's scripted agent) and one gateway (``python -m gateway gateway
+--config FILE``) run as subprocesses on 127.0.0.1. The gateway's file sets only where it
+listens, a temporary ``data_dir`` and one streaming tool pointing at the agent server, and no
+``SWITCHBOARD_*`` variable reaches it, so everything else is the default a user gets: SQLite
+stores, the HTTP pool and its timeouts, the log level. An aiohttp client (no connection limit,
+RLIMIT_NOFILE raised to its hard limit) opens every stream at once, each ``stream CHUNKS
+INTERVAL 0`` (by default 20 chunks, one every 0.5 s: all streams are open together, each about
+10 s), and reads it to its end:
+
+- through the gateway: ``POST /tools/stream/call`` with ``{"input": ..., "stream": true}``,
+  the call's NDJSON events;
+- directly: the agent server's ``/tasks/sendSubscribe``, its A2A stream lines (the baseline).
+
+Rounds interleave the two paths, their order alternating; each burst gets new server processes
+(warmed up with a few short streams), so its memory figures start from a process that served
+nothing else. Each burst prints: calls that failed (an HTTP error, a terminal event other than
+``agent_tool_completed`` or a final state other than ``completed``, a stream cut before its
+end, or still open at the burst's deadline), with a count per reason; time to first progress
+(request sent to the first ``agent_tool_progress`` event, or directly to the first non-final
+line: both are the agent's ``working`` status) p50/p99/max over the streams that saw one; wall
+time; CPU seconds, RSS before the burst and at its peak (sampled every 0.1 s) and per open
+stream, and peak open file descriptors, of the gateway and of the agent server. The medians
+over rounds end with the gateway/direct ratios. Where the machine has two cores, the servers
+share one and the client has the other. Every loop is bounded in count and in time; the
+servers are stopped at the end of each burst, on error and on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+import orjson
+
+from examples._loopback import free_port
+from gateway.gateway import DEFAULT_HEADERS_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
+
+_AGENT_SERVER = (
+    "from agent_server import serve; from agent_server.testing import scripted_agent; "
+    "import sys; serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning')"
+)
+_TOOL = "stream"
+_JSON = {"content-type": "application/json"}
+_TERMINAL = ("agent_tool_completed", "agent_tool_terminated", "agent_tool_error")
+_PROGRESS = "progress"
+_COMPLETED = ""
+_STARTUP_S = 30.0
+_STOP_S = 10.0
+_SAMPLE_S = 0.1
+_SETTLE_S = 0.5
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+Classify = Callable[[dict[str, Any]], str | None]
+"""One decoded line: ``_PROGRESS``, ``_COMPLETED``, a failure reason (a terminal line), or None (go on)."""
+Out = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Settings:
+    streams: int = 1000
+    chunks: int = 20
+    interval_s: float = 0.5
+    rounds: int = 2
+
+    @property
+    def message(self) -> str:
+        return f"stream {self.chunks} {self.interval_s:g} 0"
+
+    @property
+    def deadline_s(self) -> float:
+        """A burst's limit: three times a stream's own length plus the gateway's headers timeout and a margin."""
+        return 3 * self.chunks * self.interval_s + DEFAULT_HEADERS_TIMEOUT_S + 30.0
+
+
+_WARMUP = Settings(streams=5, chunks=2, interval_s=0.01)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One server process during a burst: CPU seconds used, RSS (KiB) and open fds before it and at their peak."""
+
+    cpu_s: float
+    rss_before_kib: int
+    rss_peak_kib: int
+    fds_peak: int
+
+    def kib_per_stream(self, streams: int) -> float:
+        return (self.rss_peak_kib - self.rss_before_kib) / streams if streams else 0.0
+
+
+@dataclass(frozen=True)
+class Burst:
+    path: str
+    round: int
+    streams: int
+    first_progress_s: list[float]
+    failures: Counter[str]
+    max_open: int
+    wall_s: float
+    gateway: Usage
+    agent: Usage
+    gateway_nofile: int
+    log_errors: int
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failures.values())
+
+    def percentile(self, q: float) -> float:
+        """Nearest-rank percentile of the first-progress times (nan when no stream saw progress)."""
+        values = sorted(self.first_progress_s)
+        return values[max(0, math.ceil(q * len(values)) - 1)] if values else math.nan
+
+
+@dataclass(frozen=True)
+class _Placement:
+    """Cores (None: not pinned) and RLIMIT_NOFILE (soft, hard) of the servers and of the client."""
+
+    servers_cores: set[int] | None
+    client_cores: set[int] | None
+    servers_nofile: tuple[int, int]
+    client_nofile: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class _Servers:
+    agent_url: str
+    gateway_url: str
+    agent: subprocess.Popen[bytes]
+    gateway: subprocess.Popen[bytes]
+    gateway_log: Path
+
+
+@dataclass
+class _Stream:
+    """What the client saw of one stream; ``failure`` None means it completed."""
+
+    first_progress_s: float | None = None
+    failure: str | None = "deadline"
+
+
+class _Open:
+    """How many streams are open (headers received, not ended) now and at most."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.peak = 0
+
+    def enter(self) -> None:
+        self.now += 1
+        self.peak = max(self.peak, self.now)
+
+    def leave(self) -> None:
+        self.now -= 1
+
+
+class _Watch:
+    """CPU time, RSS and open fds of one process, read before a burst and then at each sample."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.pid = process.pid
+        self.cpu_before = _cpu_s(self.pid)
+        self.rss_before = self.rss_peak = _rss_kib(self.pid)
+        self.fds_peak = _open_fds(self.pid)
+
+    def sample(self) -> None:
+        self.rss_peak = max(self.rss_peak, _rss_kib(self.pid))
+        self.fds_peak = max(self.fds_peak, _open_fds(self.pid))
+
+    def usage(self) -> Usage:
+        return Usage(_cpu_s(self.pid) - self.cpu_before, self.rss_before, self.rss_peak, self.fds_peak)
+
+
+def parse_settings(argv: list[str] | None) -> Settings:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--streams", type=int, default=None, help="streams per burst (default 1000; --quick: 50)")
+    parser.add_argument("--chunks", type=int, default=None, help="chunks per stream (default 20; --quick: 5)")
+    parser.add_argument("--interval", type=float, default=None, help="s between chunks (default 0.5; --quick: 0.1)")
+    parser.add_argument("--rounds", type=int, default=2, help="gateway/direct rounds, interleaved (default 2)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 50 streams of 5 chunks every 0.1 s")
+    args = parser.parse_args(argv)
+    base = Settings(streams=50, chunks=5, interval_s=0.1) if args.quick else Settings()
+    settings = Settings(
+        streams=base.streams if args.streams is None else args.streams,
+        chunks=base.chunks if args.chunks is None else args.chunks,
+        interval_s=base.interval_s if args.interval is None else args.interval,
+        rounds=args.rounds,
+    )
+    if settings.streams < 1 or settings.chunks < 1 or settings.interval_s < 0 or settings.rounds < 1:
+        parser.error("--streams, --chunks and --rounds must be at least 1, --interval at least 0")
+    return settings
+
+
+def measure(settings: Settings, out: Out) -> list[Burst]:
+    """Run the interleaved rounds and ``out`` each line of the report as soon as it is known."""
+    with tempfile.TemporaryDirectory(prefix="bench-streams-") as tmp, _placed() as placement:
+        out(_header(settings, placement))
+        bursts = asyncio.run(_rounds(settings, Path(tmp), placement, out))
+        out(_summary(bursts))
+    return bursts
+
+
+async def _rounds(settings: Settings, tmp: Path, placement: _Placement, out: Out) -> list[Burst]:
+    out(_TABLE_HEAD)
+    bursts: list[Burst] = []
+    for number in range(1, settings.rounds + 1):
+        for path in ("gateway", "direct") if number % 2 else ("direct", "gateway"):
+            folder = tmp / f"{number}-{path}"
+            folder.mkdir()
+            bursts.append(await _fresh_burst(path, number, settings, folder, placement))
+            out(_row(bursts[-1]))
+    return bursts
+
+
+async def _fresh_burst(path: str, number: int, settings: Settings, tmp: Path, placement: _Placement) -> Burst:
+    """New servers (started blocking: nothing else runs then), a warm-up, the burst; a server that died fails it."""
+    with _servers(tmp, placement) as servers:
+        await _burst(path, 0, _WARMUP, servers)
+        await asyncio.sleep(_SETTLE_S)
+        burst = await _burst(path, number, settings, servers)
+        for name, process in (("gateway", servers.gateway), ("agent server", servers.agent)):
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"the {name} exited with code {process.returncode} during round {number} {path}; "
+                    f"the gateway's output:\n{_tail(servers.gateway_log)}"
+                )
+    return burst
+
+
+async def _burst(path: str, number: int, settings: Settings, servers: _Servers) -> Burst:
+    """Open ``settings.streams`` streams at once on a fresh client, read each to its end or the deadline."""
+    watches = {"gateway": _Watch(servers.gateway), "agent": _Watch(servers.agent)}
+    done = asyncio.Event()
+    sampler = asyncio.create_task(_sample_until(done, list(watches.values())))
+    is_open = _Open()
+    if path == "gateway":
+        url = f"{servers.gateway_url}/tools/{_TOOL}/call"
+        classify: Classify = _gateway_line
+    else:
+        url = f"{servers.agent_url}/tasks/sendSubscribe"
+        classify = _direct_line
+    deadline = asyncio.get_running_loop().time() + settings.deadline_s
+    started = time.perf_counter()
+    try:
+        async with _session() as session:
+            streams = await asyncio.gather(
+                *(
+                    _bounded(deadline, session, url, _body(path, settings.message), classify, is_open)
+                    for _ in range(settings.streams)
+                )
+            )
+        wall_s = time.perf_counter() - started
+    finally:
+        done.set()
+        await sampler
+    log = servers.gateway_log.read_text(errors="replace").splitlines()
+    return Burst(
+        path=path,
+        round=number,
+        streams=settings.streams,
+        first_progress_s=[s.first_progress_s for s in streams if s.first_progress_s is not None],
+        failures=Counter(s.failure for s in streams if s.failure is not None),
+        max_open=is_open.peak,
+        wall_s=wall_s,
+        gateway=watches["gateway"].usage(),
+        agent=watches["agent"].usage(),
+        gateway_nofile=resource.prlimit(servers.gateway.pid, resource.RLIMIT_NOFILE)[0],
+        log_errors=sum(" ERROR " in line or line.startswith("ERROR") for line in log),
+    )
+
+
+async def _sample_until(done: asyncio.Event, watches: list[_Watch]) -> None:
+    while not done.is_set():
+        with suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), _SAMPLE_S)
+        for watch in watches:
+            watch.sample()
+
+
+def _session() -> aiohttp.ClientSession:
+    """No connection limit, no timeout of aiohttp's own: every stream opens at once, the burst's deadline bounds it."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), timeout=aiohttp.ClientTimeout(total=None))
+
+
+def _body(path: str, message: str) -> bytes:
+    if path == "gateway":
+        return orjson.dumps({"input": message, "stream": True})
+    return orjson.dumps({"id": uuid.uuid4().hex, "message": {"parts": [{"text": message}]}})
+
+
+async def _bounded(
+    deadline: float, session: aiohttp.ClientSession, url: str, body: bytes, classify: Classify, is_open: _Open
+) -> _Stream:
+    """One stream read until it ends; one still open at ``deadline`` keeps the failure ``deadline``."""
+    stream = _Stream()
+    with suppress(TimeoutError):
+        async with asyncio.timeout_at(deadline):
+            await _read(session, url, body, classify, is_open, stream)
+    return stream
+
+
+async def _read(
+    session: aiohttp.ClientSession, url: str, body: bytes, classify: Classify, is_open: _Open, stream: _Stream
+) -> None:
+    """Send, then read every line to the end of the body: a stream is whole only if it ends after its terminal line."""
+    sent = time.perf_counter()
+    outcome: str | None = None
+    headers = False
+    try:
+        async with session.post(url, data=body, headers=_JSON) as response:
+            if response.status != 200:
+                stream.failure = f"http_{response.status}"
+                return
+            headers = True
+            is_open.enter()
+            try:
+                async for line in response.content:
+                    if not line.strip() or outcome is not None:
+                        continue
+                    try:
+                        seen = classify(orjson.loads(line))
+                    except orjson.JSONDecodeError:
+                        seen = "malformed_line"
+                    if seen == _PROGRESS:
+                        if stream.first_progress_s is None:
+                            stream.first_progress_s = time.perf_counter() - sent
+                    elif seen is not None:
+                        outcome = seen
+            finally:
+                is_open.leave()
+    except (aiohttp.ClientError, OSError) as exc:
+        stream.failure = "cut" if headers else f"no_response:{type(exc).__name__}"
+        return
+    stream.failure = "cut" if outcome is None else (outcome or None)
+
+
+def _gateway_line(event: dict[str, Any]) -> str | None:
+    kind = event.get("type")
+    if kind == "agent_tool_progress":
+        return _PROGRESS
+    if kind == "agent_tool_completed":
+        return _COMPLETED
+    if kind in _TERMINAL:
+        return f"{kind}:{event.get('reason') or event.get('kind')}"
+    return None
+
+
+def _direct_line(line: dict[str, Any]) -> str | None:
+    if not line.get("final"):
+        return _PROGRESS
+    state = (line.get("status") or {}).get("state")
+    return _COMPLETED if state == "completed" else f"final_{line.get('type')}:{state}"
+
+
+# -- the servers ------------------------------------------------------------------------------
+
+
+@contextmanager
+def _servers(tmp: Path, placement: _Placement) -> Iterator[_Servers]:
+    """The agent server, then the gateway with its one tool; both stopped when the block ends, however it ends."""
+    with ExitStack() as stack:
+        agent_port, gateway_port = free_port(), free_port()
+        agent_url, gateway_url = f"http://127.0.0.1:{agent_port}", f"http://127.0.0.1:{gateway_port}"
+        agent_log = tmp / "agent.log"
+        agent_command = [sys.executable, "-c", _AGENT_SERVER, str(agent_port)]
+        agent = stack.enter_context(_process(agent_command, agent_log, placement))
+        _wait_ready("the agent server", agent, agent_url + "/.well-known/agent.json", agent_log)
+        config = tmp / "gateway.toml"
+        config.write_text(_gateway_config(gateway_port, tmp / "data", agent_url))
+        gateway_log = tmp / "gateway.log"
+        gateway = stack.enter_context(
+            _process([sys.executable, "-m", "gateway", "gateway", "--config", str(config)], gateway_log, placement)
+        )
+        _wait_ready("the gateway", gateway, gateway_url + "/health", gateway_log)
+        yield _Servers(agent_url, gateway_url, agent, gateway, gateway_log)
+
+
+def _gateway_config(port: int, data_dir: Path, agent_url: str) -> str:
+    """Where to listen, where the SQLite stores go, the one tool; nothing else, so the rest is the defaults."""
+    return (
+        f'[gateway]\nhost = "127.0.0.1"\nport = {port}\ndata_dir = "{data_dir}"\n\n'
+        f'[[tools]]\nname = "{_TOOL}"\nagent = "{agent_url}"\nmode = "streaming"\n'
+    )
+
+
+@contextmanager
+def _process(command: list[str], log: Path, placement: _Placement) -> Iterator[subprocess.Popen[bytes]]:
+    """A server on the servers' core with the bench's original fd limit, its output in ``log``, stopped at the end.
+
+    The output goes to a file because a pipe nobody reads fills up and blocks the server.
+    """
+
+    def place() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, placement.servers_nofile)
+        if placement.servers_cores:
+            os.sched_setaffinity(0, placement.servers_cores)
+
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SWITCHBOARD")}
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, preexec_fn=place
+        )
+        try:
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=_STOP_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _wait_ready(name: str, process: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    deadline = time.monotonic() + _STARTUP_S
+    while True:
+        try:
+            if httpx.get(url, timeout=1.0).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{name} did not start; its output:\n{_tail(log)}")
+        time.sleep(0.05)
+
+
+def _tail(log: Path, lines: int = 20) -> str:
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
+# -- this process -------------------------------------------------------------------------------
+
+
+@contextmanager
+def _placed() -> Iterator[_Placement]:
+    """Pin this process to its own core (where there are two) and raise its RLIMIT_NOFILE soft limit to the hard one.
+
+    The servers keep the limit the bench was started with, as servers started from the same
+    shell would. Affinity and limit are restored at the end (a test runs this in pytest).
+    """
+    affinity = os.sched_getaffinity(0)
+    cores = sorted(affinity)
+    servers_cores, client_cores = ({cores[0]}, {cores[1]}) if len(cores) >= 2 else (None, None)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    if client_cores:
+        os.sched_setaffinity(0, client_cores)
+    try:
+        yield _Placement(servers_cores, client_cores, (soft, hard), (hard, hard))
+    finally:
+        os.sched_setaffinity(0, affinity)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def _rss_kib(pid: int) -> int:
+    """VmRSS from /proc (0 once the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _cpu_s(pid: int) -> float:
+    """User plus system CPU time from /proc/PID/stat (0 once the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def _open_fds(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+
+_TABLE_HEAD = (
+    f"{'round':<6}{'path':<8}{'ok':>5}{'failed':>7}{'open':>6}{'1st p50':>9}{'1st p99':>9}{'1st max':>9}{'wall s':>8}"
+    f"{'gw cpu':>8}{'gw MiB':>8}{'peak':>7}{'KiB/str':>8}{'ag cpu':>8}{'ag MiB':>8}{'peak':>7}{'KiB/str':>8}"
+    f"{'gw fds':>7}{'ag fds':>7}"
+)
+
+
+def _header(settings: Settings, placement: _Placement) -> str:
+    if placement.servers_cores and placement.client_cores:
+        servers, client = min(placement.servers_cores), min(placement.client_cores)
+        pinning = f"gateway + agent server on core {servers}, client on core {client}"
+    else:
+        pinning = "not pinned (fewer than 2 cores)"
+    return "\n".join(
+        [
+            f"concurrent streams: {settings.streams} at once, each '{settings.message}' ({settings.chunks} chunks "
+            f"every {settings.interval_s:g} s); {settings.rounds} rounds, gateway and direct interleaved, new servers "
+            "per burst; "
+            f"deadline {settings.deadline_s:g} s per burst",
+            "gateway: python -m gateway gateway --config FILE, one streaming tool, every other setting default "
+            f"(SQLite stores in a temporary data_dir, HTTP pool {DEFAULT_MAX_CONNECTIONS} connections, headers timeout "
+            f"{DEFAULT_HEADERS_TIMEOUT_S:g} s, log level info); direct: the agent server's /tasks/sendSubscribe",
+            f"cores: {pinning}",
+            f"RLIMIT_NOFILE soft/hard: servers {placement.servers_nofile[0]}/{placement.servers_nofile[1]}, "
+            f"client {placement.client_nofile[0]}/{placement.client_nofile[1]} (aiohttp, no connection limit)",
+            "1st: request sent -> first progress line, s (over the streams that saw one); open: streams open at once "
+            "(client side); cpu: CPU s during the burst; MiB: RSS before the burst, peak during it; "
+            "KiB/str: (peak - before) / open, for the server the path goes through; fds: peak open fds",
+        ]
+    )
+
+
+def _row(burst: Burst) -> str:
+    gateway_kib = f"{burst.gateway.kib_per_stream(burst.max_open):>8.1f}" if burst.path == "gateway" else f"{'-':>8}"
+    agent_kib = f"{burst.agent.kib_per_stream(burst.max_open):>8.1f}" if burst.path == "direct" else f"{'-':>8}"
+    return (
+        f"{burst.round:<6}{burst.path:<8}{burst.streams - burst.failed:>5}{burst.failed:>7}{burst.max_open:>6}"
+        f"{burst.percentile(0.5):>9.3f}{burst.percentile(0.99):>9.3f}{burst.percentile(1.0):>9.3f}{burst.wall_s:>8.2f}"
+        f"{burst.gateway.cpu_s:>8.2f}{burst.gateway.rss_before_kib / 1024:>8.1f}"
+        f"{burst.gateway.rss_peak_kib / 1024:>7.1f}"
+        f"{gateway_kib}{burst.agent.cpu_s:>8.2f}{burst.agent.rss_before_kib / 1024:>8.1f}"
+        f"{burst.agent.rss_peak_kib / 1024:>7.1f}{agent_kib}{burst.gateway.fds_peak:>7}{burst.agent.fds_peak:>7}"
+    )
+
+
+def _summary(bursts: list[Burst]) -> str:
+    lines = ["failures per reason (and the gateway's peak open fds against its soft limit, its log lines at ERROR):"]
+    for burst in bursts:
+        reasons = ", ".join(f"{reason} {count}" for reason, count in burst.failures.most_common()) or "none"
+        fds = f"{burst.gateway.fds_peak} of {burst.gateway_nofile} fds"
+        at_limit = ", AT THE LIMIT" if burst.gateway.fds_peak >= burst.gateway_nofile else ""
+        state = f"gateway: {fds}{at_limit}; {burst.log_errors} ERROR"
+        lines.append(f"  round {burst.round} {burst.path}: {reasons} ({state})")
+    gateway = [b for b in bursts if b.path == "gateway"]
+    direct = [b for b in bursts if b.path == "direct"]
+    lines.append(f"medians over {len(gateway)} rounds:{'gateway':>13}{'direct':>10}{'ratio':>8}")
+
+    def median_line(what: str, value: Callable[[Burst], float], digits: int) -> str:
+        through, baseline = statistics.median(map(value, gateway)), statistics.median(map(value, direct))
+        ratio = f"{through / baseline:>8.2f}" if baseline else f"{'-':>8}"
+        return f"  {what:<25}{through:>12.{digits}f}{baseline:>10.{digits}f}{ratio}"
+
+    gateway_kib = statistics.median(b.gateway.kib_per_stream(b.max_open) for b in gateway)
+    agent_kib = statistics.median(b.agent.kib_per_stream(b.max_open) for b in direct)
+    lines += [
+        median_line("failed calls", lambda b: b.failed, 0),
+        median_line("first progress p50 s", lambda b: b.percentile(0.5), 3),
+        median_line("first progress p99 s", lambda b: b.percentile(0.99), 3),
+        median_line("wall s", lambda b: b.wall_s, 2),
+        median_line("server CPU s (gw+agent)", lambda b: b.gateway.cpu_s + b.agent.cpu_s, 2),
+        f"  {'gateway KiB/stream':<25}{gateway_kib:>12.1f}             RSS growth / open streams, gateway bursts",
+        f"  {'agent server KiB/stream':<25}{agent_kib:>22.1f}   RSS growth / open streams, direct bursts",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = parse_settings(argv)
+    try:
+        measure(settings, lambda line: print(line, flush=True))
+    except KeyboardInterrupt:
+        print("interrupted: the servers are stopped", file=sys.stderr)
+        raise SystemExit(130) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+"""The concurrent-streams bench's ``--quick`` mode runs end to end: no failed call, figures that make sense.
+
+No timing is asserted: the machine is shared and noisy; only that each figure was measured.
+"""
+
+from __future__ import annotations
+
+from bench import concurrent_streams
+
+
+def test_concurrent_streams_quick_run_completes_every_stream() -> None:
+    settings = concurrent_streams.parse_settings(["--quick"])
+    lines: list[str] = []
+
+    bursts = concurrent_streams.measure(settings, lines.append)
+
+    assert [(b.round, b.path) for b in bursts] == [(1, "gateway"), (1, "direct"), (2, "direct"), (2, "gateway")]
+    for burst in bursts:
+        assert burst.failures == {}, (burst.path, burst.failures)
+        assert burst.max_open == settings.streams
+        assert len(burst.first_progress_s) == settings.streams
+        assert 0 < burst.percentile(0.5) <= burst.percentile(0.99) <= burst.percentile(1.0) < burst.wall_s
+        for usage in (burst.gateway, burst.agent):
+            assert 0 < usage.rss_before_kib <= usage.rss_peak_kib
+            assert usage.fds_peak > 0
+        assert (burst.agent if burst.path == "direct" else burst.gateway).fds_peak > settings.streams
+    report = "\n".join(lines)
+    assert "ratio" in report and "failures per reason" in report
