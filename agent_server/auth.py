@@ -15,6 +15,7 @@ as ``ANONYMOUS``, an admin, so a loopback setup needs no configuration.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -140,3 +141,26 @@ def _unauthorized(header: str | None) -> Response:
         challenge = f'Bearer realm="{REALM}", error="invalid_token"'
     error = ProtocolError(ErrorCode.INVALID_REQUEST, message, http_status=401)
     return error_response(error, headers={"www-authenticate": challenge})
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether binding ``host`` keeps a server on this machine (``127.0.0.1``, ``::1``, ``localhost``)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def open_binding_problem(host: str, has_tokens: bool, what: str, token_hint: str) -> str | None:
+    """Why a server should refuse to listen on ``host``: reachable from other machines with no token asked.
+
+    ``token_hint`` says how to configure one; ``--insecure`` is the way to insist.
+    """
+    if has_tokens or is_loopback_host(host):
+        return None
+    return (
+        f"refusing to serve {what} on {host} without a token: anyone who can reach that address could use it; "
+        f"{token_hint}, or pass --insecure to serve it open anyway"
+    )

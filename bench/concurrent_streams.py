@@ -54,7 +54,9 @@ import httpx
 import orjson
 
 from examples._loopback import free_port
-from gateway.gateway import DEFAULT_HEADERS_TIMEOUT_S, DEFAULT_MAX_CONNECTIONS
+from gateway.peers import PeerLimits
+
+_DEFAULTS = PeerLimits()
 
 _AGENT_SERVER = (
     "from agent_server import serve; from agent_server.testing import scripted_agent; "
@@ -90,7 +92,7 @@ class Settings:
     @property
     def deadline_s(self) -> float:
         """A burst's limit: three times a stream's own length plus the gateway's headers timeout and a margin."""
-        return 3 * self.chunks * self.interval_s + DEFAULT_HEADERS_TIMEOUT_S + 30.0
+        return 3 * self.chunks * self.interval_s + _DEFAULTS.headers_timeout_s + 30.0
 
 
 _WARMUP = Settings(streams=5, chunks=2, interval_s=0.01)
@@ -525,8 +527,8 @@ def _header(settings: Settings, placement: _Placement) -> str:
             "per burst; "
             f"deadline {settings.deadline_s:g} s per burst",
             "gateway: python -m gateway gateway --config FILE, one streaming tool, every other setting default "
-            f"(SQLite stores in a temporary data_dir, HTTP pool {DEFAULT_MAX_CONNECTIONS} connections, headers timeout "
-            f"{DEFAULT_HEADERS_TIMEOUT_S:g} s, log level info); direct: the agent server's /tasks/sendSubscribe",
+            f"(SQLite stores in a temporary data_dir, HTTP pool {_DEFAULTS.max_connections} connections, headers timeout "
+            f"{_DEFAULTS.headers_timeout_s:g} s, log level info); direct: the agent server's /tasks/sendSubscribe",
             f"cores: {pinning}",
             f"RLIMIT_NOFILE soft/hard: servers {placement.servers_nofile[0]}/{placement.servers_nofile[1]}, "
             f"client {placement.client_nofile[0]}/{placement.client_nofile[1]} (aiohttp, no connection limit)",

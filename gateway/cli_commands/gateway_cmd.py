@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import socket
 import sys
@@ -21,7 +22,9 @@ from typing import Any
 
 import uvicorn
 
-from ..config import ConfigError, GatewayConfig, load_config
+from agent_server.auth import open_binding_problem
+
+from ..config import ADMIN_TOKEN_ENV, ConfigError, GatewayConfig, load_config
 from ..service import GatewayService, ServiceError, check_machine, create_gateway_app
 
 
@@ -41,6 +44,9 @@ def add_gateway(subparsers: Any) -> None:
     parser.add_argument("--host", default=None, help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="port to listen on (default 8080)")
     parser.add_argument("--check", action="store_true", help="only check the configuration, print it, and exit")
+    parser.add_argument(
+        "--insecure", action="store_true", help="serve on a non-loopback host even without any token configured"
+    )
     parser.set_defaults(run=run_gateway)
 
 
@@ -59,6 +65,12 @@ def run_gateway(args: argparse.Namespace) -> int:
     if args.check:
         sys.stdout.write(config.model_dump_json(indent=2) + "\n")
         return 0
+    has_tokens = bool(os.environ.get(ADMIN_TOKEN_ENV, "").strip()) or bool(config.security.tokens)
+    hint = f"set {ADMIN_TOKEN_ENV}, or [[security.tokens]] in the configuration"
+    problem = open_binding_problem(config.gateway.host, has_tokens, "the gateway", hint)
+    if problem is not None and not args.insecure:
+        print(f"switchboard gateway: {problem}", file=sys.stderr)
+        return 2
     logging.basicConfig(level=config.gateway.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if config.gateway.log_level != "debug":
         logging.getLogger("httpx").setLevel(logging.WARNING)

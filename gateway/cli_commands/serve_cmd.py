@@ -5,12 +5,18 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from agent_server.auth import open_binding_problem
+
 from ..config import import_from_cwd
 from .client import UsageError
+
+AGENT_TOKEN_ENV = "SWITCHBOARD_AGENT_TOKEN"
+"""The environment variable whose value, when set, every call to ``switchboard serve`` must carry as its bearer token."""
 
 
 def load_target(spec: str, default_attr: str | None = None) -> Any:
@@ -79,6 +85,15 @@ def add_serve(subparsers: Any) -> None:
         "--cancel-on-disconnect", action="store_true", help="cancel a task when its stream's client goes away"
     )
     parser.add_argument("--public-url", default=None, help="the URL the agent card advertises")
+    parser.add_argument(
+        "--token-env",
+        default=AGENT_TOKEN_ENV,
+        metavar="NAME",
+        help=f"the environment variable holding the token every call must carry (default: {AGENT_TOKEN_ENV})",
+    )
+    parser.add_argument(
+        "--insecure", action="store_true", help="serve on a non-loopback --host even without a token"
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.set_defaults(run=_run_serve)
 
@@ -99,6 +114,13 @@ def _run_serve(args: argparse.Namespace) -> int:
 
     from agent_server import as_hosted_agent, open_store, serve
 
+    token = os.environ.get(args.token_env, "").strip() or None
+    if args.token_env != AGENT_TOKEN_ENV and token is None:
+        raise UsageError(f"--token-env {args.token_env}: the environment variable {args.token_env} is not set")
+    hint = f"set {AGENT_TOKEN_ENV} (or --token-env NAME) to the token callers must send"
+    problem = open_binding_problem(args.host, token is not None, "an agent", hint)
+    if problem is not None and not args.insecure:
+        raise UsageError(problem)
     hosted = as_hosted_agent(_agent_at(args.target))
     try:
         store = open_store(args.store)
@@ -113,6 +135,7 @@ def _run_serve(args: argparse.Namespace) -> int:
             store=store,
             cancel_on_disconnect=args.cancel_on_disconnect,
             public_url=args.public_url,
+            token=token,
             log_level=args.log_level,
         )
     finally:
