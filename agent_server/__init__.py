@@ -3,7 +3,8 @@
 An agent is an async function or async generator taking a ``TaskContext``; see
 ``agent_server.agent`` for what it may yield or return. ``create_app`` wraps it in a
 Starlette app, ``serve`` runs that with uvicorn, and ``TaskManager`` is the same engine
-without HTTP, for in-process (``local://``) use.
+without HTTP, for in-process (``local://``) use. ``build_server`` is how any ASGI app here is
+run with uvicorn, behind ``ServerLimits`` (read timeouts, a connection cap, heard refusals).
 """
 
 from .agent import (
@@ -18,6 +19,7 @@ from .agent import (
     as_hosted_agent,
 )
 from .app import DEFAULT_MAX_BODY_BYTES, create_app, serve
+from .server import ServerLimits, build_server
 from .stores import MemoryTaskStore, SQLiteTaskStore, StoreFull, StoreSpec, TaskStore, open_store, parse_store_spec
 from .task_manager import TaskManager
 
@@ -31,6 +33,7 @@ __all__ = [
     "MemoryTaskStore",
     "SQLiteTaskStore",
     "StoreFull",
+    "ServerLimits",
     "StoreSpec",
     "TaskContext",
     "TaskManager",
@@ -38,6 +41,7 @@ __all__ = [
     "TextChunk",
     "agent",
     "as_hosted_agent",
+    "build_server",
     "create_app",
     "open_store",
     "parse_store_spec",
