@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
-import uvicorn
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -39,6 +38,7 @@ from .http import (
     read_body,
 )
 from .agent import AgentHandler, HostedAgent, as_hosted_agent
+from .server import ServerLimits, build_server
 from .stores import TaskStore, open_store
 from .task_manager import TaskManager
 
@@ -107,16 +107,17 @@ def serve(
     public_url: str | None = None,
     log_level: str = "info",
     graceful_shutdown_s: int = 5,
+    limits: ServerLimits | None = None,
 ) -> None:
-    """Run the agent's app with uvicorn until interrupted.
+    """Run the agent's app with uvicorn until interrupted, behind ``limits`` (default ``ServerLimits()``).
 
     Open streams get ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
     """
     app = create_app(agent, store=store, cancel_on_disconnect=cancel_on_disconnect, public_url=public_url)
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=graceful_shutdown_s
+    server = build_server(
+        app, host=host, port=port, limits=limits, log_level=log_level, timeout_graceful_shutdown=graceful_shutdown_s
     )
-    uvicorn.Server(config).run()
+    server.run()
 
 
 class _Handlers:

@@ -10,12 +10,15 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
 import pytest
 from servers import free_port
 
+import agent_server
+from agent_server import ServerLimits
 from gateway.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,6 +132,9 @@ def test_a_bad_store_spec_gets_a_clear_error(capsys: pytest.CaptureFixture[str],
         (["--port", "99999"], "must be a port number from 0 to 65535, got '99999'"),
         (["--port", "http"], "must be a port number from 0 to 65535"),
         (["--store", "sqlite:."], "cannot open the task store '.'"),
+        (["--max-connections", "0"], "must be a whole number of at least 1, got '0'"),
+        (["--header-timeout", "-1"], "must be a number of seconds greater than 0, got '-1'"),
+        (["--body-timeout", "soon"], "must be a number of seconds greater than 0, got 'soon'"),
     ],
 )
 def test_a_bad_port_or_unopenable_store_is_a_usage_error(
@@ -142,6 +148,15 @@ def test_a_bad_port_or_unopenable_store_is_a_usage_error(
         code = exc.code
     assert code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_limit_flags_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: dict[str, Any] = {}
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(agent_server, "serve", lambda agent, **options: served.update(options))
+    argv = ["serve", "examples.echo:agent", "--max-connections", "7", "--header-timeout", "2.5", "--body-timeout", "4"]
+    assert main(argv) == 0
+    assert served["limits"] == ServerLimits(max_connections=7, header_timeout_s=2.5, body_timeout_s=4.0)
 
 
 def test_no_subcommand_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
