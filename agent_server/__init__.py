@@ -3,7 +3,8 @@
 An agent is an async function or async generator taking a ``TaskContext``; see
 ``agent_server.agent`` for what it may yield or return. ``create_app`` wraps it in a
 Starlette app, ``serve`` runs that with uvicorn, and ``TaskManager`` is the same engine
-without HTTP, for in-process (``local://``) use.
+without HTTP, for in-process (``local://``) use. ``build_server`` is how any ASGI app here is
+run with uvicorn, behind ``ServerLimits`` (read timeouts, a connection cap, heard refusals).
 """
 
 from .agent import (
@@ -19,6 +20,7 @@ from .agent import (
 )
 from .app import DEFAULT_MAX_BODY_BYTES, create_app, serve
 from .auth import ANONYMOUS, Principal, TokenTable, principal_of, require_scope
+from .server import ServerLimits, build_server
 from .stores import MemoryTaskStore, SQLiteTaskStore, StoreFull, StoreSpec, TaskStore, open_store, parse_store_spec
 from .task_manager import TaskManager
 
@@ -33,6 +35,7 @@ __all__ = [
     "MemoryTaskStore",
     "Principal",
     "SQLiteTaskStore",
+    "ServerLimits",
     "StoreFull",
     "StoreSpec",
     "TaskContext",
@@ -42,6 +45,7 @@ __all__ = [
     "TokenTable",
     "agent",
     "as_hosted_agent",
+    "build_server",
     "create_app",
     "open_store",
     "parse_store_spec",

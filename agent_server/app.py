@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
-import uvicorn
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -42,6 +41,7 @@ from .http import (
     read_body,
 )
 from .agent import AgentHandler, HostedAgent, as_hosted_agent
+from .server import ServerLimits, build_server
 from .stores import TaskStore, open_store
 from .task_manager import TaskManager
 
@@ -128,10 +128,12 @@ def serve(
     allowed_origins: Sequence[str] = (),
     log_level: str = "info",
     graceful_shutdown_s: int = 5,
+    limits: ServerLimits | None = None,
 ) -> None:
-    """Run the agent's app with uvicorn until interrupted (``token``, ``allowed_origins``: see ``create_app``).
+    """Run the agent's app with uvicorn until interrupted, behind ``limits`` (default ``ServerLimits()``).
 
-    Open streams get ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
+    ``token`` and ``allowed_origins``: see ``create_app``. Open streams get
+    ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
     """
     app = create_app(
         agent,
@@ -141,10 +143,10 @@ def serve(
         token=token,
         allowed_origins=allowed_origins,
     )
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=graceful_shutdown_s
+    server = build_server(
+        app, host=host, port=port, limits=limits, log_level=log_level, timeout_graceful_shutdown=graceful_shutdown_s
     )
-    uvicorn.Server(config).run()
+    server.run()
 
 
 class _Handlers:

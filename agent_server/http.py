@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 import orjson
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -77,7 +77,11 @@ def error_response(
 
 
 def guarded(endpoint: Endpoint) -> Endpoint:
-    """Every refusal (a ProtocolError) becomes its JSON error; anything unexpected a logged 500 that says what broke."""
+    """Every refusal (a ProtocolError) becomes its JSON error; anything unexpected a logged 500 that says what broke.
+
+    A client gone before its body was complete (or cut by the server's body timeout) broke
+    nothing: its answer, which no one will read, is a plain 400.
+    """
 
     @wraps(endpoint)
     async def guarded_endpoint(request: Request) -> Response:
@@ -87,12 +91,17 @@ def guarded(endpoint: Endpoint) -> Endpoint:
             return error_response(exc, exc.envelope)
         except ProtocolError as exc:
             return error_response(exc)
+        except ClientDisconnect:
+            return error_response(_CLIENT_GONE)
         except HTTPException:
             raise
         except Exception as exc:
             return internal_error(request, exc, logging.getLogger(endpoint.__module__))
 
     return guarded_endpoint
+
+
+_CLIENT_GONE = ProtocolError(ErrorCode.INVALID_REQUEST, "the connection closed before the request body was complete")
 
 
 def internal_error(request: Request, exc: Exception, logger: logging.Logger | None = None) -> Response:

@@ -11,10 +11,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import anyio
-import uvicorn
 from starlette.types import ASGIApp
 
-from agent_server import HostedAgent, create_app
+from agent_server import HostedAgent, build_server, create_app
 
 STARTUP_TIMEOUT_S = 10.0
 
@@ -35,10 +34,9 @@ async def serve_agent(agent: HostedAgent, port: int | None = None) -> AsyncItera
 
 @asynccontextmanager
 async def serve_app(app: ASGIApp, port: int | None = None) -> AsyncIterator[str]:
-    """Serve any ASGI app (an agent server, a gateway) the same way."""
+    """Serve any ASGI app (an agent server, a gateway) the same way, behind the production limits."""
     port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    server = build_server(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     async with anyio.create_task_group() as group:
         group.start_soon(server.serve)
         with anyio.fail_after(STARTUP_TIMEOUT_S):

@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from agent_server.server import ServerLimits
 from protocol import dotted_path
 
 from .agent_tool import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TIMEOUT_MS, TOOL_NAME_PATTERN, TOOL_NAME_RULE
@@ -49,6 +50,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LOCAL_ONLY = ("instructions", "model", "base_url", "api_key_env", "handoffs", "tools")
 _TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _PEER_DEFAULTS = PeerLimits()
+_SERVER_DEFAULTS = ServerLimits()
 ADMIN_TOKEN_ENV = "SWITCHBOARD_ADMIN_TOKEN"
 """The environment variable whose value, when set, is the gateway's admin token (principal ``admin``)."""
 
@@ -69,6 +71,17 @@ class ServerConfig(_Strict):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     max_body_bytes: int = Field(1 << 20, ge=1)
     startup_wait_secs: float = Field(DEFAULT_STARTUP_WAIT_S, ge=0)
+    max_connections: int = Field(_SERVER_DEFAULTS.max_connections, ge=1)
+    header_timeout_secs: float = Field(_SERVER_DEFAULTS.header_timeout_s, gt=0)
+    body_timeout_secs: float = Field(_SERVER_DEFAULTS.body_timeout_s, gt=0)
+
+    def server_limits(self) -> ServerLimits:
+        """What one client connection may hold (agent_server/server.py)."""
+        return ServerLimits(
+            max_connections=self.max_connections,
+            header_timeout_s=self.header_timeout_secs,
+            body_timeout_s=self.body_timeout_secs,
+        )
 
 
 class LimitsConfig(_Strict):

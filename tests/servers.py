@@ -8,17 +8,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import uvicorn
-
+from agent_server import ServerLimits, build_server
 from examples._loopback import free_port
 
 
 @contextmanager
-def serve_app(app: Any, port: int | None = None, startup_timeout_s: float = 10.0) -> Iterator[str]:
-    """Run an ASGI app with uvicorn on 127.0.0.1 in a thread; yields its base URL."""
+def serve_app(
+    app: Any, port: int | None = None, startup_timeout_s: float = 10.0, limits: ServerLimits | None = None
+) -> Iterator[str]:
+    """Run an ASGI app on 127.0.0.1 in a thread, built as production builds it; yields its base URL."""
     port = port or free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
+    server = build_server(app, host="127.0.0.1", port=port, limits=limits, log_level="warning", lifespan="on")
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_timeout_s

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -165,3 +166,37 @@ def test_a_store_that_cannot_be_opened_is_a_config_error_and_closes_what_was_ope
         build_service(config, "gw.toml")
     assert str(caught.value).startswith("gw.toml: gateway.data_dir: cannot open the events store: cannot open the event log")
     assert closed == [str(tmp_path / "sessions.db")]
+
+
+def test_the_gateway_cuts_a_slow_client_by_its_configured_header_timeout_while_serving_others(tmp_path: Path) -> None:
+    port = free_port()
+    config = tmp_path / "gateway.toml"
+    config.write_text(
+        f'[gateway]\nport = {port}\nheader_timeout_secs = 0.5\n\n[stores]\nsessions = "memory"\nevents = "memory"\n',
+        encoding="utf-8",
+    )
+    process = _start(config)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for_health(url, process)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as slow:
+            slow.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # never ends its headers
+            assert httpx.get(f"{url}/health", timeout=5).status_code == 200
+            answer = slow.recv(4096)  # the server ends it: a 408, then the close
+            assert answer.startswith(b"HTTP/1.1 408"), answer
+    finally:
+        process.kill()
+        process.communicate()
+
+
+def test_the_gateway_refuses_to_serve_a_non_loopback_address_without_a_token(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text('[gateway]\nhost = "0.0.0.0"\n', encoding="utf-8")
+    env = {key: value for key, value in os.environ.items() if key != "SWITCHBOARD_ADMIN_TOKEN"}
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "gateway", "--config", str(config)],
+        cwd=ROOT, capture_output=True, text=True, env=env, timeout=60,
+    )
+    assert done.returncode == 2
+    assert "refusing to serve the gateway on 0.0.0.0 without a token" in done.stderr
+    assert "SWITCHBOARD_ADMIN_TOKEN" in done.stderr and "--insecure" in done.stderr

@@ -10,12 +10,15 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
 import pytest
 from servers import free_port
 
+import agent_server
+from agent_server import ServerLimits
 from gateway.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,6 +132,9 @@ def test_a_bad_store_spec_gets_a_clear_error(capsys: pytest.CaptureFixture[str],
         (["--port", "99999"], "must be a port number from 0 to 65535, got '99999'"),
         (["--port", "http"], "must be a port number from 0 to 65535"),
         (["--store", "sqlite:."], "cannot open the task store '.'"),
+        (["--max-connections", "0"], "must be a whole number of at least 1, got '0'"),
+        (["--header-timeout", "-1"], "must be a number of seconds greater than 0, got '-1'"),
+        (["--body-timeout", "soon"], "must be a number of seconds greater than 0, got 'soon'"),
     ],
 )
 def test_a_bad_port_or_unopenable_store_is_a_usage_error(
@@ -144,6 +150,49 @@ def test_a_bad_port_or_unopenable_store_is_a_usage_error(
     assert message in capsys.readouterr().err
 
 
+def test_the_limit_flags_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    served: dict[str, Any] = {}
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(agent_server, "serve", lambda agent, **options: served.update(options))
+    argv = ["serve", "examples.echo:agent", "--max-connections", "7", "--header-timeout", "2.5", "--body-timeout", "4"]
+    assert main(argv) == 0
+    assert served["limits"] == ServerLimits(max_connections=7, header_timeout_s=2.5, body_timeout_s=4.0)
+
+
 def test_no_subcommand_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([]) == 2
     assert "serve" in capsys.readouterr().err
+
+
+def test_serve_refuses_a_non_loopback_address_without_a_token(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SWITCHBOARD_AGENT_TOKEN", raising=False)
+    assert main(["serve", "examples/echo.py:agent", "--host", "0.0.0.0", "--port", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to serve an agent on 0.0.0.0 without a token" in err and "--insecure" in err
+
+
+def test_serve_with_a_token_requires_it_on_every_call_but_the_card(monkeypatch: pytest.MonkeyPatch) -> None:
+    port = free_port()
+    env = {**os.environ, "MY_AGENT_TOKEN": "t0ken", "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gateway", "serve", "examples/echo.py:agent", "--port", str(port), "--token-env", "MY_AGENT_TOKEN"],
+        cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                card = httpx.get(f"{url}/.well-known/agent.json", timeout=1)
+                break
+            except httpx.TransportError:
+                assert process.poll() is None and time.monotonic() < deadline, "the agent server did not start"
+                time.sleep(0.05)
+        assert card.status_code == 200 and card.json()["security"] == [{"bearer": []}]
+        body = {"message": {"parts": [{"text": "hi"}]}}
+        assert httpx.post(f"{url}/tasks/send", json=body).status_code == 401
+        sent = httpx.post(f"{url}/tasks/send", json=body, headers={"authorization": "Bearer t0ken"})
+        assert sent.status_code == 200 and sent.json()["status"]["state"] == "completed"
+    finally:
+        process.kill()
+        process.communicate()

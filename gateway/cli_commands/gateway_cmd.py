@@ -22,6 +22,7 @@ from typing import Any
 
 import uvicorn
 
+from agent_server import build_server
 from agent_server.auth import open_binding_problem
 
 from ..config import ADMIN_TOKEN_ENV, ConfigError, GatewayConfig, load_config
@@ -79,14 +80,14 @@ def run_gateway(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"switchboard gateway: invalid configuration:\n{exc}", file=sys.stderr)
         return 2
-    server = _GatewayServer(
-        uvicorn.Config(
-            app,
-            host=config.gateway.host,
-            port=config.gateway.port,
-            log_level=config.gateway.log_level,
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-        )
+    server = build_server(
+        app,
+        host=config.gateway.host,
+        port=config.gateway.port,
+        limits=config.gateway.server_limits(),
+        server_class=_GatewayServer,
+        log_level=config.gateway.log_level,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
     )
     print(_banner(config), file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, _exit_cleanly)

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from agent_server import ServerLimits
 from agent_server.auth import open_binding_problem
 
 from ..config import import_from_cwd
@@ -17,6 +18,7 @@ from .client import UsageError
 
 AGENT_TOKEN_ENV = "SWITCHBOARD_AGENT_TOKEN"
 """The environment variable whose value, when set, every call to ``switchboard serve`` must carry as its bearer token."""
+_LIMITS = ServerLimits()
 
 
 def load_target(spec: str, default_attr: str | None = None) -> Any:
@@ -95,6 +97,27 @@ def add_serve(subparsers: Any) -> None:
         "--insecure", action="store_true", help="serve on a non-loopback --host even without a token"
     )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=_LIMITS.max_connections,
+        metavar="N",
+        help="connections held at once; one more is answered 503 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=_positive_seconds,
+        default=_LIMITS.header_timeout_s,
+        metavar="SECONDS",
+        help="time a request has to complete its headers (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=_positive_seconds,
+        default=_LIMITS.body_timeout_s,
+        metavar="SECONDS",
+        help="time a request has, after its headers, to complete its body (default: %(default)g)",
+    )
     parser.set_defaults(run=_run_serve)
 
 
@@ -107,6 +130,26 @@ def _port(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, got {text!r}")
     return port
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds greater than 0, got {text!r}")
+    return value
 
 
 def _run_serve(args: argparse.Namespace) -> int:
@@ -137,6 +180,11 @@ def _run_serve(args: argparse.Namespace) -> int:
             public_url=args.public_url,
             token=token,
             log_level=args.log_level,
+            limits=ServerLimits(
+                max_connections=args.max_connections,
+                header_timeout_s=args.header_timeout,
+                body_timeout_s=args.body_timeout,
+            ),
         )
     finally:
         anyio.run(store.aclose)

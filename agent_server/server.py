@@ -1,0 +1,394 @@
+"""The one way to run an ASGI app with uvicorn here: ``build_server``, behind ``ServerLimits``.
+
+uvicorn alone has no header or body read timeout and no connection cap, so slow or silent
+sockets are held forever and, past the open-file limit, everyone is refused. And a refusal
+answered before the request body is read (413, 401, 415) is lost on clients that send the
+whole body before reading (Python's urllib): the server closes with bytes unread and the
+kernel resets the connection, which throws away the answer.
+
+Two pieces keep the limits, each where it can see what it needs:
+
+- ``LimitedH11Protocol``, a subclass of uvicorn's h11 protocol, keeps the connection-level
+  limits (the header and body timeouts, the connection cap): only the protocol sees a
+  connection before it carries a request, and only it can close one. The logic is in
+  ``_ConnectionLimits``, which asks the parser just two things (what the request still
+  lacks, whether part of the next one arrived), so an httptools protocol gets the same
+  limits from the same mixin on ``HttpToolsProtocol``, answering those two from its callbacks.
+- ``_DrainUnreadBody``, an ASGI wrapper the protocol puts around the app, makes refusals
+  heard, the way a lingering close does: an answer given before the body was read goes out
+  at once, but the response is finished only after the rest of the body was read and
+  dropped. It is ASGI, not protocol code, because the end of the response is where uvicorn
+  acts: its request cycle (not the protocol) closes the socket as the response completes on
+  a ``Connection: close`` request (urllib's), and its ``receive()`` gives no more body after;
+  the protocol could only delay that by re-implementing the cycle. As ASGI it works
+  unchanged under any protocol, and since the protocol installs it, ``Config.app`` stays
+  the caller's app (the gateway reads its state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any, Literal
+
+import h11
+import orjson
+import uvicorn
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from protocol import ErrorCode, ProtocolError
+
+try:
+    import resource
+except ImportError:  # Windows: no open-file limit to raise
+    resource = None  # type: ignore[assignment]
+
+logger = logging.getLogger(__name__)
+
+# Open files a server needs besides its connections (listeners, logs, stores, outgoing calls), and
+# the refused connections read from at once, part of them: more are closed right after their 503,
+# so however fast refused clients come the server stays within max_connections + _OWN_FILES.
+_OWN_FILES = 128
+_LINGERING_REFUSALS = 64
+
+_Awaiting = Literal["headers", "body"]
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one server lets a connection hold; every default here, nowhere else.
+
+    header_timeout_s: from a connection's accept until its first request's headers are
+        complete; on keep-alive, from the end of each response until the next request's
+        headers are complete, however late its first byte (never less than
+        ``keep_alive_timeout_s``, so an idle connection is the keep-alive timeout's to
+        close). Past it: a 408 if part of a request came, then close.
+    body_timeout_s: from a request's headers until its whole body has arrived, in total,
+        so a body dripped a byte at a time cannot hold the connection. Past it: a 408 if no
+        response started yet, then close.
+    max_connections: connections held at once; one more gets at once a 503 with
+        ``Retry-After: 1`` and is closed. The open-file limit is raised to fit it.
+    keep_alive_timeout_s: how long an idle keep-alive connection waits for its next
+        request (uvicorn's ``timeout_keep_alive``).
+    max_drain_bytes: how much of a body an endpoint did not read is read and dropped after
+        its answer, so a client that sends everything before reading hears it; past it the
+        connection is closed once the answer is out.
+    linger_s: after a 503 or 408, how long the server keeps reading and dropping what the
+        client still sends (it closes sooner when the client does), so the close does not
+        reset the connection before the client has read the answer.
+    """
+
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    max_connections: int = 2048
+    keep_alive_timeout_s: float = 5.0
+    max_drain_bytes: int = 64 * 1024 * 1024
+    linger_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        for name in ("header_timeout_s", "body_timeout_s", "keep_alive_timeout_s", "linger_s"):
+            value = getattr(self, name)
+            if not value > 0:
+                raise ValueError(f"ServerLimits.{name} must be a positive number of seconds, got {value!r}")
+        if self.max_connections < 1:
+            raise ValueError(f"ServerLimits.max_connections must be at least 1, got {self.max_connections!r}")
+        if self.max_drain_bytes < 0:
+            raise ValueError(f"ServerLimits.max_drain_bytes must be 0 or more, got {self.max_drain_bytes!r}")
+
+
+def build_server(
+    app: ASGIApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    limits: ServerLimits | None = None,
+    server_class: type[uvicorn.Server] = uvicorn.Server,
+    **config: Any,
+) -> uvicorn.Server:
+    """A ``server_class`` serving ``app`` on ``host:port`` behind ``limits`` (default ``ServerLimits()``).
+
+    ``config`` goes to ``uvicorn.Config`` (log_level, lifespan, timeout_graceful_shutdown, ...);
+    the protocol and the keep-alive timeout come from ``limits``. Building it raises this
+    process's open-file limit as far as allowed.
+    """
+    limits = limits or ServerLimits()
+    _raise_open_file_limit(limits.max_connections)
+    uvicorn_config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=functools.partial(LimitedH11Protocol, limits=limits),  # type: ignore[arg-type]
+        timeout_keep_alive=limits.keep_alive_timeout_s,  # type: ignore[arg-type]
+        **config,
+    )
+    return server_class(uvicorn_config)
+
+
+class _ConnectionLimits:
+    """The limits on one connection, mixed in before a uvicorn HTTP protocol.
+
+    It times the request's headers and body (one timer, re-armed whenever what the request
+    still lacks changes), refuses connections past the cap, and answers refusals and
+    timeouts so they are heard: the answer, then a half-close, then reading and dropping
+    until the client closes or ``linger_s`` passes.
+    """
+
+    # Set by uvicorn's protocols.
+    transport: asyncio.Transport
+    loop: asyncio.AbstractEventLoop
+    connections: set[Any]
+    flow: Any
+    cycle: Any
+    app: ASGIApp
+
+    def __init__(self, *args: Any, limits: ServerLimits, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limits = limits
+        self.app = _DrainUnreadBody(self.app, limits.max_drain_bytes)
+        self._timer: asyncio.TimerHandle | None = None
+        self._timing: _Awaiting | None = None
+        self._lingering = False
+
+    def _awaiting(self) -> _Awaiting | None:
+        """What the current request still lacks: its headers, its body, or nothing."""
+        raise NotImplementedError
+
+    def _request_begun(self) -> bool:
+        """Whether some bytes of a request whose headers are not complete have arrived."""
+        raise NotImplementedError
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        super().connection_made(transport)  # type: ignore[misc]
+        if len(self.connections) > self.limits.max_connections:
+            if len(self.connections) == self.limits.max_connections + 1:  # as the limit is reached, not per refusal
+                logger.warning("at the limit of %d connections: new ones get 503", self.limits.max_connections)
+            error = ProtocolError(
+                ErrorCode.INTERNAL_ERROR,
+                f"the server is at its limit of {self.limits.max_connections} connections; retry in a second",
+                http_status=503,
+            )
+            linger = len(self.connections) <= self.limits.max_connections + _LINGERING_REFUSALS
+            self._answer_and_linger(error, {"retry-after": "1"}, linger=linger)
+            return
+        self._follow_request()
+
+    def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            return
+        super().data_received(data)  # type: ignore[misc]
+        self._follow_request()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._cancel_timer()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # type: ignore[misc]
+        if not self.transport.is_closing() and self._awaiting() == "body":
+            # The answer is out, the body still owed: the drain gave up on it, or the client was never asked for it.
+            self.transport.close()
+        self._follow_request()
+
+    def shutdown(self) -> None:
+        if self._lingering:
+            self.transport.close()
+        else:
+            super().shutdown()  # type: ignore[misc]
+
+    def _follow_request(self) -> None:
+        """Arm the timer for what the request lacks now, if that changed."""
+        if self._lingering:
+            return
+        awaiting = None if self.transport.is_closing() else self._awaiting()
+        if awaiting == self._timing:
+            return
+        self._cancel_timer()
+        self._timing = awaiting
+        if awaiting == "headers":
+            seconds = self.limits.header_timeout_s
+            if self.cycle is not None:  # keep-alive: an idle connection is the keep-alive timeout's to close
+                seconds = max(seconds, self.limits.keep_alive_timeout_s)
+            self._timer = self.loop.call_later(seconds, self._headers_too_slow)
+        elif awaiting == "body":
+            self._timer = self.loop.call_later(self.limits.body_timeout_s, self._body_too_slow)
+
+    def _headers_too_slow(self) -> None:
+        if not self._request_begun():
+            self.transport.close()  # nothing was asked, so there is nothing to answer
+            return
+        seconds = self.limits.header_timeout_s
+        logger.debug("closed a connection: request headers incomplete after %g s", seconds)
+        error = ProtocolError(
+            ErrorCode.INVALID_REQUEST,
+            f"the request headers were not complete within {seconds:g} s; send the request line and headers at once",
+            http_status=408,
+        )
+        self._answer_and_linger(error)
+
+    def _body_too_slow(self) -> None:
+        seconds = self.limits.body_timeout_s
+        logger.debug("closed a connection: request body incomplete after %g s", seconds)
+        if self.cycle.response_started:
+            self.transport.close()
+            return
+        error = ProtocolError(
+            ErrorCode.INVALID_REQUEST,
+            f"the request body was not complete within {seconds:g} s of its headers; "
+            "send the whole body without pauses, or a smaller one",
+            http_status=408,
+        )
+        self._answer_and_linger(error)
+
+    def _answer_and_linger(
+        self, error: ProtocolError, headers: dict[str, str] | None = None, *, linger: bool = True
+    ) -> None:
+        """Answer ``error``, then close without resetting the client (unless not ``linger``).
+
+        An app still running for the request sees a disconnect; what it sends is dropped.
+        """
+        self._cancel_timer()
+        self._lingering = True
+        if self.cycle is not None and not self.cycle.response_complete:
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        self.transport.write(_error_response(error, headers or {}))
+        if not linger:
+            self.transport.close()
+            return
+        try:
+            self.transport.write_eof()
+        except (NotImplementedError, OSError):  # TLS cannot half-close; a client already gone cannot be
+            self.transport.close()
+            return
+        self.flow.resume_reading()
+        self._timer = self.loop.call_later(self.limits.linger_s, self.transport.close)
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
+class LimitedH11Protocol(_ConnectionLimits, H11Protocol):
+    """uvicorn's h11 protocol behind ``ServerLimits`` (give it with ``functools.partial(..., limits=...)``)."""
+
+    def _awaiting(self) -> _Awaiting | None:
+        state = self.conn.their_state
+        if state is h11.IDLE:
+            return "headers"
+        if state is h11.SEND_BODY:
+            return "body"
+        return None
+
+    def _request_begun(self) -> bool:
+        return bool(self.conn.trailing_data[0])
+
+
+class _DrainUnreadBody:
+    """Finishes a response only after the request body is read, so a client that reads late hears it.
+
+    An answer sent before the body was read (a 413 on Content-Length, a 401) goes out at once,
+    all but the end of the response; the rest of the body is then read and dropped, up to
+    ``max_drain_bytes`` (the protocol's body timeout bounds the time), and the response
+    finished. A client that waits for ``100 Continue`` and was never asked for its body will
+    not send it, so nothing is drained for it.
+    """
+
+    def __init__(self, app: ASGIApp, max_drain_bytes: int) -> None:
+        self.app = app
+        self.max_drain_bytes = max_drain_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _has_body(scope):
+            await self.app(scope, receive, send)
+            return
+        asked = False
+        body_done = False
+
+        async def tracked_receive() -> Message:
+            nonlocal asked, body_done
+            asked = True
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                body_done = True
+            return message
+
+        async def send_after_drain(message: Message) -> None:
+            final = message["type"] == "http.response.body" and not message.get("more_body", False)
+            if not final or body_done or (not asked and _expects_continue(scope)):
+                await send(message)
+                return
+            await send({**message, "more_body": True})
+            await _drain(tracked_receive, self.max_drain_bytes)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        await self.app(scope, tracked_receive, send_after_drain)
+
+
+async def _drain(receive: Receive, limit: int) -> None:
+    """Read and drop the rest of a request body, until its end, a disconnect, or past ``limit`` bytes."""
+    dropped = 0
+    while dropped < limit:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return
+        dropped += len(message.get("body", b""))
+
+
+def _has_body(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0"):
+            return True
+    return False
+
+
+def _expects_continue(scope: Scope) -> bool:
+    return any(name == b"expect" and value.lower() == b"100-continue" for name, value in scope["headers"])
+
+
+def _error_response(error: ProtocolError, headers: dict[str, str]) -> bytes:
+    """A whole HTTP/1.1 response carrying ``error`` in the project's JSON shape, closing the connection."""
+    body = orjson.dumps(error.to_body().to_wire())
+    status = HTTPStatus(error.http_status)
+    lines = [
+        f"HTTP/1.1 {status.value} {status.phrase}",
+        "content-type: application/json",
+        f"content-length: {len(body)}",
+        "connection: close",
+        *(f"{name}: {value}" for name, value in headers.items()),
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def _raise_open_file_limit(max_connections: int) -> None:
+    """Raise the soft open-file limit to the hard one; warn when it still cannot hold ``max_connections``."""
+    if resource is None:
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = max_connections + _OWN_FILES
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, needed)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as exc:
+            logger.warning("could not raise the open-file limit from %d to %d: %s", soft, target, exc)
+    logger.info("open-file limit: %s (hard limit %s)", _limit_text(soft), _limit_text(hard))
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        logger.warning(
+            "the open-file limit is %d, below the %d that max_connections=%d needs (%d more for the server's own "
+            "files); past it new connections fail with 'Too many open files': raise the hard limit "
+            "(ulimit -Hn, LimitNOFILE= in systemd) or lower max_connections",
+            soft,
+            needed,
+            max_connections,
+            _OWN_FILES,
+        )
+
+
+def _limit_text(value: int) -> str:
+    return "unlimited" if value == resource.RLIM_INFINITY else str(value)
