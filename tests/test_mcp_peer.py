@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import anyio
@@ -221,3 +222,29 @@ async def test_inner_async_generators_are_closed_not_left_to_the_gc(gateway: Gat
             await gateway.call_tool("hang", "idle")
         gc.collect()
     assert not [name for name in finalized if name in {"_drain", "_chain", "_lines", "aiter_ndjson"}], finalized
+
+
+class _HeaderLog:
+    """ASGI wrapper that writes down the Authorization header of every request (lifespan passed through)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.seen: list[str | None] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            self.seen.append(dict(scope["headers"]).get(b"authorization", b"").decode() or None)
+        await self.app(scope, receive, send)
+
+
+async def test_an_mcp_tool_over_http_carries_its_own_token_and_another_tool_none() -> None:
+    logged = _HeaderLog(build_app())
+    with serve_app(logged) as url:
+        async with Gateway() as gateway:
+            gateway.add_agent_tool("secured", f"mcp+{url}/mcp#echo", token="mcp-token")
+            assert (await gateway.call_tool("secured", "hi")).text == "echo: hi"
+            with_token = len(logged.seen)
+            gateway.add_agent_tool("open", f"mcp+{url}/mcp#echo")
+            assert (await gateway.call_tool("open", "hi")).text == "echo: hi"
+    assert with_token > 0 and set(logged.seen[:with_token]) == {"Bearer mcp-token"}
+    assert set(logged.seen[with_token:]) == {None}
