@@ -23,7 +23,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_server import Handoff, HostedAgent, TaskContext, TextChunk, create_app
-from gateway import MemoryEventLog, MemorySessionStore
+from gateway import Agent, Gateway, HostAllowlist, MemoryEventLog, MemorySessionStore
 from gateway.service import GatewayService, RemoteSpec
 
 
@@ -218,3 +218,18 @@ def test_registration_by_url_still_works_on_the_scripted_agent() -> None:
     """The refusals above are specific: a plain agent registers and answers."""
     with agent_server() as agent_url, gateway_server(triage_service()) as url, httpx.Client(base_url=url, timeout=10) as http:
         assert http.post("/agents", json={"url": agent_url, "name": "helper"}).status_code == 201
+
+
+def test_with_an_explicit_allowlist_the_api_registers_agents_only_on_those_hosts() -> None:
+    service = GatewayService(
+        Agent("triage"),
+        gateway=Gateway(event_log=MemoryEventLog(), allowed_hosts=HostAllowlist(["127.0.0.3:*", "*.internal:443"])),
+        session_store=MemorySessionStore(),
+    )
+    with agent_server() as agent_url, gateway_server(service) as url, httpx.Client(base_url=url, timeout=10) as http:
+        for path, body in (("/agents", {"url": agent_url}), ("/tools", {"name": "t", "agent": agent_url})):
+            response = http.post(path, json=body)
+            assert response.status_code == 403, response.text
+            assert "127.0.0.3:*, *.internal:443" in error_of(response)["message"]
+        assert [a["name"] for a in http.get("/agents").json()["agents"]] == ["triage"]
+        assert http.get("/tools").json() == {"tools": []}
