@@ -1,13 +1,19 @@
-"""One agent-tool call: the three modes, the limits, and an event for every step.
+"""The one engine that calls a peer: an agent tool in its three modes, and a remote swarm member's turn.
 
-Events, all with ``call_id``, ``tool``, ``agent`` and (from the log) ``seq``:
-``agent_tool_invoked``; ``agent_tool_progress`` per stream line or conversational turn
-passed on; then exactly one of ``agent_tool_completed``, ``agent_tool_terminated`` (this
-gateway ended the call: budget, idle, per-request timeout, oversized line, the caller
-cancelled; a ``tasks/cancel`` was sent) or ``agent_tool_error`` (the peer or the network
-failed). A chunk's progress event is appended before the chunk is added to the result
-(its text, artifacts, state, cost, handoff), so whatever happens next, the log holds every
-chunk the result holds.
+A call is handed everything it needs (the peer, a ``CallSpec`` with the deadlines and the
+budget, the run's recorder); it sends with a deadline or streams with the idle timeout and
+the budget, checks what the peer sends, sends the best-effort cancel under the gateway's
+cancel deadline, and reads the reply. Whoever calls, the failure reasons and the events
+are the same.
+
+Events, all with ``call_id``, ``agent`` (the URI), ``tool`` or ``member`` (who called) and,
+from the log, ``seq``: ``agent_tool_invoked``; ``agent_tool_progress`` per stream line or
+conversational turn passed on; then exactly one of ``agent_tool_completed``,
+``agent_tool_terminated`` (this gateway ended the call: budget, idle, per-request timeout,
+oversized line or stream, the caller cancelled; a ``tasks/cancel`` was sent) or
+``agent_tool_error`` (the peer or the network failed), each with the ``reason``. A chunk's
+progress event is appended before the chunk is added to the result (its text, artifacts,
+state, cost, handoff), so whatever happens next, the log holds every chunk the result holds.
 
 What a peer reports is checked before it is used: a ``metadata.cost_usd`` or a line's
 ``cost_usd`` that is not a finite number >= 0, or a ``metadata.handoff`` that is not a
@@ -21,11 +27,13 @@ import logging
 import math
 import time
 import uuid
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
+from pydantic import ValidationError
 
 from protocol import (
     ArtifactEvent,
@@ -42,21 +50,47 @@ from protocol import (
     parts_text,
 )
 
-from pydantic import ValidationError
-
 from .agent_result import AgentToolResult
+from .agent_tool import AgentTool, Mode
+from .budget import Budget
 from .errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, PeerProtocolError
 from .events import EventType
 from .idle_timeout import IdleTimeout, with_idle_timeout
 from .peers.base import Peer, RawLine, StreamItem, StreamTooLarge
 from .recorder import RunRecorder
 
-if TYPE_CHECKING:
-    from .agent_tool import AgentTool
-
 logger = logging.getLogger(__name__)
 
 _FAILED_STATES = (TaskState.FAILED.value, TaskState.CANCELED.value)
+
+ConnectPeer = Callable[[], Peer]
+"""How a call gets its peer; an ``AgentToolError`` it raises fails the call, recorded like any failure."""
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """What one call is: whose (``tool`` or ``member``), to which ``agent``, how, and within which limits."""
+
+    agent: str
+    mode: Mode
+    timeout_s: float
+    idle_timeout_s: float
+    cancel_timeout_s: float
+    budget: Budget = field(default_factory=Budget)
+    tool: str | None = None
+    member: str | None = None
+
+    @classmethod
+    def of_tool(cls, tool: AgentTool, cancel_timeout_s: float) -> CallSpec:
+        return cls(
+            agent=tool.agent,
+            mode=tool.mode,
+            timeout_s=tool.timeout_ms / 1000,
+            idle_timeout_s=tool.idle_timeout_s,
+            cancel_timeout_s=cancel_timeout_s,
+            budget=tool.budget,
+            tool=tool.name,
+        )
 
 
 @dataclass(frozen=True)
@@ -80,51 +114,81 @@ class _Terminated(Exception):
 
 
 class AgentCall:
-    def __init__(self, tool: AgentTool, recorder: RunRecorder, message: Message, *, session_id: str | None) -> None:
-        self.tool = tool
+    """One call; ``run()`` for the whole result, or ``stream()`` for its text as it arrives (streaming mode)."""
+
+    def __init__(
+        self,
+        connect: ConnectPeer,
+        recorder: RunRecorder,
+        spec: CallSpec,
+        message: Message,
+        *,
+        session_id: str | None = None,
+        task_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self.spec = spec
         self.recorder = recorder
         self.message = message
+        self.metadata = metadata
         self.result = AgentToolResult(
             call_id="call_" + uuid.uuid4().hex[:16],
-            tool=tool.name,
-            agent=tool.agent,
-            mode=tool.mode.kind,
+            tool=spec.tool or spec.member or "",
+            agent=spec.agent,
+            mode=spec.mode.kind,
             run_id=recorder.run_id,
-            task_id="task_" + uuid.uuid4().hex,
+            task_id=task_id or "task_" + uuid.uuid4().hex,
             session_id=session_id,
         )
-        self._started = time.monotonic()
+        self._connect = connect
         self._peer: Peer | None = None
+        self._started = time.monotonic()
         self._skipped_bytes = 0  # non-UTF-8 bytes dropped from lines not yet recorded in a progress event
         self._skipped_total = 0
 
     async def run(self) -> AgentToolResult:
+        """The call in its mode; raises an AgentToolError (with ``.partial``) when it fails."""
+        async with aclosing(self._recorded(self._in_mode())) as pieces:
+            async for _ in pieces:
+                pass
+        return self.result
+
+    async def stream(self) -> AsyncIterator[str]:
+        """A streaming call's text, each piece once its progress event is recorded; ``result`` is final after."""
+        async with aclosing(self._recorded(self._streaming())) as pieces:
+            async for piece in pieces:
+                yield piece
+
+    async def close_run(self) -> None:
+        with anyio.CancelScope(shield=True):
+            await self.recorder.log.close_run(self.recorder.run_id)
+
+    # -- the call's life, recorded -------------------------------------------------------
+
+    async def _recorded(self, body: AsyncIterator[str]) -> AsyncIterator[str]:
+        """``agent_tool_invoked``, the body, then the one event that says how the call ended."""
         peer_error: AgentToolError | None = None
         try:
-            self._peer = self.tool.gateway.peer(self.tool.target, token=self.tool.token)
+            self._peer = self._connect()
         except AgentToolError as exc:
             peer_error = exc
         await self._emit(
             EventType.AGENT_TOOL_INVOKED,
-            mode=self.tool.mode.kind,
+            mode=self.spec.mode.kind,
             input=self.message.text or None,
             input_data=_data(self.message) or None,
             task_id=self.result.task_id,
             session_id=self.result.session_id,
-            timeout_ms=self.tool.timeout_ms,
-            max_cost_usd=self.tool.budget.max_cost_usd,
-            idle_timeout_secs=self.tool.idle_timeout_s if self.tool.mode.kind == "streaming" else None,
+            timeout_ms=round(self.spec.timeout_s * 1000),
+            max_cost_usd=self.spec.budget.max_cost_usd,
+            idle_timeout_secs=self.spec.idle_timeout_s if self.spec.mode.kind == "streaming" else None,
         )
         try:
             if peer_error is not None:
                 raise peer_error
-            assert self._peer is not None
-            if self.tool.mode.kind == "streaming":
-                await self._streaming(self._peer)
-            elif self.tool.mode.kind == "conversational":
-                await self._conversational(self._peer)
-            else:
-                await self._sync(self._peer)
+            async with aclosing(body) as pieces:
+                async for piece in pieces:
+                    yield piece
         except _Terminated as stop:
             await self._terminated(stop)
             raise stop.error from None
@@ -132,14 +196,14 @@ class AgentCall:
             exc.partial = self.result
             await self._emit(
                 EventType.AGENT_TOOL_ERROR,
-                kind=exc.reason,
+                reason=exc.reason,
                 error=type(exc).__name__,
                 message=exc.message,
                 **exc.event_fields(),
                 **self._totals(),
             )
             raise
-        except anyio.get_cancelled_exc_class():
+        except (anyio.get_cancelled_exc_class(), GeneratorExit):
             with anyio.CancelScope(shield=True):
                 await self._terminated(_Terminated(AgentToolError("the caller cancelled the call", reason="cancelled")))
             raise
@@ -148,7 +212,7 @@ class AgentCall:
             with anyio.CancelScope(shield=True):
                 await self._emit(
                     EventType.AGENT_TOOL_ERROR,
-                    kind="internal_error",
+                    reason="internal_error",
                     error=type(exc).__name__,
                     message=str(exc) or type(exc).__name__,
                     **self._totals(),
@@ -162,16 +226,21 @@ class AgentCall:
             handoff=self.result.handoff.to_wire() if self.result.handoff else None,
             **self._totals(),
         )
-        return self.result
 
-    async def close_run(self) -> None:
-        with anyio.CancelScope(shield=True):
-            await self.recorder.log.close_run(self.recorder.run_id)
+    async def _in_mode(self) -> AsyncIterator[str]:
+        if self.spec.mode.kind == "streaming":
+            async with aclosing(self._streaming()) as pieces:
+                async for piece in pieces:
+                    yield piece
+        elif self.spec.mode.kind == "conversational":
+            await self._conversational()
+        else:
+            await self._sync()
 
     # -- modes -------------------------------------------------------------------------
 
-    async def _sync(self, peer: Peer) -> None:
-        task = await self._send_turn(peer, self._params(self.message))
+    async def _sync(self) -> None:
+        task = await self._send_turn(self._params(self.message))
         reply = self._read_reply(task)
         self._check_budget(reply.cost_usd, task=task)
         self._take_task(task, reply)
@@ -179,28 +248,32 @@ class AgentCall:
         self.result.artifacts = list(task.artifacts)
         self._raise_if_failed(task)
 
-    async def _streaming(self, peer: Peer) -> None:
-        params = self._params(self.message)
-        async with peer.subscribe(params) as stream:
+    async def _streaming(self) -> AsyncIterator[str]:
+        peer = self._peer
+        assert peer is not None
+        async with peer.subscribe(self._params(self.message)) as stream:
             try:
-                async with aclosing(with_idle_timeout(stream, self.tool.idle_timeout_s)) as items:
+                async with aclosing(with_idle_timeout(stream, self.spec.idle_timeout_s)) as items:
                     async for item in items:
-                        if await self._on_line(item):
+                        piece, final = await self._on_line(item)
+                        if piece:
+                            yield piece
+                        if final:
                             return
             except IdleTimeout as exc:
                 error = AgentToolTimeout(
-                    f"no data from {self.tool.agent} for {exc.seconds:g} s", reason="idle_timeout", seconds=exc.seconds
+                    f"no data from {self.spec.agent} for {exc.seconds:g} s", reason="idle_timeout", seconds=exc.seconds
                 )
                 raise await self._cancel_for(_Terminated(error)) from None
             except _Terminated as stop:
                 raise await self._cancel_for(stop) from None
-        raise PeerProtocolError(f"the stream from {self.tool.agent} ended without a final line", reason="cut_off")
+        raise PeerProtocolError(f"the stream from {self.spec.agent} ended without a final line", reason="cut_off")
 
-    async def _conversational(self, peer: Peer) -> None:
+    async def _conversational(self) -> None:
         message = self.message
         replies: list[str] = []
-        for turn in range(1, self.tool.mode.max_turns + 1):
-            task = await self._send_turn(peer, self._params(message))
+        for turn in range(1, self.spec.mode.max_turns + 1):
+            task = await self._send_turn(self._params(message))
             meta = self._read_reply(task)
             self._check_budget(meta.cost_usd, task=task)
             reply = task.output_text
@@ -213,7 +286,7 @@ class AgentCall:
             self.result.text = "\n".join(replies)
             self.result.artifacts.extend(task.artifacts)
             self._raise_if_failed(task)
-            if task.status.state is TaskState.COMPLETED or turn == self.tool.mode.max_turns:
+            if task.status.state is TaskState.COMPLETED or turn == self.spec.mode.max_turns:
                 return
             next_message = await self._next_input(reply)
             if next_message is None:
@@ -222,10 +295,17 @@ class AgentCall:
 
     # -- one request with its deadline, one stream line ---------------------------------
 
-    async def _send_turn(self, peer: Peer, params: TaskSendParams) -> Task:
-        """``peer.send`` within ``timeout_ms`` of the request being sent; past it, cancel the task while the request is still open."""
-        timeout_s = self.tool.timeout_ms / 1000
+    async def _send_turn(self, params: TaskSendParams) -> Task:
+        """``peer.send`` within ``timeout_s`` of the request being sent; past it, cancel the task while the request is still open.
+
+        The deadline decides: once it has passed, the answer that may still arrive (the task
+        ending ``canceled`` because of that very cancel) is not the outcome.
+        """
+        peer = self._peer
+        assert peer is not None
+        timeout_s = self.spec.timeout_s
         outcome: Task | Exception | None = None
+        stopped: _Terminated | None = None
         done = anyio.Event()
         deadline = anyio.CancelScope()
 
@@ -245,42 +325,46 @@ class AgentCall:
             task_group.start_soon(send)
             with deadline:
                 await done.wait()
-            if not done.is_set():
+            if deadline.cancelled_caught:
                 error = AgentToolTimeout(
-                    f"{self.tool.agent} did not answer within {self.tool.timeout_ms} ms", reason="timeout", seconds=timeout_s
+                    f"{self.spec.agent} did not answer within {round(timeout_s * 1000)} ms",
+                    reason="timeout",
+                    seconds=timeout_s,
                 )
-                outcome = await self._cancel_for(_Terminated(error))
+                stopped = await self._cancel_for(_Terminated(error))
                 task_group.cancel_scope.cancel()
+        if stopped is not None:
+            raise stopped
         if isinstance(outcome, Exception):
             raise outcome
         assert outcome is not None
         return outcome
 
-    async def _on_line(self, item: StreamItem) -> bool:
-        """Check the budget, then pass one line on as a progress event; True at the final line.
+    async def _on_line(self, item: StreamItem) -> tuple[str, bool]:
+        """Check the budget, then pass one line on as a progress event: its text, and whether it was the final line.
 
         The progress event is appended first, then the line is added to the result.
         """
         if isinstance(item, OversizedLine):
             error = PeerProtocolError(
-                f"{self.tool.agent} sent a line over {item.limit} bytes ({item.size} seen)", reason="line_too_long"
+                f"{self.spec.agent} sent a line over {item.limit} bytes ({item.size} seen)", reason="line_too_long"
             )
             raise _Terminated(error, line_bytes=item.size, max_line_bytes=item.limit)
         if isinstance(item, StreamTooLarge):
             error = PeerProtocolError(
-                f"{self.tool.agent} streamed more than {item.limit} bytes in one answer; what came before is kept",
+                f"{self.spec.agent} streamed more than {item.limit} bytes in one answer; what came before is kept",
                 reason="answer_too_large",
             )
             raise _Terminated(error, stream_bytes=item.size, max_stream_bytes=item.limit)
         if isinstance(item, SkippedBytes):
-            logger.warning("skipped %d bytes that are not UTF-8 in a stream line from %s", item.count, self.tool.agent)
+            logger.warning("skipped %d bytes that are not UTF-8 in a stream line from %s", item.count, self.spec.agent)
             self._skipped_bytes += item.count
             self._skipped_total += item.count
-            return False
+            return "", False
         if isinstance(item, RawLine):
             await self._progress(kind="raw", raw=item.raw)
-            return False
-        cost = _cost(item.cost_usd, f"{self.tool.agent} sent a stream line whose cost_usd")
+            return "", False
+        cost = _cost(item.cost_usd, f"{self.spec.agent} sent a stream line whose cost_usd")
         total = self.result.cost_usd + cost
         if cost:
             self._check_budget(total, line=item)
@@ -291,12 +375,12 @@ class AgentCall:
             )
             self.result.cost_usd = total
             self.result.add_streamed(item.artifact)
-            return False
+            return text, False
         if isinstance(item, HandoffEvent):
             await self._progress(kind="handoff", cost_usd=cost, handoff=item.handoff.to_wire(), accumulated_cost_usd=total)
             self.result.cost_usd = total
-            self.result.handoff = item.handoff
-            return False
+            self.result.handoff = self.result.handoff or item.handoff
+            return "", False
         state = item.status.state.value
         message = item.status.message
         if not item.final:
@@ -310,14 +394,14 @@ class AgentCall:
             )
             self.result.cost_usd = total
             self.result.state = state
-            return False
+            return "", False
         self.result.cost_usd = total
         self.result.state = state
         if message is not None and not self.result.text:
             self.result.text = message.text
         if state in _FAILED_STATES:
             raise AgentTaskFailed(state, message.text if message else "")
-        return True
+        return "", True
 
     # -- limits and cancel ------------------------------------------------------------------
 
@@ -325,10 +409,10 @@ class AgentCall:
         self, total: float, *, task: Task | None = None, line: StatusEvent | ArtifactEvent | HandoffEvent | None = None
     ) -> None:
         """Raise before the chunk (stream line or reply) that takes the cost above the budget is passed on."""
-        if not self.tool.budget.exceeded_by(total):
+        if not self.spec.budget.exceeded_by(total):
             return
         self.result.cost_usd = total
-        error = BudgetExceeded(total, self.tool.budget.max_cost_usd or 0.0)
+        error = BudgetExceeded(total, self.spec.budget.max_cost_usd or 0.0)
         if line is not None:
             if isinstance(line, StatusEvent) and line.final:
                 # A final line's cost (e.g. the total billed at the end) arrives once the task has ended.
@@ -347,7 +431,7 @@ class AgentCall:
         stop.cancel_sent = stop.cancel_wanted and peer is not None and task_id is not None
         if stop.cancel_sent:
             assert peer is not None and task_id is not None
-            with anyio.move_on_after(self.tool.gateway.limits.cancel_timeout_s, shield=True):
+            with anyio.move_on_after(self.spec.cancel_timeout_s, shield=True):
                 stop.cancel_acknowledged = await peer.cancel(task_id)
         return stop
 
@@ -368,11 +452,13 @@ class AgentCall:
     # -- helpers ------------------------------------------------------------------------
 
     def _params(self, message: Message) -> TaskSendParams:
-        return TaskSendParams(id=self.result.task_id, session_id=self.result.session_id, message=message)
+        return TaskSendParams(
+            id=self.result.task_id, session_id=self.result.session_id, message=message, metadata=self.metadata
+        )
 
     def _read_reply(self, task: Task) -> _Reply:
         """The reply's ``metadata.cost_usd`` and ``metadata.handoff``, checked; PeerProtocolError when malformed."""
-        cost = _cost(task.metadata.get("cost_usd"), f"{self.tool.agent} answered a task whose metadata.cost_usd")
+        cost = _cost(task.metadata.get("cost_usd"), f"{self.spec.agent} answered a task whose metadata.cost_usd")
         handoff: HandoffRequest | None = None
         raw = task.metadata.get("handoff")
         if raw is not None:
@@ -380,7 +466,7 @@ class AgentCall:
                 handoff = HandoffRequest.model_validate(raw)
             except ValidationError as exc:
                 raise PeerProtocolError(
-                    f"{self.tool.agent} answered a task whose metadata.handoff is not a handoff request "
+                    f"{self.spec.agent} answered a task whose metadata.handoff is not a handoff request "
                     f'({{"target": NAME, "reason"?, "payload"?}}): {_first_error(exc)}',
                     reason="bad_answer",
                 ) from None
@@ -400,7 +486,7 @@ class AgentCall:
             raise AgentTaskFailed(task.status.state.value, message)
 
     async def _next_input(self, reply: str) -> Message | None:
-        decide = self.tool.mode.next_input
+        decide = self.spec.mode.next_input
         if decide is None:
             return Message.user(reply) if reply else None
         value = decide(reply, self.result)
@@ -434,8 +520,9 @@ class AgentCall:
         }
 
     async def _emit(self, type: EventType, **fields: Any) -> None:
-        present = {key: value for key, value in fields.items() if value is not None}
-        await self.recorder.emit(type, call_id=self.result.call_id, tool=self.tool.name, agent=self.tool.agent, **present)
+        caller = {"tool": self.spec.tool, "member": self.spec.member}
+        present = {key: value for key, value in {**caller, **fields}.items() if value is not None}
+        await self.recorder.emit(type, call_id=self.result.call_id, agent=self.spec.agent, **present)
 
 
 def _cost(value: object, what: str) -> float:
@@ -459,4 +546,3 @@ def _data(message: Message) -> list[dict[str, Any]]:
 
 def _data_of(event: ArtifactEvent) -> list[dict[str, Any]]:
     return [part.data for part in event.artifact.parts if isinstance(part, DataPart)]
-

@@ -13,7 +13,6 @@ See docs/configuration.md for the reference.
 from __future__ import annotations
 
 import importlib
-import inspect
 import os
 import re
 import sys
@@ -28,23 +27,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from agent_server.server import ServerLimits
 from protocol import dotted_path
 
-from .agent_tool import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TIMEOUT_MS, TOOL_NAME_PATTERN, TOOL_NAME_RULE
+from . import defaults
+from .agent_tool import AgentTool, Mode
 from .allowed_hosts import parse_host_pattern
+from .budget import Budget
 from .config_env import Overrides, apply_environment
 from .errors import InvalidAgentURI
 from .peers.limits import PeerLimits
-from .swarm import Runner
+from .tools import TOOL_NAME_PATTERN, TOOL_NAME_RULE
 from .uri import parse_agent_uri
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8080
-DEFAULT_DATA_DIR = ".switchboard"
-DEFAULT_AGENT_NAME = "assistant"
-DEFAULT_STARTUP_WAIT_S = 5.0
 MODES = ("sync", "streaming", "conversational")
-
-# The Runner's own defaults, so the file's defaults cannot drift from the library's.
-_RUNNER_DEFAULTS = inspect.signature(Runner).parameters
 _PYTHON_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LOCAL_ONLY = ("instructions", "model", "base_url", "api_key_env", "handoffs", "tools")
@@ -62,15 +55,15 @@ class _Strict(BaseModel):
 class ServerConfig(_Strict):
     """``[gateway]``: where the service listens and what it calls itself."""
 
-    host: str = DEFAULT_HOST
-    port: int = Field(DEFAULT_PORT, ge=1, le=65535)
+    host: str = defaults.HOST
+    port: int = Field(defaults.PORT, ge=1, le=65535)
     name: str = Field("switchboard", min_length=1)
     description: str | None = None
     public_url: str | None = None
-    data_dir: str = DEFAULT_DATA_DIR
+    data_dir: str = defaults.DATA_DIR
     log_level: Literal["debug", "info", "warning", "error"] = "info"
-    max_body_bytes: int = Field(1 << 20, ge=1)
-    startup_wait_secs: float = Field(DEFAULT_STARTUP_WAIT_S, ge=0)
+    max_body_bytes: int = Field(defaults.MAX_BODY_BYTES, ge=1)
+    startup_wait_secs: float = Field(defaults.STARTUP_WAIT_S, ge=0)
     max_connections: int = Field(_SERVER_DEFAULTS.max_connections, ge=1)
     header_timeout_secs: float = Field(_SERVER_DEFAULTS.header_timeout_s, gt=0)
     body_timeout_secs: float = Field(_SERVER_DEFAULTS.body_timeout_s, gt=0)
@@ -87,8 +80,8 @@ class ServerConfig(_Strict):
 class LimitsConfig(_Strict):
     """``[limits]``: bounds of one user turn."""
 
-    max_handoffs_per_turn: int = Field(_RUNNER_DEFAULTS["max_handoffs_per_turn"].default, ge=0)
-    max_tool_iterations: int = Field(_RUNNER_DEFAULTS["max_tool_iterations"].default, ge=0)
+    max_handoffs_per_turn: int = Field(defaults.MAX_HANDOFFS_PER_TURN, ge=0)
+    max_tool_iterations: int = Field(defaults.MAX_TOOL_ITERATIONS, ge=0)
 
 
 class PeersConfig(_Strict):
@@ -198,7 +191,7 @@ class AgentConfig(_Strict):
     name: str = Field(min_length=1)
     description: str | None = None
     url: str | None = None
-    instructions: str = "You are a helpful agent."
+    instructions: str = defaults.AGENT_INSTRUCTIONS
     model: str = "offline"
     base_url: str | None = None
     api_key_env: str | None = None
@@ -262,9 +255,9 @@ class ToolConfig(_Strict):
     agent: str
     mode: str = "sync"
     max_turns: int | None = Field(None, ge=1)
-    timeout_ms: int = Field(DEFAULT_TIMEOUT_MS, gt=0)
+    timeout_ms: int = Field(defaults.TOOL_TIMEOUT_MS, gt=0)
     max_cost_usd: float | None = Field(None, ge=0)
-    idle_timeout_secs: float = Field(DEFAULT_IDLE_TIMEOUT_S, gt=0)
+    idle_timeout_secs: float = Field(defaults.IDLE_TIMEOUT_S, gt=0)
     description: str | None = None
     token_env: str | None = None
 
@@ -302,11 +295,22 @@ class ToolConfig(_Strict):
             raise ValueError(f"max_turns applies to mode 'conversational' only, not {self.mode!r}")
         return self
 
-    def gateway_mode(self) -> str | dict[str, Any]:
-        """The ``mode`` argument of ``Gateway.add_agent_tool``."""
-        if self.mode == "conversational" and self.max_turns is not None:
-            return {"conversational": {"max_turns": self.max_turns}}
-        return self.mode
+    def agent_tool(self, token: str | None = None) -> AgentTool:
+        """The agent tool this entry describes; ``token`` is its credential (read from ``token_env`` by the caller)."""
+        if self.mode == "conversational":
+            mode = Mode("conversational", max_turns=self.max_turns or defaults.CONVERSATIONAL_MAX_TURNS)
+        else:
+            mode = Mode(self.mode)  # type: ignore[arg-type]
+        return AgentTool(
+            name=self.name,
+            agent=self.agent,
+            mode=mode,
+            timeout_ms=self.timeout_ms,
+            budget=Budget(self.max_cost_usd),
+            idle_timeout_s=self.idle_timeout_secs,
+            description=self.description or "",
+            token=token,
+        )
 
 
 class GatewayConfig(_Strict):
@@ -325,13 +329,13 @@ class GatewayConfig(_Strict):
     def starting_agent(self) -> str:
         if self.swarm.starting_agent is not None:
             return self.swarm.starting_agent
-        return self.agents[0].name if self.agents else DEFAULT_AGENT_NAME
+        return self.agents[0].name if self.agents else defaults.STARTING_AGENT_NAME
 
     def with_default_agent(self) -> GatewayConfig:
         """This config, plus the default agent when it defines none."""
         if self.agents:
             return self
-        default = AgentConfig(name=DEFAULT_AGENT_NAME, instructions="You are a helpful assistant.")
+        default = AgentConfig(name=defaults.STARTING_AGENT_NAME, instructions=defaults.STARTING_AGENT_INSTRUCTIONS)
         return self.model_copy(update={"agents": [default]})
 
     def store_path(self, spec: str, default_file: str) -> str | None:
@@ -517,6 +521,6 @@ def _cross_check(config: GatewayConfig) -> list[tuple[tuple[str | int, ...], str
                     )
                 )
     starting = config.swarm.starting_agent
-    if starting is not None and starting not in agents and (agents or starting != DEFAULT_AGENT_NAME):
+    if starting is not None and starting not in agents and (agents or starting != defaults.STARTING_AGENT_NAME):
         problems.append((("swarm", "starting_agent"), f"no agent named {starting!r} (defined: {known_agents})"))
     return problems

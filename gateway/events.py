@@ -1,21 +1,25 @@
 """The one event schema of the gateway: every step of a run is an Event in the event log.
 
-An event is flat on the wire: ``{"seq", "run_id", "type", "timestamp_ms", ...fields}``.
+An event is flat on the wire: ``{"type", "run_id", "seq", "timestamp_ms", ...fields}``;
 ``seq`` is assigned by the event log when the event is appended and counts from 0 per run.
+Each type is declared once below, a pydantic model naming its fields with their types and
+meaning; ``Event.create`` builds the model of the type asked for, so a misspelt or
+mistyped field fails where it is emitted. A field left out is left out on the wire too.
+docs/events.md is rendered from these models (``reference()``).
 """
 
 from __future__ import annotations
 
 import enum
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class EventType(str, enum.Enum):
-    # agent-as-tool calls
+    # agent-as-tool calls (and the calls of remote swarm members)
     AGENT_TOOL_INVOKED = "agent_tool_invoked"
     AGENT_TOOL_PROGRESS = "agent_tool_progress"
     AGENT_TOOL_COMPLETED = "agent_tool_completed"
@@ -36,12 +40,19 @@ class EventType(str, enum.Enum):
     LIMIT_REACHED = "limit_reached"
 
 
+_BASE_FIELDS = frozenset({"type", "run_id", "seq", "timestamp_ms"})
+
+
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
 class Event(BaseModel):
-    """One recorded step. Type-specific fields ride along as extra fields."""
+    """One recorded step: the fields every event has. Its type's own fields are declared by its subclass.
+
+    An event of a type this version does not know (read from a newer log) keeps its
+    fields as extra fields.
+    """
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -50,25 +61,280 @@ class Event(BaseModel):
     seq: int = -1
     timestamp_ms: int
 
+    event_type: ClassVar[EventType | None] = None
+
     @classmethod
     def create(cls, type: EventType | str, run_id: str, **fields: Any) -> Event:
+        """The event of ``type``, its fields checked against its declaration (ValidationError if wrong)."""
         kind = type.value if isinstance(type, EventType) else type
-        return cls(type=kind, run_id=run_id, timestamp_ms=now_ms(), **fields)
+        model = _MODELS.get(kind, Event)
+        return model(type=kind, run_id=run_id, timestamp_ms=now_ms(), **fields)
 
     @property
     def fields(self) -> dict[str, Any]:
-        """The type-specific fields."""
-        return dict(self.model_extra or {})
+        """The type-specific fields that were given."""
+        given = self.model_fields_set
+        declared = {name: getattr(self, name) for name in type(self).model_fields if name in given and name not in _BASE_FIELDS}
+        return {**declared, **(self.model_extra or {})}
 
     def with_seq(self, seq: int) -> Event:
         return self.model_copy(update={"seq": seq})
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        base = {"type": self.type, "run_id": self.run_id, "seq": self.seq, "timestamp_ms": self.timestamp_ms}
+        return {**base, **self.model_dump(mode="json", exclude_unset=True, exclude=set(_BASE_FIELDS))}
 
     def to_json(self) -> bytes:
         return orjson.dumps(self.to_dict())
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Event:
-        return cls.model_validate(data)
+        """An event read back: its type's model, or a plain Event when it does not fit (a log of another version)."""
+        model = _MODELS.get(str(data.get("type")), Event)
+        try:
+            return model.model_validate(data)
+        except ValidationError:
+            return Event.model_validate(data)
+
+
+class _Typed(Event):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# -- agent-tool calls ---------------------------------------------------------------------
+
+
+class _Call(_Typed):
+    call_id: str | None = Field(None, description="Identifies the call; every event of one call has it.")
+    agent: str | None = Field(None, description="The URI of the agent called.")
+    tool: str | None = Field(None, description="The agent tool, when a tool was called.")
+    member: str | None = Field(None, description="The swarm member, when a remote member's turn was the call.")
+
+
+class _CallTotals(_Call):
+    task_id: str | None = Field(None, description="The peer's task id.")
+    session_id: str | None = Field(None, description="The peer's session id.")
+    accumulated_cost_usd: float | None = Field(None, description="Cost reported by the peer so far, in dollars.")
+    chunks: int | None = Field(None, description="Stream lines or conversational turns passed on.")
+    turns: int | None = Field(None, description="Conversational turns taken.")
+    skipped_bytes: int | None = Field(None, description="Bytes that were not UTF-8, dropped from stream lines.")
+    duration_ms: float | None = Field(None, description="Time since the call began.")
+
+
+class _CallFailure(_CallTotals):
+    reason: str | None = Field(None, description="Why the call ended: the error's reason (timeout, budget_exceeded, ...).")
+    message: str | None = Field(None, description="What happened, for a person.")
+    timeout_s: float | None = Field(None, description="The deadline that passed.")
+    max_cost_usd: float | None = Field(None, description="The budget that was crossed.")
+    status: int | None = Field(None, description="The peer's HTTP status.")
+    code: int | None = Field(None, description="The peer's error code.")
+    body: Any = Field(None, description="The peer's error body.")
+    location: str | None = Field(None, description="Where a redirect pointed (not followed).")
+    max_connections: int | None = Field(None, description="The pool size, when the pool was exhausted.")
+    state: str | None = Field(None, description="The peer's task state, when its task ended failed or canceled.")
+
+
+class AgentToolInvokedEvent(_Call):
+    event_type = EventType.AGENT_TOOL_INVOKED
+    mode: str | None = Field(None, description="sync, streaming or conversational.")
+    input: str | None = Field(None, description="The text sent.")
+    input_data: list[dict[str, Any]] | None = Field(None, description="The data parts sent.")
+    task_id: str | None = Field(None, description="The task id the call uses.")
+    session_id: str | None = Field(None, description="The session id it uses.")
+    timeout_ms: int | None = Field(None, description="The per-request deadline.")
+    max_cost_usd: float | None = Field(None, description="The budget.")
+    idle_timeout_secs: float | None = Field(None, description="Streaming: the longest silence allowed.")
+
+
+class AgentToolProgressEvent(_Call):
+    event_type = EventType.AGENT_TOOL_PROGRESS
+    chunk_index: int | None = Field(None, description="Counts the chunks passed on, from 0.")
+    kind: str | None = Field(None, description="artifact, status, handoff, raw (a line that is no event) or turn.")
+    accumulated_cost_usd: float | None = Field(None, description="Cost so far, this chunk included.")
+    cost_usd: float | None = Field(None, description="This chunk's own cost.")
+    text: str | None = Field(None, description="The chunk's text.")
+    data: list[dict[str, Any]] | None = Field(None, description="The chunk's data parts.")
+    state: str | None = Field(None, description="A status line's (or a turn's) task state.")
+    handoff: dict[str, Any] | None = Field(None, description="A handoff line's request.")
+    raw: Any = Field(None, description="A line that is not an event, as received.")
+    turn: int | None = Field(None, description="Conversational: the turn number, from 1.")
+    skipped_bytes: int | None = Field(None, description="Bytes that were not UTF-8, dropped before this chunk.")
+
+
+class AgentToolCompletedEvent(_CallTotals):
+    event_type = EventType.AGENT_TOOL_COMPLETED
+    state: str | None = Field(None, description="The task's last state.")
+    text: str | None = Field(None, description="All text received.")
+    artifacts: int | None = Field(None, description="How many artifacts were received.")
+    handoff: dict[str, Any] | None = Field(None, description="The transfer the agent asked for.")
+
+
+class AgentToolTerminatedEvent(_CallFailure):
+    """This gateway ended the call and sent a best-effort ``tasks/cancel``."""
+
+    event_type = EventType.AGENT_TOOL_TERMINATED
+    cancel_sent: bool | None = Field(None, description="Whether a tasks/cancel was sent.")
+    cancel_acknowledged: bool | None = Field(None, description="Whether the peer answered it with a canceled task.")
+    rejected_chunk: dict[str, Any] | None = Field(None, description="The stream line that crossed the budget.")
+    rejected_reply: str | None = Field(None, description="The reply that crossed the budget.")
+    line_bytes: int | None = Field(None, description="The size seen of a line over the limit.")
+    max_line_bytes: int | None = Field(None, description="The line limit.")
+    stream_bytes: int | None = Field(None, description="The size seen of a stream over the limit.")
+    max_stream_bytes: int | None = Field(None, description="The stream limit.")
+
+
+class AgentToolErrorEvent(_CallFailure):
+    """The peer or the network failed the call."""
+
+    event_type = EventType.AGENT_TOOL_ERROR
+    error: str | None = Field(None, description="The error's class.")
+
+
+# -- swarm runs ---------------------------------------------------------------------------
+
+
+class RunStartedEvent(_Typed):
+    event_type = EventType.RUN_STARTED
+    session_id: str | None = Field(None, description="The session of the turn.")
+    agent: str | None = Field(None, description="The agent that answers first.")
+    user_message: str | None = Field(None, description="What the user said.")
+    interrupted_run: str | None = Field(None, description="The run of the session's previous turn, if it never ended.")
+
+
+class RunCompletedEvent(_Typed):
+    event_type = EventType.RUN_COMPLETED
+    agent: str | None = Field(None, description="The agent that answered last.")
+    active_agent_name: str | None = Field(None, description="The agent that holds the conversation now.")
+    content: str | None = Field(None, description="The answer.")
+    handoffs: int | None = Field(None, description="Transfers in the turn.")
+    tool_calls: int | None = Field(None, description="Tool executions in the turn.")
+    session_version: int | None = Field(None, description="The session's version once saved.")
+
+
+class RunFailedEvent(_Typed):
+    event_type = EventType.RUN_FAILED
+    agent: str | None = Field(None, description="The agent holding the conversation when it failed.")
+    error: str | None = Field(None, description="Why, for a person (\"cancelled: ...\" when cancelled).")
+    error_type: str | None = Field(None, description="The error's class; Interrupted for a run whose process stopped.")
+
+
+class _Speech(_Typed):
+    agent: str | None = Field(None, description="The agent speaking.")
+    remote: bool | None = Field(None, description="Whether the agent runs elsewhere.")
+
+
+class MessageEvent(_Speech):
+    event_type = EventType.MESSAGE
+    role: str | None = Field(None, description="assistant.")
+    content: str | None = Field(None, description="The message's text.")
+    tool_calls: list[dict[str, Any]] | None = Field(None, description="The tool calls it makes (OpenAI shape).")
+    state: str | None = Field(None, description="A remote agent's task state.")
+    cost_usd: float | None = Field(None, description="A remote agent's reported cost.")
+
+
+class TextDeltaEvent(_Speech):
+    event_type = EventType.TEXT_DELTA
+    text: str | None = Field(None, description="A piece of the answer as it streams.")
+
+
+class ToolCallEvent(_Speech):
+    event_type = EventType.TOOL_CALL
+    tool: str | None = Field(None, description="The tool called.")
+    call_id: str | None = Field(None, description="Pairs the call with its result.")
+    arguments: dict[str, Any] | None = Field(None, description="The arguments.")
+
+
+class ToolResultEvent(_Speech):
+    event_type = EventType.TOOL_RESULT
+    tool: str | None = Field(None, description="The tool.")
+    call_id: str | None = Field(None, description="The call answered.")
+    content: str | None = Field(None, description="The result as the model reads it.")
+
+
+class HandoffEvent(_Typed):
+    event_type = EventType.HANDOFF
+    source: str | None = Field(None, description="The agent handing over.")
+    target: str | None = Field(None, description="The agent taking over.")
+    reason: str | None = Field(None, description="Why, as the source said.")
+    hop: int | None = Field(None, description="Transfers in the turn, this one included.")
+    remote: bool | None = Field(None, description="Whether either side runs elsewhere.")
+
+
+class AgentChangedEvent(_Typed):
+    event_type = EventType.AGENT_CHANGED
+    previous: str | None = Field(None, description="Who held the conversation.")
+    agent: str | None = Field(None, description="Who holds it now.")
+    cause: str | None = Field(None, description="At a turn's start: not_registered or removed (the previous one is gone).")
+
+
+class HandoffRefusedEvent(_Typed):
+    event_type = EventType.HANDOFF_REFUSED
+    source: str | None = Field(None, description="The agent that asked.")
+    target: str | None = Field(None, description="The target it named.")
+    cause: str | None = Field(
+        None,
+        description="self, transfers_blocked, max_handoffs_per_turn, cycle, one_per_response, forbidden_target, "
+        "spawns_process or host_not_allowed.",
+    )
+    reason: str | None = Field(None, description="The reason the agent gave.")
+    detail: str | None = Field(None, description="Why a remote agent's target may not be resolved.")
+    remote: bool | None = Field(None, description="Whether a remote agent asked.")
+
+
+class CycleDetectedEvent(_Typed):
+    event_type = EventType.CYCLE_DETECTED
+    agent: str | None = Field(None, description="The agent that asked for the transfer.")
+    source: str | None = Field(None, description="The same agent.")
+    target: str | None = Field(None, description="The target that would repeat the cycle.")
+    path: list[str] | None = Field(None, description="The agents of the repeated cycle, in order.")
+
+
+class LimitReachedEvent(_Typed):
+    event_type = EventType.LIMIT_REACHED
+    agent: str | None = Field(None, description="The agent at the limit.")
+    limit: str | None = Field(None, description="max_handoffs_per_turn or max_tool_iterations.")
+    value: int | None = Field(None, description="The limit's value.")
+
+
+_MODELS: dict[str, type[Event]] = {
+    model.event_type.value: model
+    for model in (
+        AgentToolInvokedEvent,
+        AgentToolProgressEvent,
+        AgentToolCompletedEvent,
+        AgentToolTerminatedEvent,
+        AgentToolErrorEvent,
+        RunStartedEvent,
+        RunCompletedEvent,
+        RunFailedEvent,
+        MessageEvent,
+        TextDeltaEvent,
+        ToolCallEvent,
+        ToolResultEvent,
+        HandoffEvent,
+        AgentChangedEvent,
+        HandoffRefusedEvent,
+        CycleDetectedEvent,
+        LimitReachedEvent,
+    )
+    if model.event_type is not None
+}
+assert set(_MODELS) == {kind.value for kind in EventType}, "every event type has its model"
+
+
+def reference() -> str:
+    """docs/events.md's tables: every event type with its fields, types and meaning (from the models above)."""
+    lines: list[str] = []
+    for kind in EventType:
+        model = _MODELS[kind.value]
+        lines += [f"### `{kind.value}`", ""]
+        if model.__doc__ and not model.__doc__.startswith(model.__name__):
+            lines += [model.__doc__.strip().splitlines()[0], ""]
+        lines += ["| field | type | meaning |", "|---|---|---|"]
+        for name, info in model.model_fields.items():
+            if name in _BASE_FIELDS:
+                continue
+            annotation = str(info.annotation).replace("typing.", "").replace(" | None", "").replace("NoneType", "")
+            lines.append(f"| `{name}` | `{annotation}` | {info.description or ''} |")
+        lines.append("")
+    return "\n".join(lines)

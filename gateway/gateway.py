@@ -20,12 +20,14 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup
 
+from .agent_call import AgentCall, CallSpec
 from .agent_result import AgentToolResult
-from .agent_tool import AgentTool, AgentToolOptions, ToolInput
+from .agent_tool import AgentTool, AgentToolFunction, AgentToolOptions, ToolInput, as_message
 from .allowed_hosts import HostAllowlist
 from .errors import PeerConnectionError, UnknownAgentTool
 from .event_log import EventLog, MemoryEventLog
 from .peers import A2AHttpPeer, HttpTimeouts, LocalAgentHost, LocalPeer, MCPConnection, MCPPeer, Peer, PeerLimits
+from .recorder import RunRecorder, current_recorder
 from .uri import (
     A2AHttpTarget,
     AgentTarget,
@@ -127,16 +129,24 @@ class Gateway:
             self._task_group.start_soon(host.serve)
         return f"local://{name}"
 
-    def add_agent_tool(self, name: str, agent: str, **options: Unpack[AgentToolOptions]) -> AgentTool:
+    def add_agent_tool(self, name: str, agent: str, **options: Unpack[AgentToolOptions]) -> AgentToolFunction:
         """Make the agent at URI ``agent`` callable as tool ``name``; bad URIs and options fail here.
 
-        Its host becomes an allowed host (unless the list is explicit).
+        Returns the tool as a local agent's model calls it (``Agent(tools=[...])``).
         """
-        if name in self.tools:
-            raise ValueError(f"an agent tool named {name!r} already exists")
-        tool = self.tools[name] = AgentTool(self, name, agent, **options)
-        self.allowed_hosts.learn(agent)
-        return tool
+        return self.add_tool(AgentTool.create(name, agent, **options))
+
+    def add_tool(self, tool: AgentTool) -> AgentToolFunction:
+        """Add an agent tool; its host becomes an allowed host (unless the list is explicit)."""
+        if tool.name in self.tools:
+            raise ValueError(f"an agent tool named {tool.name!r} already exists")
+        self.tools[tool.name] = tool
+        self.allowed_hosts.learn(tool.agent)
+        return self.tool_function(tool.name)
+
+    def tool_function(self, name: str) -> AgentToolFunction:
+        """Agent tool ``name`` as a local agent's model calls it."""
+        return AgentToolFunction(self.get_tool(name), self.call_tool)
 
     def trust(self, uri: str) -> None:
         """The operator set up the agent at ``uri``: its host becomes an allowed host (unless the list is explicit)."""
@@ -151,8 +161,26 @@ class Gateway:
     async def call_tool(
         self, name: str, input: ToolInput, *, run_id: str | None = None, session_id: str | None = None
     ) -> AgentToolResult:
-        """Call agent tool ``name`` directly; see ``AgentTool.call``."""
-        return await self.get_tool(name).call(input, run_id=run_id, session_id=session_id)
+        """Call agent tool ``name``; raises an AgentToolError (with ``.partial``) when it fails.
+
+        Events go to ``run_id`` when given, else to the current run (a swarm run in
+        progress), else to a new run of their own that is closed when the call ends.
+        """
+        tool = self.get_tool(name)
+        recorder = RunRecorder(self.event_log, run_id) if run_id is not None else current_recorder()
+        owned = recorder is None
+        call = AgentCall(
+            lambda: self.peer(tool.target, token=tool.token),
+            recorder or RunRecorder(self.event_log),
+            CallSpec.of_tool(tool, self.limits.cancel_timeout_s),
+            as_message(input),
+            session_id=session_id,
+        )
+        try:
+            return await call.run()
+        finally:
+            if owned:
+                await call.close_run()
 
     def peer(self, agent: str | AgentTarget, *, token: str | None = None) -> Peer:
         """The peer for an agent URI (or its parsed target, as an ``AgentTool`` holds it), made once and reused.

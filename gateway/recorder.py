@@ -1,7 +1,9 @@
 """Where a run's events go: a RunRecorder appends them to an event log under one run id.
 
 The recorder of the run in progress travels in a context variable, so that an agent tool
-called by a model inside a swarm run records into that run without being passed along.
+called by a model inside a swarm run records into that run without being passed along. A
+recorder made with ``keep=True`` (a swarm turn's) also keeps what it appended, whoever
+emitted it, for the turn to hand out (``drain``) and to return (``events``).
 """
 
 from __future__ import annotations
@@ -52,15 +54,27 @@ def new_run_id() -> str:
 
 
 class RunRecorder:
-    def __init__(self, log: EventLog, run_id: str | None = None) -> None:
+    def __init__(self, log: EventLog, run_id: str | None = None, *, keep: bool = False) -> None:
         self.log = log
         self.run_id = run_id or new_run_id()
+        self.events: list[Event] | None = [] if keep else None
+        self._handed_out = 0
 
     async def emit(self, type: EventType | str, **fields: Any) -> Event:
         """Append one event now; returns it with its seq. Lifecycle steps are also logged."""
         event = await self.log.append(Event.create(type, self.run_id, **fields))
+        if self.events is not None:
+            self.events.append(event)
         _log(event)
         return event
+
+    def drain(self) -> list[Event]:
+        """The kept events not handed out yet."""
+        if self.events is None:
+            return []
+        fresh = self.events[self._handed_out :]
+        self._handed_out = len(self.events)
+        return fresh
 
     @contextmanager
     def active(self) -> Iterator[RunRecorder]:

@@ -22,10 +22,13 @@ from typing import Any, Protocol, overload, runtime_checkable
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 
-from gateway.agent_tool import TOOL_NAME_PATTERN, TOOL_NAME_RULE
 from gateway.models.base import RAW_ARGUMENTS_KEY, ToolSpec
 
 CONTEXT_PARAMETER = "context_variables"
+TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
+"""Every tool name the gateway accepts (agent tools, function tools, configured tools)."""
+TOOL_NAME_RULE = "1-64 letters, digits, '_' or '-'"
+"""``TOOL_NAME_PATTERN`` in words, for error messages."""
 
 _ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters|Params)\s*:\s*$")
 _ARG_LINE = re.compile(r"^\*{0,2}([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")

@@ -71,7 +71,7 @@ async def test_a_network_error_mid_stream_fails_the_call_and_keeps_the_partial_r
     events = await call_events(gateway, "r")
     assert types_of(events) == ["invoked", "progress", "progress", "error"]
     assert progress_texts(events) == ["partial "]
-    assert events[-1].fields["kind"] == "connection_error" and events[-1].fields["chunks"] == 2
+    assert events[-1].fields["reason"] == "connection_error" and events[-1].fields["chunks"] == 2
 
 
 async def test_a_stream_that_ends_without_a_final_line_was_cut_off(gateway: Gateway) -> None:
@@ -80,7 +80,7 @@ async def test_a_stream_that_ends_without_a_final_line_was_cut_off(gateway: Gate
     assert caught.value.reason == "cut_off"
     assert caught.value.partial is not None and caught.value.partial.text == "partial "
     events = await call_events(gateway, "r")
-    assert progress_texts(events) == ["partial "] and events[-1].fields["kind"] == "cut_off"
+    assert progress_texts(events) == ["partial "] and events[-1].fields["reason"] == "cut_off"
 
 
 @pytest.mark.parametrize("tool", ["faulty", "faulty_sync"])
@@ -221,8 +221,8 @@ async def test_metadata_of_the_wrong_shape_is_a_bad_answer_recorded_and_shown_to
         await gateway.call_tool("faulty_sync", command, run_id="r")
     assert caught.value.reason == "bad_answer"
     events = await call_events(gateway, "r")
-    assert types_of(events) == ["invoked", "error"] and events[-1].fields["kind"] == "bad_answer"
-    note = await gateway.get_tool("faulty_sync").invoke({"input": command})
+    assert types_of(events) == ["invoked", "error"] and events[-1].fields["reason"] == "bad_answer"
+    note = await gateway.tool_function("faulty_sync").invoke({"input": command})
     assert note.startswith("[agent tool faulty_sync failed (bad_answer):")
 
 
@@ -270,7 +270,7 @@ async def test_a_chunk_whose_progress_event_was_not_appended_is_not_counted_in_t
         events = await gateway.event_log.read("r")
     assert types_of(events) == ["invoked", "progress", "error"]
     error = events[-1].fields
-    assert error["kind"] == "internal_error"
+    assert error["reason"] == "internal_error"
     assert error["chunks"] == 1 and error["accumulated_cost_usd"] == 0.0, "the result holds only what the log holds"
 
 

@@ -118,7 +118,7 @@ async def test_a_next_input_that_raises_ends_the_call_with_a_recorded_error(agen
     events = await call_events(gateway, "r-broken")
     assert types_of(events) == ["invoked", "progress", "error"], "the turn received stays, the failure is the last step"
     error = events[-1].fields
-    assert (error["kind"], error["error"], error["turns"]) == ("internal_error", "ValueError", 1)
+    assert (error["reason"], error["error"], error["turns"]) == ("internal_error", "ValueError", 1)
 
 
 async def test_sync_and_streaming_end_at_input_required_with_the_question(agent: tuple[Gateway, str]) -> None:
@@ -152,7 +152,7 @@ async def test_an_agent_that_fails_fails_the_call_with_its_message(agent: tuple[
         assert caught.value.reason == "task_failed" and "the disk is full" in str(caught.value)
         assert caught.value.partial is not None and caught.value.partial.state == "failed"
         events = await call_events(gateway, f"r-{name}")
-        assert types_of(events)[-1] == "error" and events[-1].fields["kind"] == "task_failed"
+        assert types_of(events)[-1] == "error" and events[-1].fields["reason"] == "task_failed"
 
 
 async def test_inside_a_run_the_tool_records_into_the_current_run_and_serves_a_model(agent: tuple[Gateway, str]) -> None:
@@ -238,7 +238,7 @@ async def test_a_local_or_mcp_tool_on_a_gateway_not_entered_fails_recorded() -> 
             await gateway.call_tool(name, "hi", run_id=f"r-{name}")
         assert caught.value.partial is not None
         events = await call_events(gateway, f"r-{name}")
-        assert types_of(events) == ["invoked", "error"] and events[-1].fields["kind"] == "connection_error"
-        note = await gateway.get_tool(name).invoke({"input": "hi"})
+        assert types_of(events) == ["invoked", "error"] and events[-1].fields["reason"] == "connection_error"
+        note = await gateway.tool_function(name).invoke({"input": "hi"})
         assert note.startswith(f"[agent tool {name} failed (connection_error):") and "async with Gateway" in note
     await gateway.aclose()

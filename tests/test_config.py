@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from gateway.agent_tool import Mode
 from gateway.config import ConfigError, load_config, validate_config
 from gateway.service import build_service
 
@@ -83,7 +84,7 @@ def test_a_valid_file_loads_with_every_section(tmp_path: Path) -> None:
     assert config.agents[2].is_remote and not config.agents[0].is_remote
     research, interview = config.tools
     assert (research.mode, research.max_cost_usd, research.idle_timeout_secs) == ("streaming", 0.05, 5.0)
-    assert interview.gateway_mode() == {"conversational": {"max_turns": 3}}
+    assert interview.agent_tool().mode == Mode("conversational", max_turns=3)
     assert config.store_path(config.stores.sessions, "sessions.db") == str(tmp_path / "data" / "sessions.db")
     assert config.store_path(config.stores.events, "events.db") is None
 
@@ -296,7 +297,8 @@ def test_resolve_uris_defaults_to_true_and_reaches_the_runner() -> None:
 def test_the_defaults_of_limits_and_tools_are_the_librarys() -> None:
     import inspect
 
-    from gateway.agent_tool import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TIMEOUT_MS
+    from gateway.defaults import IDLE_TIMEOUT_S as DEFAULT_IDLE_TIMEOUT_S
+    from gateway.defaults import TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS
     from gateway.swarm import Runner
 
     config = validate_config({"tools": [{"name": "t", "agent": "http://127.0.0.1:1"}]})

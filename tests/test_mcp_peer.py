@@ -124,7 +124,7 @@ async def test_tool_errors_and_unknown_tools_fail_the_call(gateway: Gateway, ser
     with pytest.raises(AgentTaskFailed, match="cannot do this") as failed:
         await gateway.call_tool("fail", "this", run_id="r-fail")
     assert failed.value.state == "failed"
-    assert (await call_events(gateway, "r-fail"))[-1].fields["kind"] == "task_failed"
+    assert (await call_events(gateway, "r-fail"))[-1].fields["reason"] == "task_failed"
     with pytest.raises(PeerProtocolError, match="no tool 'nope'.*count, crash, echo, fail, hang"):
         await gateway.call_tool("nope", "x")
     card = await gateway.peer(base + "#count").card()
@@ -184,7 +184,7 @@ async def test_a_result_that_cannot_be_read_is_a_bad_answer_not_an_exception_gro
         await gateway.call_tool("bad", "x", run_id="r-bad")
     assert caught.value.reason == "bad_answer"
     events = await call_events(gateway, "r-bad")
-    assert types_of(events) == ["invoked", "error"] and events[-1].fields["kind"] == "bad_answer"
+    assert types_of(events) == ["invoked", "error"] and events[-1].fields["reason"] == "bad_answer"
     # Straight through the Peer too: its errors are AgentToolErrors, never a group.
     peer = gateway.peer(f"mcp+{http_url}/mcp#bad_image")
     params = TaskSendParams(message=Message.user("x"))

@@ -220,7 +220,7 @@ class _OddPeer:
         self.metadata_handoff = metadata_handoff
         self.lines = lines
 
-    async def send(self, params: Any) -> Any:
+    async def send(self, params: Any, on_sent: Any = None) -> Any:
         from protocol import Message, Task, TaskState, TaskStatus
 
         return Task(
@@ -251,15 +251,26 @@ class _OddPeer:
         return True
 
 
-@pytest.mark.parametrize("streaming", [False, True])
-@pytest.mark.parametrize("bad", ["billing", {"target": ""}, {"target": 7}, ["x"], None])
-async def test_a_malformed_transfer_request_is_ignored(streaming: bool, bad: Any) -> None:
+@pytest.mark.parametrize("bad", ["billing", {"target": ""}, {"target": 7}, ["x"]])
+async def test_a_malformed_transfer_request_is_never_carried_out(bad: Any) -> None:
+    """A stream line that is no handoff event is passed on as raw; a malformed ``metadata.handoff`` is a bad answer."""
+    from gateway.errors import PeerProtocolError
     from gateway.peers.base import RawLine
     from gateway.swarm import RemoteAgent
     from protocol import AgentCard
 
     peer = _OddPeer(bad, [RawLine({"seq": 0, "id": "t", "type": "handoff", "handoff": bad})])
-    odd = RemoteAgent(peer, AgentCard(name="odd", url=peer.uri), streaming=streaming)  # type: ignore[arg-type]
-    response = await Runner(odd).run_async("s-odd", "hello")
+    streamed = RemoteAgent(peer, AgentCard(name="odd", url=peer.uri), streaming=True)  # type: ignore[arg-type]
+    response = await Runner(streamed).run_async("s-odd", "hello")
     assert (response.active_agent_name, response.content) == ("odd", "Odd: still here.")
     assert response.events_of("handoff") == [] and response.events_of("handoff_refused") == []
+    [raw] = [e for e in response.events_of("agent_tool_progress") if e.fields["kind"] == "raw"]
+    assert raw.fields["raw"]["handoff"] == bad
+
+    sent = RemoteAgent(peer, AgentCard(name="odd", url=peer.uri), streaming=False)  # type: ignore[arg-type]
+    runner = Runner(sent)
+    with pytest.raises(PeerProtocolError) as caught:
+        await runner.run_async("s-odd", "hello")
+    assert caught.value.reason == "bad_answer" and "metadata.handoff" in caught.value.message
+    [run_id] = await runner.event_log.list_runs()
+    assert [e.type for e in await runner.event_log.read(run_id)][-2:] == ["agent_tool_error", "run_failed"]

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 
 from ..agent_result import AgentToolResult
-from ..agent_tool import DEFAULT_IDLE_TIMEOUT_S, DEFAULT_TIMEOUT_MS
+from ..defaults import IDLE_TIMEOUT_S, TOOL_TIMEOUT_MS
 from ..errors import AgentToolError
 from ..event_log import EventLog
 from ..gateway import Gateway
@@ -47,16 +47,16 @@ def add_call(subparsers: Any) -> None:
         "--idle-timeout",
         type=_positive,
         metavar="S",
-        default=DEFAULT_IDLE_TIMEOUT_S,
-        help=f"streaming: stop after S seconds without data (default {DEFAULT_IDLE_TIMEOUT_S:g})",
+        default=IDLE_TIMEOUT_S,
+        help=f"streaming: stop after S seconds without data (default {IDLE_TIMEOUT_S:g})",
     )
     parser.add_argument("--max-turns", type=_positive_int, metavar="N", help="conversational: at most N turns (default 5)")
     parser.add_argument(
         "--timeout-ms",
         type=_positive_int,
         metavar="MS",
-        default=DEFAULT_TIMEOUT_MS,
-        help=f"deadline of each request (default {DEFAULT_TIMEOUT_MS})",
+        default=TOOL_TIMEOUT_MS,
+        help=f"deadline of each request (default {TOOL_TIMEOUT_MS})",
     )
     parser.add_argument(
         "--verbose", "-v", action="store_true", help="also log each step on stderr (default: errors only)"
@@ -124,7 +124,7 @@ async def _call(args: argparse.Namespace, renderer: Renderer) -> None:
         async with anyio.create_task_group() as task_group:
             task_group.start_soon(_show, gateway.event_log, run_id, renderer)
             try:
-                result = await tool.call(args.text, run_id=run_id)
+                result = await gateway.call_tool(tool.name, args.text, run_id=run_id)
             except AgentToolError as exc:
                 error = exc
             finally:

@@ -33,7 +33,7 @@ from ..swarm import (
     StructuredHistory,
     SummaryHistory,
 )
-from .core import Closer, GatewayService, RemoteSpec, define_tool
+from .core import Closer, GatewayService, RemoteSpec
 
 _HISTORY: dict[str, type[Any]] = {"full": FullHistory, "summary": SummaryHistory, "structured": StructuredHistory}
 
@@ -91,11 +91,11 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         allowed_hosts=HostAllowlist(config.security.allowed_agent_hosts),
     )
     for spec in config.tools:
-        define_tool(gateway, spec, _token(spec.token_env))
+        gateway.add_tool(spec.agent_tool(_token(spec.token_env)))
     local: dict[str, Agent] = {}
     for agent in config.agents:
         if not agent.is_remote:
-            tools = [gateway.tools[name] if name in gateway.tools else python_tools[name] for name in agent.tools]
+            tools = [gateway.tool_function(name) if name in gateway.tools else python_tools[name] for name in agent.tools]
             local[agent.name] = Agent(
                 agent.name, agent.instructions, models[agent.name], tools, description=agent.description
             )

@@ -35,7 +35,8 @@ from agent_server.auth import Principal
 from protocol import ErrorCode, ProtocolError
 
 from ..agent_result import AgentToolResult
-from ..agent_tool import AgentTool, ToolInput
+from .. import defaults
+from ..agent_tool import AgentTool, AgentToolFunction, ToolInput
 from ..config import ToolConfig, check_agent_url
 from ..errors import AgentToolError, InvalidAgentURI, PeerHTTPError
 from ..event_log import EventLog, MemoryEventLog
@@ -54,7 +55,7 @@ from ..swarm import (
     SessionStore,
     SwarmError,
 )
-from ..swarm.agent import SwarmMember
+from ..swarm.member import SwarmMember
 from ..swarm.registry import AgentRegistry
 from ..uri import MCPStdioTarget, parse_agent_uri
 
@@ -141,20 +142,6 @@ class ToolCallOutcome:
     error: AgentToolError | None = None
 
 
-def define_tool(gateway: Gateway, spec: ToolConfig, token: str | None = None) -> AgentTool:
-    """Add the agent tool a ``[[tools]]`` entry (or a ``POST /tools`` body) describes; ``token`` is its credential."""
-    return gateway.add_agent_tool(
-        spec.name,
-        agent=spec.agent,
-        mode=spec.gateway_mode(),
-        timeout_ms=spec.timeout_ms,
-        budget={"max_cost_usd": spec.max_cost_usd},
-        streaming={"idle_timeout_secs": spec.idle_timeout_secs},
-        description=spec.description,
-        token=token,
-    )
-
-
 @dataclass(frozen=True)
 class RemoteSpec:
     """A remote agent to connect when the service starts (its card is fetched then); ``token`` its credential."""
@@ -195,7 +182,7 @@ class GatewayService:
         an agent registered by name (its target is never taken as a URI).
         """
         if starting_agent is None and starting_agent_name is None:
-            starting_agent = Agent("assistant", "You are a helpful assistant.")
+            starting_agent = Agent(defaults.STARTING_AGENT_NAME, defaults.STARTING_AGENT_INSTRUCTIONS)
         if gateway is not None and event_log is not None and gateway.event_log is not event_log:
             raise ValueError("give the event log to the Gateway (Gateway(event_log=...)), so tool calls and runs share it")
         self.event_log = event_log or (gateway.event_log if gateway is not None else MemoryEventLog())
@@ -552,18 +539,18 @@ class GatewayService:
             raise Conflict(f"an agent tool named {spec.name!r} already exists; delete it first")
         targets = [self._local_agent(name, "attach_to") for name in attach_to]
         try:
-            tool = define_tool(self.gateway, spec, token)
+            function = self.gateway.add_tool(spec.agent_tool(token))
         except ValueError as exc:
             raise ServiceError(str(exc)) from None
         for agent in targets:
-            agent.add_tool(tool)
-        return tool
+            agent.add_tool(function)
+        return function.tool
 
     def remove_tool(self, name: str) -> AgentTool:
         tool = self.get_tool(name)
         del self.gateway.tools[name]
         for agent in self.local_agents().values():
-            agent.tools = [t for t in agent.tools if t is not tool]
+            agent.tools = [t for t in agent.tools if not _calls(t, tool)]
         return tool
 
     def get_tool(self, name: str) -> AgentTool:
@@ -573,7 +560,7 @@ class GatewayService:
         return tool
 
     def tool_users(self, tool: AgentTool) -> list[str]:
-        return [agent.name for agent in self.local_agents().values() if any(t is tool for t in agent.tools)]
+        return [agent.name for agent in self.local_agents().values() if any(_calls(t, tool) for t in agent.tools)]
 
     async def call_tool(self, name: str, input: ToolInput, caller: Principal | None = None) -> ToolCallOutcome:
         """Call a tool and wait until it ends. It runs in the service like a streamed call, so shutdown ends it too."""
@@ -597,7 +584,7 @@ class GatewayService:
     async def _background_call(self, tool: AgentTool, input: ToolInput, outcome: ToolCallOutcome) -> None:
         with self._cancellable_run():
             try:
-                outcome.result = await tool.call(input, run_id=outcome.run_id)
+                outcome.result = await self.gateway.call_tool(tool.name, input, run_id=outcome.run_id)
             except AgentToolError as exc:
                 outcome.error = exc
                 logger.info("agent tool %s failed (%s): %s", tool.name, exc.reason, exc.message)
@@ -706,3 +693,8 @@ class GatewayService:
         if self._tasks is None:
             raise RuntimeError("the gateway service is not running: use `async with service:` first")
         return self._tasks
+
+
+def _calls(function: object, tool: AgentTool) -> bool:
+    """Whether an entry of an agent's tools calls the agent tool ``tool``."""
+    return isinstance(function, AgentToolFunction) and function.tool is tool

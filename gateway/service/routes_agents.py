@@ -11,7 +11,7 @@ from starlette.responses import Response
 from agent_server.http import json_response
 
 from ..swarm import Agent, RemoteAgent
-from ..swarm.agent import SwarmMember
+from ..swarm.member import SwarmMember
 from .bodies import RegisterAgentBody
 from .core import GatewayService, NotFound
 from .http import api_route, body_limit, read_body, service_of

@@ -1,6 +1,7 @@
 """Swarm handoffs: agents that transfer a conversation to peers, in-process and across services."""
 
-from .agent import DEFAULT_INSTRUCTIONS, Agent, SwarmMember
+from .agent import Agent
+from .member import SwarmMember
 from .errors import AgentHandoffError, SessionConflictError, SessionNotFound, SwarmError
 from .handoff import Handoff, TransferTool, specialty_of, transfer_tools
 from .history_policy import FullHistory, HistoryPolicy, StructuredHistory, SummaryHistory, handoff_payload
@@ -11,7 +12,6 @@ from .sessions import HandoffRecord, MemorySessionStore, Session, SessionStore, 
 from .turn import RunResponse
 
 __all__ = [
-    "DEFAULT_INSTRUCTIONS",
     "HANDOFF_LIMIT_MESSAGE",
     "TOOL_LIMIT_MESSAGE",
     "Agent",

@@ -5,29 +5,16 @@ from __future__ import annotations
 import functools
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from gateway import defaults
 from gateway.models.base import ChatModel
 from gateway.tools import Tool, as_tool
 
 from .handoff import TransferTool, specialty_of, transfer_tools
-
-DEFAULT_INSTRUCTIONS = "You are a helpful agent."
+from .member import SwarmMember
 
 Instructions = str | Callable[[dict[str, Any]], str]
-
-
-@runtime_checkable
-class SwarmMember(Protocol):
-    """Anything a conversation can be handed to: a local Agent or a RemoteAgent."""
-
-    name: str
-
-    @property
-    def specialty(self) -> str: ...
-
-    @property
-    def handoffs(self) -> Sequence[SwarmMember]: ...
 
 
 class Agent:
@@ -41,7 +28,7 @@ class Agent:
     def __init__(
         self,
         name: str,
-        instructions: Instructions = DEFAULT_INSTRUCTIONS,
+        instructions: Instructions = defaults.AGENT_INSTRUCTIONS,
         model: ChatModel | None = None,
         tools: Sequence[Any] = (),
         handoffs: Sequence[SwarmMember] = (),

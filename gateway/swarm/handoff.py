@@ -10,13 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.models.base import ToolSpec, transfer_description
 from protocol.handoff_names import transfer_tool_names
 
-if TYPE_CHECKING:
-    from .agent import SwarmMember
+from .member import SwarmMember
 
 SPECIALTY_MAX_CHARS = 160
 _WHITESPACE = re.compile(r"\s+")

@@ -5,8 +5,9 @@ registered agents and everything reachable through their handoffs, so ``add_hand
 after the runner was built still counts. A target resolves by exact name, then by its
 sanitized form when that is unambiguous (a remote agent may say "billing" for
 "Billing"), then, if it is a URI, by scheme through gateway/uri.py: ``local://NAME`` is
-first a swarm agent named NAME, else (like ``http(s)://`` and MCP URIs) a peer of the
-gateway, wrapped as a RemoteAgent.
+first a swarm agent named NAME; the URI of a member already known (registered by that URL,
+or found by it before) is that member; anything else (like ``http(s)://`` and MCP URIs) a
+peer of the gateway, wrapped as a RemoteAgent.
 
 ``forget(name)`` takes an agent out (a registered one or one found by URI): the name no
 longer resolves, the snapshot leaves it out even where a handoff still points at it, and
@@ -18,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from gateway.errors import AgentToolError, InvalidAgentURI
-from gateway.uri import LocalTarget, parse_agent_uri
+from gateway.uri import A2AHttpTarget, AgentTarget, LocalTarget, parse_agent_uri
 from protocol.handoff_names import sanitize_agent_name
 
-from .agent import SwarmMember
+from .member import SwarmMember
 from .errors import AgentHandoffError
 
 ConnectURI = Callable[[str], Awaitable[SwarmMember]]
@@ -130,6 +131,9 @@ class AgentRegistry:
             return found
         if target in self._by_uri:
             return self._by_uri[target]
+        same = [member for member in agents.values() if _same_uri(getattr(member, "uri", None), parsed)]
+        if len(same) == 1:
+            return same[0]
         if target in self._forgotten_uris:
             raise AgentHandoffError(f"handoff target {target!r} was removed from the swarm", target=target)
         if connect is None:
@@ -153,6 +157,23 @@ class AgentRegistry:
         self._by_uri[target] = member
         agents[member.name] = member
         return member
+
+
+def _same_uri(uri: object, target: AgentTarget) -> bool:
+    """Whether a member's URI names the same agent as ``target`` (a trailing slash or letter case aside)."""
+    if not isinstance(uri, str):
+        return False
+    try:
+        other = parse_agent_uri(uri)
+    except InvalidAgentURI:
+        return False
+    return _identity(other) == _identity(target)
+
+
+def _identity(target: AgentTarget) -> tuple[str, ...]:
+    if isinstance(target, A2AHttpTarget):
+        return ("http", target.base_url.lower())
+    return (type(target).__name__, target.uri)
 
 
 def find_by_name(agents: dict[str, SwarmMember], name: str) -> SwarmMember | None:

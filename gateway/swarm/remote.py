@@ -7,11 +7,11 @@ text deltas; a ``handoff`` line (or ``metadata.handoff`` on a non-streamed task)
 the coordinator to transfer the conversation, which the Runner resolves and counts like
 any other hop.
 
-Deadlines: a ``tasks/send`` must finish within ``timeout_s`` (default 60 s); a stream may
-run as long as it keeps talking, but a silence longer than ``idle_timeout_s`` (default
-30 s) ends it. Either way a best-effort ``tasks/cancel`` goes out when the task id is
-known, and ``AgentToolTimeout`` fails the turn (the session lock is released, nothing is
-saved). The task id is minted here (``task_<hex>``) when the turn does not continue an
+Each turn is one call of the engine agent tools use (gateway/agent_call.py), recorded in
+the run with ``member`` naming the agent: the same deadlines (``timeout_s`` for a
+``tasks/send``, ``idle_timeout_s`` for a stream's silence), the same checks of what the
+peer sends, the same best-effort ``tasks/cancel`` under the gateway's cancel deadline, and
+the same failure reasons. The task id is minted for a turn that does not continue an
 earlier task, so the cancel always has an id, even before the first stream line arrives.
 """
 
@@ -19,41 +19,24 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-import anyio
-from pydantic import ValidationError
-
-from gateway.errors import AgentToolError, AgentToolTimeout, PeerProtocolError
-from gateway.idle_timeout import IdleTimeout, with_idle_timeout
+from gateway import defaults
+from gateway.agent_call import AgentCall, CallSpec
+from gateway.agent_tool import Mode
 from gateway.models.base import ChatMessage, TextDelta
-from gateway.peers.base import Peer, StreamTooLarge
-from protocol import (
-    AgentCard,
-    ArtifactEvent,
-    DataPart,
-    HandoffEvent,
-    HandoffRequest,
-    Message,
-    StatusEvent,
-    Task,
-    TaskSendParams,
-    TaskState,
-    TextPart,
-    parts_text,
-)
+from gateway.peers.base import Peer
+from gateway.peers.limits import PeerLimits
+from gateway.recorder import RunRecorder
+from protocol import AgentCard, DataPart, HandoffRequest, Message, TaskSendParams, TaskState, TextPart
 
-from .agent import SwarmMember
 from .handoff import specialty_of
+from .member import SwarmMember
 
 if TYPE_CHECKING:
     from gateway.gateway import Gateway
-
-DEFAULT_REMOTE_TIMEOUT_S = 60.0
-DEFAULT_REMOTE_IDLE_TIMEOUT_S = 30.0
-_CANCEL_TIMEOUT_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -78,8 +61,10 @@ class RemoteAgent:
         name: str | None = None,
         description: str | None = None,
         streaming: bool | None = None,
-        timeout_s: float = DEFAULT_REMOTE_TIMEOUT_S,
-        idle_timeout_s: float = DEFAULT_REMOTE_IDLE_TIMEOUT_S,
+        timeout_s: float = defaults.REMOTE_TIMEOUT_S,
+        idle_timeout_s: float = defaults.REMOTE_IDLE_TIMEOUT_S,
+        cancel_timeout_s: float = PeerLimits.cancel_timeout_s,
+        authenticated: bool = False,
     ) -> None:
         self.peer = peer
         self.card = card
@@ -89,7 +74,8 @@ class RemoteAgent:
         self.streaming = card.capabilities.streaming if streaming is None else streaming
         self.timeout_s = timeout_s
         self.idle_timeout_s = idle_timeout_s
-        self.authenticated = False
+        self.cancel_timeout_s = cancel_timeout_s
+        self.authenticated = authenticated
         """Whether calls carry a credential of this agent's own."""
 
     @classmethod
@@ -107,9 +93,14 @@ class RemoteAgent:
         ``token`` is sent to this agent only (``Authorization: Bearer``).
         """
         peer = gateway.peer(uri, token=token)
-        remote = cls(peer, await peer.card(), name=name, description=description)
-        remote.authenticated = token is not None
-        return remote
+        return cls(
+            peer,
+            await peer.card(),
+            name=name,
+            description=description,
+            cancel_timeout_s=gateway.limits.cancel_timeout_s,
+            authenticated=token is not None,
+        )
 
     @property
     def specialty(self) -> str:
@@ -120,60 +111,37 @@ class RemoteAgent:
         """A remote agent's own peers are its business; it names them when it asks."""
         return ()
 
-    async def ask(self, params: TaskSendParams) -> AsyncIterator[TextDelta | RemoteReply]:
-        """Text deltas as they arrive, then one RemoteReply; AgentToolTimeout past a deadline."""
-        if not self.streaming:
-            with anyio.move_on_after(self.timeout_s) as deadline:
-                task = await self.peer.send(params)
-            if deadline.cancelled_caught:
-                await self._give_up(params.id, f"{self.uri} did not answer within {self.timeout_s:g} s", "timeout")
-            yield _reply_from_task(task)
-            return
-        task_id = params.id or ""
-        text: list[str] = []
-        handoff: HandoffRequest | None = None
-        cost = 0.0
-        async with (
-            self.peer.subscribe(params) as stream,
-            aclosing(with_idle_timeout(stream, self.idle_timeout_s)) as items,
-        ):
-            try:
-                async for item in items:
-                    if isinstance(item, StreamTooLarge):
-                        await self._cancel(task_id)
-                        raise PeerProtocolError(
-                            f"{self.uri} streamed more than {item.limit} bytes in one answer", reason="answer_too_large"
-                        )
-                    if not isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
-                        continue
-                    task_id = item.id
-                    cost += item.cost_usd or 0.0
-                    if isinstance(item, ArtifactEvent):
-                        piece = parts_text(item.artifact.parts)
-                        if piece:
-                            text.append(piece)
-                            yield TextDelta(piece)
-                    elif isinstance(item, HandoffEvent):
-                        handoff = handoff or item.handoff
-                    elif item.final:
-                        message = item.status.message.text if item.status.message is not None else ""
-                        yield RemoteReply(task_id, "".join(text) or message, item.status.state, handoff, cost)
-                        return
-            except IdleTimeout:
-                await self._give_up(task_id, f"no data from {self.uri} for {self.idle_timeout_s:g} s", "idle_timeout")
-        raise PeerProtocolError(f"the stream from {self.uri} ended without a final line", reason="cut_off")
+    async def ask(self, params: TaskSendParams, recorder: RunRecorder) -> AsyncIterator[TextDelta | RemoteReply]:
+        """Text deltas as they arrive, then one RemoteReply; the call's events go to ``recorder``.
 
-    async def _give_up(self, task_id: str | None, message: str, reason: str) -> NoReturn:
-        """Best-effort ``tasks/cancel`` (when the task id is known), then the timeout error."""
-        await self._cancel(task_id)
-        seconds = self.timeout_s if reason == "timeout" else self.idle_timeout_s
-        raise AgentToolTimeout(message, reason=reason, seconds=seconds)
-
-    async def _cancel(self, task_id: str | None) -> None:
-        if task_id:
-            with anyio.move_on_after(_CANCEL_TIMEOUT_S, shield=True):
-                with suppress(AgentToolError):
-                    await self.peer.cancel(task_id)
+        Raises the call's AgentToolError (a timeout, a task that ended ``failed``, a bad answer).
+        """
+        spec = CallSpec(
+            agent=self.uri,
+            mode=Mode("streaming" if self.streaming else "sync"),
+            timeout_s=self.timeout_s,
+            idle_timeout_s=self.idle_timeout_s,
+            cancel_timeout_s=self.cancel_timeout_s,
+            member=self.name,
+        )
+        call = AgentCall(
+            lambda: self.peer,
+            recorder,
+            spec,
+            params.message,
+            session_id=params.session_id,
+            task_id=params.id,
+            metadata=params.metadata,
+        )
+        if self.streaming:
+            async with aclosing(call.stream()) as pieces:
+                async for piece in pieces:
+                    yield TextDelta(piece)
+        else:
+            await call.run()
+        result = call.result
+        state = TaskState(result.state) if result.state else TaskState.COMPLETED
+        yield RemoteReply(result.task_id or "", result.text, state, result.handoff, result.cost_usd)
 
     def __repr__(self) -> str:
         return f"RemoteAgent(name={self.name!r}, uri={self.uri!r})"
@@ -221,20 +189,6 @@ def transcript(messages: list[ChatMessage]) -> list[dict[str, Any]]:
             line["tool_call_id"] = message["tool_call_id"]
         lines.append(line)
     return lines
-
-
-def _reply_from_task(task: Task) -> RemoteReply:
-    handoff: HandoffRequest | None = None
-    raw = task.metadata.get("handoff")
-    if isinstance(raw, dict):
-        try:
-            handoff = HandoffRequest.model_validate(raw)
-        except ValidationError:
-            handoff = None
-    cost = task.metadata.get("cost_usd")
-    return RemoteReply(
-        task.id, task.output_text, task.status.state, handoff, float(cost) if isinstance(cost, int | float) else 0.0
-    )
 
 
 def _card_description(card: AgentCard) -> str:

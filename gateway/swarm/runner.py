@@ -35,37 +35,43 @@ import anyio
 import orjson
 
 from agent_server.auth import Principal
-from gateway.errors import AgentTaskFailed, InvalidAgentURI
+from gateway import defaults
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.events import Event, EventType
 from gateway.models.base import HANDOFF_SUCCESS, ChatMessage, ModelResponse, TextDelta, ToolCall
 from gateway.recorder import RunRecorder
 from gateway.tools import Tool, ToolResult
-from gateway.uri import LocalTarget, MCPStdioTarget, parse_agent_uri
 from protocol import HandoffRequest, TaskState
 from protocol.handoff_names import sanitize_agent_name, transfer_tool_name
 
-from .agent import Agent, SwarmMember
+from .admission import ANSWER_NOW, HANDOFF_LIMIT_MESSAGE, refusal
+from .agent import Agent
 from .errors import AgentHandoffError, SessionNotFound
+from .failure import describe_failure
 from .handoff import Handoff, TransferTool
 from .history_policy import FullHistory, HistoryPolicy, last_user_text
-from .registry import AgentRegistry, ConnectURI, find_by_name
+from .member import SwarmMember
+from .registry import AgentRegistry, ConnectURI
 from .remote import RemoteAgent, RemoteReply, task_params
 from .sessions import HandoffRecord, MemorySessionStore, Session, SessionStore
-from .turn import RunResponse, Turn, repeated_cycle
+from .trust import forbidden_for_remote
+from .turn import RunResponse, Turn
 
 if TYPE_CHECKING:
     from gateway.gateway import Gateway
 
-HANDOFF_LIMIT_MESSAGE = "Maximum agent transfers exceeded for a single turn."
+__all__ = ["HANDOFF_LIMIT_MESSAGE", "TOOL_LIMIT_MESSAGE", "Runner"]
+
 TOOL_LIMIT_MESSAGE = "Maximum tool iterations exceeded for a single turn."
 ONE_TRANSFER_MESSAGE = "Only the first transfer in a response is honoured; this one was not carried out."
-ANSWER_NOW = "Answer the user now, without calling tools or transferring."
 FALLBACK_ANSWER = "Sorry, I could not finish that within the limits of a single turn."
 
 _SAVE_AFTER_FAILURE_S = 5.0
 _MODEL_KEYS = ("role", "content", "tool_calls", "tool_call_id")
 _MODEL_NAME_CHARS = 64
+
+Flush = AsyncIterator[None]
+"""What a step of the loop is: it yields where the events emitted so far should reach a streaming caller."""
 
 
 class Runner:
@@ -77,8 +83,8 @@ class Runner:
         session_store: SessionStore | None = None,
         event_log: EventLog | None = None,
         *,
-        max_handoffs_per_turn: int = 5,
-        max_tool_iterations: int = 10,
+        max_handoffs_per_turn: int = defaults.MAX_HANDOFFS_PER_TURN,
+        max_tool_iterations: int = defaults.MAX_TOOL_ITERATIONS,
         history_policy: HistoryPolicy | None = None,
         gateway: Gateway | None = None,
         resolve_uris: bool = True,
@@ -188,7 +194,7 @@ class Runner:
                 raise SessionNotFound(session_id)
             agents = self._registry.snapshot()
             agent, lost, cause = await self._active_member(session, agents)
-            recorder = RunRecorder(self.event_log)
+            recorder = RunRecorder(self.event_log, keep=True)
             interrupted = session.open_run
             if session.version == 0 and caller is not None:
                 session.owner = caller.name
@@ -209,38 +215,49 @@ class Runner:
                 )
                 if lost is not None:
                     await turn.emit(EventType.AGENT_CHANGED, previous=lost, agent=agent.name, cause=cause)
-                for event in turn.drain():
-                    yield event
-                while not turn.done:
-                    step = self._remote_step if isinstance(turn.agent, RemoteAgent) else self._local_step
-                    async with aclosing(step(turn, agents)) as events:
-                        async for event in events:
+                async with aclosing(self._converse(turn, agents)) as flushes:
+                    async for _ in flushes:
+                        for event in recorder.drain():
                             yield event
-                session.active_agent = turn.agent.name
-                session.active_agent_uri = turn.agent.uri if isinstance(turn.agent, RemoteAgent) else None
-                session.open_run = None
-                await self.session_store.save(session)
-                await turn.emit(
-                    EventType.RUN_COMPLETED,
-                    agent=turn.agent.name,
-                    active_agent_name=turn.agent.name,
-                    content=turn.content,
-                    handoffs=turn.handoffs,
-                    tool_calls=turn.tool_calls,
-                    session_version=session.version,
-                )
             except BaseException as exc:
                 with anyio.CancelScope(shield=True):
                     await turn.emit(
-                        EventType.RUN_FAILED, agent=turn.agent.name, error=_failure(exc), error_type=type(exc).__name__
+                        EventType.RUN_FAILED,
+                        agent=turn.agent.name,
+                        error=describe_failure(exc),
+                        error_type=type(exc).__name__,
                     )
-                    await self.event_log.close_run(turn.recorder.run_id)
+                    await self.event_log.close_run(recorder.run_id)
                     await self._save_as_started(started)
                 raise
-            await self.event_log.close_run(turn.recorder.run_id)
-            for event in turn.drain():
+            await self.event_log.close_run(recorder.run_id)
+            for event in recorder.drain():
                 yield event
             yield turn.response()
+
+    async def _converse(self, turn: Turn, agents: dict[str, SwarmMember]) -> Flush:
+        """The turn itself: steps of the active agent until one answers, then the session saved."""
+        yield
+        while not turn.done:
+            step = self._remote_step if isinstance(turn.agent, RemoteAgent) else self._local_step
+            async with aclosing(step(turn, agents)) as flushes:
+                async for _ in flushes:
+                    yield
+            yield
+        session = turn.session
+        session.active_agent = turn.agent.name
+        session.active_agent_uri = turn.agent.uri if isinstance(turn.agent, RemoteAgent) else None
+        session.open_run = None
+        await self.session_store.save(session)
+        await turn.emit(
+            EventType.RUN_COMPLETED,
+            agent=turn.agent.name,
+            active_agent_name=turn.agent.name,
+            content=turn.content,
+            handoffs=turn.handoffs,
+            tool_calls=turn.tool_calls,
+            session_version=session.version,
+        )
 
     async def _save_as_started(self, session: Session) -> None:
         """After a failed turn: the session as the turn found it, plus the user's message, without the mark.
@@ -251,7 +268,7 @@ class Runner:
         with anyio.move_on_after(_SAVE_AFTER_FAILURE_S), suppress(Exception):
             await self.session_store.save(session)
 
-    async def _local_step(self, turn: Turn, agents: dict[str, SwarmMember]) -> AsyncIterator[Event]:
+    async def _local_step(self, turn: Turn, agents: dict[str, SwarmMember]) -> Flush:
         """One model call of a local agent, then its tool calls.
 
         Once the turn has used up ``max_tool_iterations`` the model is offered no tools and
@@ -273,8 +290,7 @@ class Runner:
                 async for item in items:
                     if isinstance(item, TextDelta):
                         await turn.emit(EventType.TEXT_DELTA, agent=agent.name, text=item.text)
-                        for event in turn.drain():
-                            yield event
+                        yield
                     else:
                         response = item
             if response is None:
@@ -287,8 +303,6 @@ class Runner:
             await self._run_tool_calls(turn, tools, calls, agents)
         else:
             turn.finish(response.content or (FALLBACK_ANSWER if final else ""))
-        for event in turn.drain():
-            yield event
 
     async def _run_tool_calls(
         self, turn: Turn, tools: list[Tool], calls: list[ToolCall], agents: dict[str, SwarmMember]
@@ -322,9 +336,9 @@ class Runner:
         if requests:
             i, handoff = requests[0]
             target = await self._registry.resolve(handoff.target_agent_name, agents, self._connector())
-            refusal = await self._admit(turn, target, handoff)
-            results[i] = _join(results[i], refusal or _handoff_success(target.name, handoff.reason))
-            accepted = (target, handoff) if refusal is None else None
+            refused = await self._admit(turn, target, handoff)
+            results[i] = _join(results[i], refused or _handoff_success(target.name, handoff.reason))
+            accepted = (target, handoff) if refused is None else None
         for i, handoff in requests[1:]:
             await turn.emit(
                 EventType.HANDOFF_REFUSED,
@@ -368,31 +382,28 @@ class Runner:
         return value if isinstance(value, Handoff) else None
 
     async def _admit(self, turn: Turn, target: SwarmMember, handoff: Handoff) -> str | None:
-        """None when the transfer may happen; else why not (and transfers end for this turn)."""
+        """None when the transfer may happen (admission.py); else why not, recorded, and transfers end for the turn."""
         source = turn.agent.name
-        refusal: str | None = None
-        cause = ""
-        if target.name == source:
-            cause, refusal = "self", f"{source!r} already holds the conversation; no transfer needed."
-        elif turn.transfers_blocked:
-            cause, refusal = "transfers_blocked", f"Transfers are over for this turn. {ANSWER_NOW}"
-        elif turn.handoffs >= self.max_handoffs_per_turn:
-            cause, refusal = "max_handoffs_per_turn", HANDOFF_LIMIT_MESSAGE
+        refused = refusal(
+            source,
+            target.name,
+            path=turn.path,
+            transfers_blocked=turn.transfers_blocked,
+            max_handoffs_per_turn=self.max_handoffs_per_turn,
+        )
+        if refused is None:
+            return None
+        if refused.cause == "max_handoffs_per_turn":
             await turn.emit(
                 EventType.LIMIT_REACHED, agent=source, limit="max_handoffs_per_turn", value=self.max_handoffs_per_turn
             )
-        elif (cycle := repeated_cycle([*turn.path, target.name])) is not None:
-            cause = "cycle"
-            loop = " -> ".join(cycle)
-            refusal = f"Transfer to {target.name!r} refused: the conversation goes in circles ({loop}). {ANSWER_NOW}"
-            await turn.emit(EventType.CYCLE_DETECTED, agent=source, source=source, target=target.name, path=cycle)
-        if refusal is None:
-            return None
+        elif refused.cycle is not None:
+            await turn.emit(EventType.CYCLE_DETECTED, agent=source, source=source, target=target.name, path=refused.cycle)
         turn.transfers_blocked = True
         await turn.emit(
-            EventType.HANDOFF_REFUSED, source=source, target=target.name, cause=cause, reason=handoff.reason
+            EventType.HANDOFF_REFUSED, source=source, target=target.name, cause=refused.cause, reason=handoff.reason
         )
-        return refusal
+        return refused.message
 
     async def _switch(self, turn: Turn, target: SwarmMember, handoff: Handoff) -> None:
         """The transfer itself: new active agent, context updates, the record history policies read."""
@@ -416,7 +427,7 @@ class Runner:
         )
         await turn.emit(EventType.AGENT_CHANGED, previous=source.name, agent=target.name)
 
-    async def _remote_step(self, turn: Turn, agents: dict[str, SwarmMember]) -> AsyncIterator[Event]:
+    async def _remote_step(self, turn: Turn, agents: dict[str, SwarmMember]) -> Flush:
         """One task on a remote agent; its transfer request goes through the same checks as a local one."""
         remote = turn.agent
         assert isinstance(remote, RemoteAgent)
@@ -438,17 +449,14 @@ class Runner:
             },
         )
         reply: RemoteReply | None = None
-        async with aclosing(remote.ask(params)) as items:
+        async with aclosing(remote.ask(params, turn.recorder)) as items:
             async for item in items:
                 if isinstance(item, TextDelta):
                     await turn.emit(EventType.TEXT_DELTA, agent=remote.name, text=item.text, remote=True)
-                    for event in turn.drain():
-                        yield event
+                    yield
                 else:
                     reply = item
         assert reply is not None
-        if reply.state in (TaskState.FAILED, TaskState.CANCELED):
-            raise AgentTaskFailed(reply.state.value, reply.text)
         if reply.state == TaskState.INPUT_REQUIRED:
             session.remote_tasks[remote.name] = reply.task_id
         if reply.handoff is None:
@@ -457,8 +465,6 @@ class Runner:
             turn.finish(reply.text)
         else:
             await self._remote_transfer(turn, reply, reply.handoff, agents, handoffs_allowed)
-        for event in turn.drain():
-            yield event
 
     async def _remote_transfer(
         self,
@@ -474,7 +480,13 @@ class Runner:
         asks again although transfers were over, its text is the answer.
         """
         remote = turn.agent.name
-        refusal_cause, forbidden = self._forbidden_for_remote(request.target, agents) or (None, None)
+        forbidden = forbidden_for_remote(
+            request.target,
+            agents,
+            known_uri=self._registry.knows_uri,
+            resolve_uris=self.resolve_uris,
+            host_allowed=self.gateway.allowed_hosts.allows if self.gateway is not None else lambda uri: True,
+        )
         target = None if forbidden else await self._registry.resolve(request.target, agents, self._connector())
         target_name = request.target if target is None else target.name
         call_id = "handoff_" + uuid.uuid4().hex[:16]
@@ -489,60 +501,31 @@ class Runner:
         )
         await turn.emit(EventType.TOOL_CALL, agent=remote, tool=tool, call_id=call_id, arguments=arguments, remote=True)
         if target is None:
+            assert forbidden is not None
+            cause, detail = forbidden
             turn.transfers_blocked = True
             await turn.emit(
                 EventType.HANDOFF_REFUSED,
                 source=remote,
                 target=request.target,
-                cause=refusal_cause,
+                cause=cause,
                 reason=request.reason,
-                detail=forbidden,
+                detail=detail,
                 remote=True,
             )
-            await turn.tool_result(remote, call_id, tool, f"Transfer refused: {forbidden}", remote=True)
+            await turn.tool_result(remote, call_id, tool, f"Transfer refused: {detail}", remote=True)
             turn.finish(reply.text or FALLBACK_ANSWER)
             return
         handoff = Handoff(target.name, request.reason, payload=dict(request.payload or {}))
-        refusal = await self._admit(turn, target, handoff)
-        content = refusal or _handoff_success(target.name, request.reason)
-        await turn.tool_result(remote, call_id, tool, content, remote=True)
-        if refusal is None:
+        refused = await self._admit(turn, target, handoff)
+        await turn.tool_result(remote, call_id, tool, refused or _handoff_success(target.name, request.reason), remote=True)
+        if refused is None:
             turn.remote_input = None
             await self._switch(turn, target, handoff)
         elif handoffs_allowed:
-            turn.remote_input = f"{refusal} Your request to transfer to {target.name!r} was not carried out."
+            turn.remote_input = f"{refused} Your request to transfer to {target.name!r} was not carried out."
         else:
             turn.finish(reply.text or FALLBACK_ANSWER)
-
-    def _forbidden_for_remote(self, target: str, agents: dict[str, SwarmMember]) -> tuple[str, str] | None:
-        """Why a transfer a remote agent asked for may not be resolved, as (cause, detail); None when it may.
-
-        A remote agent is not trusted with the gateway host: it may name registered agents
-        (and members already found by URI) freely, but an ``mcp+stdio:`` URI would start a
-        process here, so it is never resolved for a remote agent; new ``http(s)``/MCP URIs
-        (a connection carrying the conversation) only with ``resolve_uris=True`` and only to
-        a host the gateway allows (``host_not_allowed``: nothing is contacted).
-        """
-        if find_by_name(agents, target) is not None:
-            return None
-        try:
-            parsed = parse_agent_uri(target)
-        except InvalidAgentURI:
-            return None  # not a URI: resolve() reports the unknown name
-        if isinstance(parsed, MCPStdioTarget):
-            return (
-                "spawns_process",
-                "a remote agent may not hand off to an mcp+stdio: target (it would start a process on the gateway)",
-            )
-        if isinstance(parsed, LocalTarget) and find_by_name(agents, parsed.name) is not None:
-            return None
-        if self._registry.knows_uri(target):
-            return None
-        if not self.resolve_uris:
-            return "forbidden_target", "this swarm resolves transfer targets by registered name only (resolve_uris=False)"
-        if self.gateway is not None and not self.gateway.allowed_hosts.allows(target):
-            return "host_not_allowed", f"{target!r} is not on a host the gateway may connect to (allowed_agent_hosts)"
-        return None
 
     async def _model_messages(self, agent: Agent, turn: Turn) -> list[ChatMessage]:
         """The agent's instructions, then the history as its model may see it."""
@@ -638,32 +621,3 @@ def _result_text(value: Any) -> str:
 
 def _join(first: str, second: str) -> str:
     return f"{first}\n{second}" if first else second
-
-
-def _failure(exc: BaseException) -> str:
-    """What a run_failed event says: the error, or "cancelled" plus the canceller's reason."""
-    if isinstance(exc, anyio.get_cancelled_exc_class()):
-        reason = _cancel_reason(exc)
-        return f"cancelled: {reason}" if reason else "cancelled"
-    return str(exc) or type(exc).__name__
-
-
-_ANYIO_CANCEL_MESSAGE = "Cancelled via cancel scope "
-_ANYIO_REASON_SEPARATOR = "; reason: "
-
-
-def _cancel_reason(exc: BaseException) -> str | None:
-    """The ``reason`` given to ``CancelScope.cancel(reason)`` (anyio >= 4.10), when it can be read.
-
-    anyio offers no public accessor: it writes the reason into the cancellation's message as
-    ``"Cancelled via cancel scope <id> by <task>; reason: <reason>"``. The run's cancel
-    scope belongs to whoever runs the turn (the gateway service cancels its runs with
-    "the gateway is shutting down"), so the message is the only channel that reaches the
-    runner. This is the one place that reads that text; any other format gives None (the
-    event then says just "cancelled"), and tests/test_swarm_robustness.py pins the format.
-    """
-    message = str(exc)
-    if not message.startswith(_ANYIO_CANCEL_MESSAGE):
-        return None
-    _, separator, reason = message.partition(_ANYIO_REASON_SEPARATOR)
-    return reason or None if separator else None

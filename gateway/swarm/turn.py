@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from gateway.events import Event, EventType
 from gateway.models.base import ChatMessage
 from gateway.recorder import RunRecorder
 
 from .handoff import Handoff
+from .member import SwarmMember
 from .sessions.base import Session
-
-if TYPE_CHECKING:
-    from .agent import SwarmMember
 
 
 @dataclass
@@ -36,10 +34,11 @@ class RunResponse:
 
 @dataclass
 class Turn:
-    """Mutable bookkeeping of a turn: the counters the limits read, and the events to hand out.
+    """Mutable bookkeeping of a turn: the counters the limits read.
 
     ``path`` lists the agents that held the conversation in this turn, in order, local and
     remote alike: cycle detection reads it, and each accepted transfer adds one entry.
+    Events go through ``recorder`` (which keeps them for the turn), whoever emits them.
     """
 
     session: Session
@@ -54,8 +53,6 @@ class Turn:
     content: str = ""
     done: bool = False
     new_messages: list[ChatMessage] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
-    _outbox: list[Event] = field(default_factory=list)
 
     @property
     def handoffs(self) -> int:
@@ -63,15 +60,8 @@ class Turn:
         return len(self.path) - 1
 
     async def emit(self, type: EventType, **fields: Any) -> Event:
-        """Append to the event log now; the streaming caller gets it at the next drain."""
-        event = await self.recorder.emit(type, **fields)
-        self.events.append(event)
-        self._outbox.append(event)
-        return event
-
-    def drain(self) -> list[Event]:
-        events, self._outbox = self._outbox, []
-        return events
+        """Append to the event log now; the streaming caller gets it at the runner's next flush."""
+        return await self.recorder.emit(type, **fields)
 
     def add(self, message: ChatMessage) -> None:
         """A message produced in this turn: into the session's history and the response."""
@@ -108,14 +98,6 @@ class Turn:
             content=self.content,
             handoff=self.last_handoff,
             messages=list(self.new_messages),
-            events=list(self.events),
+            events=list(self.recorder.events or []),
             context_variables=dict(self.session.context_variables),
         )
-
-
-def repeated_cycle(path: list[str]) -> list[str] | None:
-    """The tail of ``path`` when it repeats a cycle of two or more agents (A B A B), else None."""
-    for size in range(2, len(path) // 2 + 1):
-        if path[-size:] == path[-2 * size : -size]:
-            return path[-2 * size :]
-    return None

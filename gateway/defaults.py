@@ -1,0 +1,37 @@
+"""The gateway's defaults, each defined once: the Python API, the configuration and the docs read them here.
+
+The limits of calls to peers live with them in ``peers/limits.py`` (``PeerLimits``), the
+limits of a server's connections in ``agent_server/server.py`` (``ServerLimits``).
+"""
+
+from __future__ import annotations
+
+# A swarm turn
+MAX_HANDOFFS_PER_TURN = 5
+MAX_TOOL_ITERATIONS = 10
+AGENT_INSTRUCTIONS = "You are a helpful agent."
+"""The instructions of an agent defined without any."""
+
+# The agent a gateway runs when it is given none
+STARTING_AGENT_NAME = "assistant"
+STARTING_AGENT_INSTRUCTIONS = "You are a helpful assistant."
+
+# An agent-tool call
+TOOL_TIMEOUT_MS = 30_000
+"""The deadline of a sync request or a conversational turn, from the request being sent."""
+IDLE_TIMEOUT_S = 30.0
+"""The longest wait for a stream's next line."""
+CONVERSATIONAL_MAX_TURNS = 5
+
+# A remote swarm member
+REMOTE_TIMEOUT_S = 60.0
+"""The deadline of a remote member's ``tasks/send`` (a member that does not stream)."""
+REMOTE_IDLE_TIMEOUT_S = IDLE_TIMEOUT_S
+
+# The gateway service
+HOST = "127.0.0.1"
+PORT = 8080
+DATA_DIR = ".switchboard"
+MAX_BODY_BYTES = 1 << 20
+STARTUP_WAIT_S = 5.0
+"""How long remote agents that do not answer yet at start are tried again."""
