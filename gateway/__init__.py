@@ -3,9 +3,10 @@
 from gateway.agent_result import AgentToolResult
 from gateway.agent_tool import AgentTool
 from gateway.budget import Budget
-from gateway.config import ConfigError, GatewayConfig, load_config
+from gateway.config import GatewayConfig, load_config
 from gateway.errors import (
     AgentTaskFailed,
+    ConfigError,
     AgentToolError,
     AgentToolTimeout,
     BudgetExceeded,

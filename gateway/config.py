@@ -32,7 +32,7 @@ from .agent_tool import AgentTool, Mode
 from .allowed_hosts import parse_host_pattern
 from .budget import Budget
 from .config_env import Overrides, apply_environment
-from .errors import InvalidAgentURI
+from .errors import ConfigError, InvalidAgentURI, Problem
 from .peers.limits import PeerLimits
 from .tools import TOOL_NAME_PATTERN, TOOL_NAME_RULE
 from .uri import parse_agent_uri
@@ -345,26 +345,6 @@ class GatewayConfig(_Strict):
         if spec == "sqlite":
             return str(Path(self.gateway.data_dir) / default_file)
         return spec.removeprefix("sqlite:")
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong: where the value came from, its key, and why it is refused."""
-
-    origin: str
-    key: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.origin}: {self.key}: {self.reason}" if self.key else f"{self.origin}: {self.reason}"
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be used; ``problems`` lists each reason, the message shows them all."""
-
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__("\n".join(str(problem) for problem in problems))
-        self.problems = problems
 
 
 def load_config(

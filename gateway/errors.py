@@ -1,30 +1,71 @@
-"""The errors of agent-tool calls: one type per kind of failure, each carrying what was received.
+"""Every error the project raises on purpose, in one tree with one root.
 
-Every ``AgentToolError`` has a ``reason`` (the word recorded in the event log) and, once the
-call has caught it, ``partial``: the ``AgentToolResult`` accumulated before the failure, so
-that chunks already received are never lost.
+::
+
+    SwitchboardError                      protocol.errors: the root
+    ├── ProtocolError                     a request the binding refuses, or an error answer read back (code, HTTP status)
+    │   ├── EnvelopedProtocolError        the same, raised after a JSON-RPC envelope was read
+    │   └── ServiceError                  gateway.service: a request the gateway API refuses
+    │       ├── Forbidden (403), NotFound (404), Conflict (409)
+    │       ├── AgentUnreachable (502)    a card could not be fetched
+    │       └── ShuttingDown (503)
+    ├── StoreFull                         agent_server: every task slot holds a running task
+    ├── InvalidAgentURI                   a URI none of the schemes describes (also a ValueError)
+    ├── UnknownAgentTool                  ``call_tool`` of a name not added (also a LookupError)
+    ├── AgentToolError                    a call to a peer failed; ``reason``, ``partial``
+    │   ├── AgentToolTimeout              idle_timeout, timeout, headers_timeout, connect_timeout
+    │   ├── BudgetExceeded                budget_exceeded
+    │   ├── PeerHTTPError                 http_error: the peer answered an error status
+    │   │   └── PeerRedirect              redirect: not followed
+    │   ├── PoolExhausted                 pool_exhausted: the gateway's pool, not the peer
+    │   ├── PeerConnectionError           connection_error
+    │   ├── PeerProtocolError             cut_off, line_too_long, answer_too_large, bad_answer, ...
+    │   └── AgentTaskFailed               task_failed, task_canceled: the peer's task ended so
+    ├── SwarmError                        the swarm runner
+    │   ├── AgentHandoffError             a transfer names no agent the runner can resolve
+    │   ├── SessionNotFound               another caller's session
+    │   └── SessionConflictError          another turn saved the session first
+    ├── ModelError                        a chat model call failed
+    │   ├── ModelAuthError                the provider refused the credentials
+    │   └── ScriptExhaustedError          a ScriptedModel ran out of script
+    ├── ToolArgumentError                 a model's arguments do not fit a function tool (also a ValueError)
+    ├── ConfigError                       the configuration cannot be used; ``problems`` (also a ValueError)
+    ├── IdleTimeout                       gateway.idle_timeout: a stream fell silent (also a TimeoutError)
+    └── UsageError, CommandFailed         gateway.cli_commands: what the CLI prints in one line
+
+Every ``AgentToolError`` has a ``reason`` (the word recorded in the event log, in the
+``reason`` field of every event that says why something ended) and, once the call has
+caught it, ``partial``: the ``AgentToolResult`` accumulated before the failure, so that
+chunks already received are never lost.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from protocol.errors import SwitchboardError
 
 if TYPE_CHECKING:
     from .agent_result import AgentToolResult
 
+EXPECTED_URI_FORMS = (
+    "http(s)://HOST[:PORT][/BASE] (A2A agent), local://NAME (in-process agent), "
+    "mcp+stdio:COMMAND[?args=...&cwd=...&env=NAME=VALUE]#TOOL, mcp+http(s)://HOST[:PORT]/PATH#TOOL (MCP tool)"
+)
 
-class InvalidAgentURI(ValueError):
-    """An agent URI that none of the schemes describes; the message shows the accepted forms."""
+
+class InvalidAgentURI(SwitchboardError, ValueError):
+    """An agent URI that none of the schemes describes (gateway/uri.py); the message shows the accepted forms."""
 
     def __init__(self, uri: str, problem: str) -> None:
-        from .uri import EXPECTED_FORMS
-
-        super().__init__(f"invalid agent URI {uri!r}: {problem}. Expected one of: {EXPECTED_FORMS}")
+        super().__init__(f"invalid agent URI {uri!r}: {problem}. Expected one of: {EXPECTED_URI_FORMS}")
         self.uri = uri
         self.problem = problem
 
 
-class UnknownAgentTool(LookupError):
+class UnknownAgentTool(SwitchboardError, LookupError):
     """``call_tool`` named a tool the gateway does not have."""
 
     def __init__(self, name: str, known: list[str]) -> None:
@@ -33,7 +74,7 @@ class UnknownAgentTool(LookupError):
         self.name = name
 
 
-class AgentToolError(Exception):
+class AgentToolError(SwitchboardError):
     """An agent-tool call that failed; ``partial`` holds everything received before it failed."""
 
     reason: str = "error"
@@ -154,3 +195,86 @@ class AgentTaskFailed(AgentToolError):
 
     def event_fields(self) -> dict[str, Any]:
         return {"state": self.state}
+
+
+class SwarmError(SwitchboardError):
+    """Base class of the swarm's own errors, so callers can tell a wiring mistake from a lost race."""
+
+
+class AgentHandoffError(SwarmError):
+    """A transfer named an agent the runner cannot resolve (not registered, bad URI)."""
+
+    def __init__(self, message: str, *, target: str | None = None) -> None:
+        super().__init__(message)
+        self.target = target
+
+
+class SessionNotFound(SwarmError):
+    """The session belongs to another caller: to this one it does not exist."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session {session_id!r}")
+        self.session_id = session_id
+
+
+class SessionConflictError(SwarmError):
+    """Another turn saved the session first; this turn's changes were not written.
+
+    Raised instead of overwriting, so no update is ever lost silently. The caller decides
+    whether to resend the user message (the turn may have had side effects already).
+    """
+
+    def __init__(self, session_id: str, expected_version: int, actual_version: int) -> None:
+        super().__init__(
+            f"session {session_id!r} changed while this turn ran "
+            f"(expected version {expected_version}, found {actual_version}); nothing was saved"
+        )
+        self.session_id = session_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+
+
+class ModelError(SwitchboardError):
+    """A model call failed; the message carries the provider's own explanation."""
+
+    def __init__(self, message: str, *, status_code: int | None = None, provider_message: str | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.provider_message = provider_message
+
+
+class ModelAuthError(ModelError):
+    """The provider refused the credentials (401/403); retrying will not help."""
+
+
+class ScriptExhaustedError(ModelError):
+    """A ScriptedModel was asked for more turns than its script holds."""
+
+
+class ToolArgumentError(SwitchboardError, ValueError):
+    """The model's arguments do not fit the tool's parameters; the message names them."""
+
+    def __init__(self, tool_name: str, message: str, parameters: list[str]) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.parameters = parameters
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a configuration: where the value came from, its key, and why it is refused."""
+
+    origin: str
+    key: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.origin}: {self.key}: {self.reason}" if self.key else f"{self.origin}: {self.reason}"
+
+
+class ConfigError(SwitchboardError, ValueError):
+    """The configuration cannot be used; ``problems`` lists each reason, the message shows them all."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        super().__init__("\n".join(str(problem) for problem in problems))
+        self.problems = list(problems)

@@ -12,10 +12,12 @@ from typing import TypeVar
 
 import anyio
 
+from protocol import SwitchboardError
+
 T = TypeVar("T")
 
 
-class IdleTimeout(TimeoutError):
+class IdleTimeout(SwitchboardError, TimeoutError):
     """No item arrived within ``seconds``."""
 
     def __init__(self, seconds: float) -> None:

@@ -22,6 +22,7 @@ from typing import Any, Protocol, overload, runtime_checkable
 import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 
+from gateway.errors import ToolArgumentError
 from gateway.models.base import RAW_ARGUMENTS_KEY, ToolSpec
 
 CONTEXT_PARAMETER = "context_variables"
@@ -33,15 +34,6 @@ TOOL_NAME_RULE = "1-64 letters, digits, '_' or '-'"
 _ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters|Params)\s*:\s*$")
 _ARG_LINE = re.compile(r"^\*{0,2}([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _SECTION_HEADER = re.compile(r"^[A-Z][A-Za-z ]*:\s*$")
-
-
-class ToolArgumentError(ValueError):
-    """The model's arguments do not fit the tool's parameters; the message names them."""
-
-    def __init__(self, tool_name: str, message: str, parameters: list[str]) -> None:
-        super().__init__(message)
-        self.tool_name = tool_name
-        self.parameters = parameters
 
 
 @dataclass

@@ -18,11 +18,6 @@ from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit, urlunsplit
 
 from .errors import InvalidAgentURI
 
-EXPECTED_FORMS = (
-    "http(s)://HOST[:PORT][/BASE] (A2A agent), local://NAME (in-process agent), "
-    "mcp+stdio:COMMAND[?args=...&cwd=...&env=NAME=VALUE]#TOOL, mcp+http(s)://HOST[:PORT]/PATH#TOOL (MCP tool)"
-)
-
 _STDIO_KEYS = frozenset({"args", "cwd", "env"})
 LOCAL_NAME = re.compile(r"^[A-Za-z0-9_.~-]{1,128}$")
 """What ``register_local_agent`` accepts, so that a ``local://`` URI no agent could have fails when added."""

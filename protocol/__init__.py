@@ -2,7 +2,7 @@
 
 from .artifacts import join_text_parts, merge_artifact, merged_artifacts
 from .card import AgentCapabilities, AgentCard, AgentSkill
-from .errors import ErrorBody, ErrorCode, ErrorDetail, ProtocolError, dotted_path
+from .errors import ErrorBody, ErrorCode, ErrorDetail, ProtocolError, SwitchboardError, dotted_path
 from .events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent, parse_stream_event
 from .handoff_names import MAX_TOOL_NAME_LENGTH, sanitize_agent_name, transfer_tool_name, transfer_tool_names
 from .jsonrpc import (
@@ -76,6 +76,7 @@ __all__ = [
     "SkippedBytes",
     "StatusEvent",
     "StreamEvent",
+    "SwitchboardError",
     "Task",
     "TaskIdParams",
     "TaskQueryParams",

@@ -1,4 +1,4 @@
-"""A2A error codes, the error body, and the one exception type for protocol failures."""
+"""A2A error codes, the error body, the root of the project's errors and the one exception type for protocol failures."""
 
 from __future__ import annotations
 
@@ -47,7 +47,11 @@ class ErrorBody(WireModel):
     error: ErrorDetail
 
 
-class ProtocolError(Exception):
+class SwitchboardError(Exception):
+    """The root of every error the project raises on purpose (the tree: gateway/errors.py)."""
+
+
+class ProtocolError(SwitchboardError):
     """A request the binding refuses, or an error answer read back from a peer."""
 
     def __init__(self, code: int, message: str, *, data: Any = None, http_status: int | None = None) -> None:

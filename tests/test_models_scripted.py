@@ -16,7 +16,7 @@ from gateway.models import (
     ToolCall,
     ToolSpec,
 )
-from gateway.models.errors import ScriptExhaustedError
+from gateway.errors import ScriptExhaustedError
 
 pytestmark = pytest.mark.anyio
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import abc
 
-from protocol import StreamEvent, Task, TaskState
+from protocol import StreamEvent, SwitchboardError, Task, TaskState
 
 RUNNING_STATES = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 
 
-class StoreFull(Exception):
+class StoreFull(SwitchboardError):
     """Raised by ``save_task`` for a new task when the store is full of running tasks."""
 
 

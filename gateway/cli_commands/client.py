@@ -7,16 +7,18 @@ import os
 import httpx
 import orjson
 
+from protocol import SwitchboardError
+
 GATEWAY_URL_ENV = "SWITCHBOARD_GATEWAY_URL"
 DEFAULT_GATEWAY_URL = "http://127.0.0.1:8080"
 GATEWAY_URL_HELP = f"the gateway service (default: ${GATEWAY_URL_ENV} or {DEFAULT_GATEWAY_URL})"
 
 
-class UsageError(Exception):
+class UsageError(SwitchboardError):
     """A mistake in what the user typed; printed without a traceback, exit code 2."""
 
 
-class CommandFailed(Exception):
+class CommandFailed(SwitchboardError):
     """The command ran but did not succeed; printed as one line on stderr, exit code 1."""
 
 

@@ -10,7 +10,7 @@ from gateway.models.base import (
     ToolCall,
     ToolSpec,
 )
-from gateway.models.errors import ModelAuthError, ModelError, ScriptExhaustedError
+from gateway.errors import ModelAuthError, ModelError, ScriptExhaustedError
 from gateway.models.offline import OfflineModel
 from gateway.models.openai import OpenAIChatModel
 from gateway.models.scripted import ScriptedModel

@@ -30,7 +30,7 @@ from gateway.models.base import (
     ToolCall,
     ToolSpec,
 )
-from gateway.models.errors import ModelAuthError, ModelError
+from gateway.errors import ModelAuthError, ModelError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from gateway.models.base import ChatMessage, ModelResponse, ModelStreamItem, ToolSpec, replay
-from gateway.models.errors import ScriptExhaustedError
+from gateway.errors import ScriptExhaustedError
 
 ScriptStep = ModelResponse | Callable[[list[ChatMessage]], ModelResponse]
 

@@ -2,7 +2,7 @@
 
 from .agent import Agent
 from .member import SwarmMember
-from .errors import AgentHandoffError, SessionConflictError, SessionNotFound, SwarmError
+from gateway.errors import AgentHandoffError, SessionConflictError, SessionNotFound, SwarmError
 from .handoff import Handoff, TransferTool, specialty_of, transfer_tools
 from .history_policy import FullHistory, HistoryPolicy, StructuredHistory, SummaryHistory, handoff_payload
 from .registry import AgentRegistry

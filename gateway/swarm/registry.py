@@ -18,12 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from gateway.errors import AgentToolError, InvalidAgentURI
+from gateway.errors import AgentHandoffError, AgentToolError, InvalidAgentURI
 from gateway.uri import A2AHttpTarget, AgentTarget, LocalTarget, parse_agent_uri
 from protocol.handoff_names import sanitize_agent_name
 
 from .member import SwarmMember
-from .errors import AgentHandoffError
 
 ConnectURI = Callable[[str], Awaitable[SwarmMember]]
 

@@ -36,6 +36,7 @@ import orjson
 
 from agent_server.auth import Principal
 from gateway import defaults
+from gateway.errors import AgentHandoffError, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.events import Event, EventType
 from gateway.models.base import HANDOFF_SUCCESS, ChatMessage, ModelResponse, TextDelta, ToolCall
@@ -46,7 +47,6 @@ from protocol.handoff_names import sanitize_agent_name, transfer_tool_name
 
 from .admission import ANSWER_NOW, HANDOFF_LIMIT_MESSAGE, refusal
 from .agent import Agent
-from .errors import AgentHandoffError, SessionNotFound
 from .failure import describe_failure
 from .handoff import Handoff, TransferTool
 from .history_policy import FullHistory, HistoryPolicy, last_user_text

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import SessionConflictError
+from gateway.errors import SessionConflictError
 from .base import Session, SessionStore
 
 

@@ -16,7 +16,7 @@ import orjson
 
 from agent_server.stores import SQLiteDatabase
 
-from ..errors import SessionConflictError
+from gateway.errors import SessionConflictError
 from .base import Session, SessionStore
 
 _SCHEMA = """
