@@ -44,8 +44,9 @@ DEFAULT_IDLE_TIMEOUT_S = 30.0
 """``streaming.idle_timeout_secs``: the longest wait for a stream's next line."""
 DEFAULT_MAX_TURNS = 5
 
-TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-"""Every tool name the gateway accepts (agent tools, function tools, configured tools)."""
+TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
+"""Every tool name the gateway accepts (agent tools, function tools, configured tools). It ends in ``\\Z``:
+``$`` also matches before a final newline, and a name ending in one breaks the Location header."""
 TOOL_NAME_RULE = "1-64 letters, digits, '_' or '-'"
 """``TOOL_NAME_PATTERN`` in words, for error messages."""
 _MODES = "'sync', 'streaming' or {'conversational': {'max_turns': N, 'next_input': callable}}"

@@ -137,6 +137,16 @@ def test_defining_a_tool_refuses_bad_bodies(api: httpx.Client, body: dict[str, o
     assert api.get("/tools/t1").status_code == 404
 
 
+def test_a_tool_name_or_session_id_ending_in_a_newline_is_refused_and_leaves_nothing(api: httpx.Client, scripted_url: str) -> None:
+    """``$`` also matches before a final newline: such names were taken, then broke the answer's headers."""
+    tool = api.post("/tools", json={"name": "nl\n", "agent": scripted_url})
+    assert tool.status_code == 400 and "tool name 'nl\\n' is not valid" in error_of(tool)["message"]
+    assert api.get("/tools/nl%0A").status_code == 404
+    turn = api.post("/sessions/nl%0A/messages", json={"message": "hi", "stream": False})
+    assert turn.status_code == 400 and "session id 'nl\\n' is not valid" in error_of(turn)["message"]
+    assert "nl\n" not in [run["session_id"] for run in api.get("/runs").json()["runs"]]
+
+
 def test_a_duplicate_tool_is_a_conflict_and_unknown_tools_are_not_found(api: httpx.Client, scripted_url: str) -> None:
     assert api.post("/tools", json={"name": "dup", "agent": scripted_url}).status_code == 201
     again = api.post("/tools", json={"name": "dup", "agent": scripted_url})
