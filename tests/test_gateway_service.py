@@ -8,6 +8,8 @@ import httpx
 import pytest
 from gateway_service_support import agent_server, client, error_of, gateway_server, lines_of, triage_service
 
+from protocol import MAX_LISTED_PROBLEMS
+
 
 @pytest.fixture(scope="module")
 def scripted_url() -> Iterator[str]:
@@ -77,6 +79,16 @@ def test_registering_refuses_bad_bodies_and_unreachable_agents(
     assert response.status_code == status
     error = error_of(response)
     assert error["code"] == code and fragment in error["message"], error
+
+
+def test_a_body_with_thousands_of_bad_values_is_refused_in_a_few_lines(api: httpx.Client) -> None:
+    """Every bad value was named, in the message and again in data: megabytes for a body under the limit."""
+    names = api.post("/agents", json={"url": "http://127.0.0.1:1", "handoff_from": list(range(100_000))})
+    assert names.status_code == 400 and [p["field"] for p in error_of(names)["data"]] == ["handoff_from[0]"]
+    keys = api.post("/tools", json={"name": "t1", "agent": "http://127.0.0.1:9", **{f"k{i}": i for i in range(1000)}})
+    error = error_of(keys)
+    assert keys.status_code == 400 and len(error["data"]) == MAX_LISTED_PROBLEMS
+    assert error["message"].endswith(f"; and {1000 - MAX_LISTED_PROBLEMS} more")
 
 
 def test_a_duplicate_name_from_the_card_is_refused_after_the_fetch(api: httpx.Client, scripted_url: str) -> None:

@@ -19,7 +19,7 @@ class RegisterAgentBody(_Body):
     url: str
     name: str | None = Field(None, min_length=1, max_length=128)
     description: str | None = None
-    handoff_from: list[str] | None = None
+    handoff_from: list[str] | None = Field(None, fail_fast=True)  # fail_fast: one bad name is reported, not 400,000
     token: str | None = Field(None, min_length=1, repr=False)
     """Sent to this agent only (``Authorization: Bearer``); never shown in answers, events or logs."""
 
@@ -38,7 +38,7 @@ class DefineToolBody(ToolConfig):
     environment variables to an agent of its choice.
     """
 
-    attach_to: list[str] = Field(default_factory=list)
+    attach_to: list[str] = Field(default_factory=list, fail_fast=True)
     token: str | None = Field(None, min_length=1, repr=False)
 
     @field_validator("token_env")
