@@ -58,6 +58,8 @@ TOOL = "scripted_tool"
 REMOTE = "scripted"
 EXPECTED_LOGS = frozenset({"task %s (agent %s) raised"})
 """Server-side errors logged on purpose: the scripted agent failing (``fail``, an unknown command)."""
+ERROR_ECHO_FACTOR = 4
+"""An error may quote the request (in its message and again in ``data``), not repeat it many times over."""
 UPSTREAM_FAILURE_CODES = frozenset({-32012, -32013, -32014})
 """Gateway 502s that report an agent it called failing (unreachable, tool failed, run failed), not the gateway."""
 
@@ -959,6 +961,9 @@ def _check_success(answer: Answer) -> str | None:
 
 
 def _check_error_body(shot: Shot, answer: Answer) -> str | None:
+    sent = len(shot.raw or shot.body or b"") + len(shot.path)
+    if len(answer.body) > ERROR_ECHO_FACTOR * sent + (64 << 10):
+        return f"a {answer.status} of {len(answer.body)} bytes for a request of {sent}: not a message to act on"
     try:
         body = orjson.loads(answer.body)
     except orjson.JSONDecodeError:
