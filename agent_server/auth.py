@@ -55,13 +55,21 @@ UNAUTHENTICATED = Principal("", "chat")
 """A caller without a valid token on a public path of a server that has tokens: it owns nothing."""
 
 
+def token_problem(token: str) -> str | None:
+    """Why ``token`` cannot travel in an ``Authorization: Bearer`` header, or None: it is visible ASCII, no spaces."""
+    if not token or any(not "!" <= char <= "~" for char in token):
+        return "a token is 1 or more visible ASCII characters (no spaces, no accents), as an HTTP header carries it"
+    return None
+
+
 class TokenTable:
     """The configured tokens and whom each one stands for."""
 
     def __init__(self, tokens: Mapping[str, Principal] | None = None) -> None:
         for token in tokens or {}:
-            if not token or token != token.strip():
-                raise ValueError("a token must be a non-empty string without surrounding spaces")
+            problem = token_problem(token)
+            if problem is not None:
+                raise ValueError(problem)
         self._tokens = [(token.encode(), principal) for token, principal in (tokens or {}).items()]
 
     def __bool__(self) -> bool:

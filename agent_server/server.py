@@ -162,7 +162,8 @@ class _ConnectionLimits:
         raise NotImplementedError
 
     def connection_made(self, transport: asyncio.Transport) -> None:
-        super().connection_made(transport)  # type: ignore[misc]
+        self._socket = transport
+        super().connection_made(_LingeringClose(transport, self))  # type: ignore[misc]
         if len(self.connections) > self.limits.max_connections:
             if len(self.connections) == self.limits.max_connections + 1:  # as the limit is reached, not per refusal
                 logger.warning("at the limit of %d connections: new ones get 503", self.limits.max_connections)
@@ -187,10 +188,14 @@ class _ConnectionLimits:
         super().connection_lost(exc)  # type: ignore[misc]
 
     def on_response_complete(self) -> None:
+        # Asked before uvicorn moves on: once this request is done, it starts the next one already received.
+        owed = not self.transport.is_closing() and self._awaiting() == "body"
         super().on_response_complete()  # type: ignore[misc]
-        if not self.transport.is_closing() and self._awaiting() == "body":
-            # The answer is out, the body still owed: the drain gave up on it, or the client was never asked for it.
-            self.transport.close()
+        if owed:
+            # The answer is out, the body still owed: the drain gave up on it, or the client was never asked
+            # for it. Close, but read and drop what still comes first, so the answer is not reset away.
+            self._linger()
+            return
         self._follow_request()
 
     def shutdown(self) -> None:
@@ -256,21 +261,51 @@ class _ConnectionLimits:
             self.cycle.disconnected = True
             self.cycle.message_event.set()
         self.transport.write(_error_response(error, headers or {}))
-        if not linger:
+        if linger:
+            self._linger()
+        else:
             self.transport.close()
-            return
+
+    def _linger(self) -> None:
+        """Half-close, read and drop until the client closes or ``linger_s`` passes, then close.
+
+        A close while the client may still be sending (RFC 9112, 9.6): closing at once with its
+        bytes unread would reset the connection and throw away the answer it has not read yet.
+        """
+        self._cancel_timer()
+        self._lingering = True
         try:
-            self.transport.write_eof()
+            self._socket.write_eof()
         except (NotImplementedError, OSError):  # TLS cannot half-close; a client already gone cannot be
-            self.transport.close()
+            self._socket.close()
             return
         self.flow.resume_reading()
-        self._timer = self.loop.call_later(self.limits.linger_s, self.transport.close)
+        self._timer = self.loop.call_later(self.limits.linger_s, self._socket.close)
+
+    def _body_owed(self) -> bool:
+        return not self._lingering and self._awaiting() == "body"
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+
+class _LingeringClose:
+    """The connection's transport as uvicorn sees it: a close while the request body is still owed lingers."""
+
+    def __init__(self, transport: asyncio.Transport, limits: _ConnectionLimits) -> None:
+        self._transport = transport
+        self._limits = limits
+
+    def close(self) -> None:
+        if self._limits._body_owed():
+            self._limits._linger()
+        else:
+            self._transport.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class LimitedH11Protocol(_ConnectionLimits, H11Protocol):
@@ -295,7 +330,8 @@ class _DrainUnreadBody:
     all but the end of the response; the rest of the body is then read and dropped, up to
     ``max_drain_bytes`` (the protocol's body timeout bounds the time), and the response
     finished. A client that waits for ``100 Continue`` and was never asked for its body will
-    not send it, so nothing is drained for it.
+    not send it, so nothing is drained for it, and the answer says ``Connection: close``: a
+    client that sent the body anyway must not send its next request on this connection.
     """
 
     def __init__(self, app: ASGIApp, max_drain_bytes: int) -> None:
@@ -318,8 +354,12 @@ class _DrainUnreadBody:
             return message
 
         async def send_after_drain(message: Message) -> None:
+            unasked = not asked and _expects_continue(scope)
+            if message["type"] == "http.response.start" and unasked:
+                # The body was never asked for, so the connection cannot carry another request: say so.
+                message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
             final = message["type"] == "http.response.body" and not message.get("more_body", False)
-            if not final or body_done or (not asked and _expects_continue(scope)):
+            if not final or body_done or unasked:
                 await send(message)
                 return
             await send({**message, "more_body": True})

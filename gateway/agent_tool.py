@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
+from agent_server.auth import token_problem
 from protocol import DataPart, Message, TextPart
 
 from . import defaults
@@ -108,6 +109,8 @@ class AgentTool:
         idle = self.idle_timeout_s
         if isinstance(idle, bool) or not isinstance(idle, int | float) or idle <= 0:
             raise ValueError(f"streaming idle_timeout_secs must be a positive number, got {idle!r}")
+        if self.token is not None and (problem := token_problem(self.token)) is not None:
+            raise ValueError(problem)
         object.__setattr__(self, "target", parse_agent_uri(self.agent))
         if not self.description:
             default = f"Ask the agent at {self.agent} ({self.mode.kind}); returns its answer."

@@ -20,6 +20,8 @@ import anyio
 import httpx
 from anyio.abc import TaskGroup
 
+from agent_server.auth import token_problem
+
 from .agent_call import AgentCall, CallSpec
 from .agent_result import AgentToolResult
 from .agent_tool import AgentTool, AgentToolFunction, AgentToolOptions, ToolInput, as_message
@@ -189,6 +191,8 @@ class Gateway:
         ``InvalidAgentURI`` for a bad URI, ``PeerConnectionError`` for a ``local://`` name
         nothing is registered under, or for a ``local://`` or MCP peer of a gateway not entered.
         """
+        if token is not None and (problem := token_problem(token)) is not None:
+            raise ValueError(problem)
         uri = agent if isinstance(agent, str) else agent.uri
         peer = self._peers.get((uri, token))
         if peer is None:

@@ -27,7 +27,8 @@ from gateway.models.base import RAW_ARGUMENTS_KEY, ToolSpec
 
 CONTEXT_PARAMETER = "context_variables"
 TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
-"""Every tool name the gateway accepts (agent tools, function tools, configured tools)."""
+"""Every tool name the gateway accepts (agent tools, function tools, configured tools). It ends in ``\\Z``:
+``$`` also matches before a final newline, and a name ending in one breaks the Location header."""
 TOOL_NAME_RULE = "1-64 letters, digits, '_' or '-'"
 """``TOOL_NAME_PATTERN`` in words, for error messages."""
 

@@ -19,8 +19,9 @@ from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit, urlunsplit
 from .errors import InvalidAgentURI
 
 _STDIO_KEYS = frozenset({"args", "cwd", "env"})
-LOCAL_NAME = re.compile(r"^[A-Za-z0-9_.~-]{1,128}$")
-"""What ``register_local_agent`` accepts, so that a ``local://`` URI no agent could have fails when added."""
+LOCAL_NAME = re.compile(r"^[A-Za-z0-9_.~-]{1,128}\Z")
+"""What ``register_local_agent`` accepts, so that a ``local://`` URI no agent could have fails when added
+(``\\Z``, as ``$`` also matches before a final newline)."""
 
 
 def local_name_problem(name: str) -> str | None:

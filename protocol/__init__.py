@@ -2,7 +2,16 @@
 
 from .artifacts import join_text_parts, merge_artifact, merged_artifacts
 from .card import AgentCapabilities, AgentCard, AgentSkill
-from .errors import ErrorBody, ErrorCode, ErrorDetail, ProtocolError, SwitchboardError, dotted_path
+from .errors import (
+    MAX_LISTED_PROBLEMS,
+    ErrorBody,
+    ErrorCode,
+    ErrorDetail,
+    ProtocolError,
+    SwitchboardError,
+    dotted_path,
+    more_problems,
+)
 from .events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent, parse_stream_event
 from .handoff_names import MAX_TOOL_NAME_LENGTH, sanitize_agent_name, transfer_tool_name, transfer_tool_names
 from .jsonrpc import (
@@ -64,6 +73,8 @@ __all__ = [
     "HandoffEvent",
     "HandoffRequest",
     "MAX_JSON_DEPTH",
+    "MAX_LISTED_PROBLEMS",
+    "MAX_LISTED_PROBLEMS",
     "MAX_TOOL_NAME_LENGTH",
     "MalformedLine",
     "Message",
@@ -93,6 +104,7 @@ __all__ = [
     "json_depth",
     "merge_artifact",
     "merged_artifacts",
+    "more_problems",
     "parse_json_object",
     "parse_request",
     "parts_text",

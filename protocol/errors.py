@@ -66,16 +66,27 @@ class ProtocolError(SwitchboardError):
 
     @classmethod
     def from_validation_error(cls, exc: ValidationError, what: str = "params") -> ProtocolError:
-        """Names every offending field, e.g. ``invalid params: message.parts: Field required``."""
-        problems = [f"{dotted_path(e['loc'])}: {e['msg']}" if e["loc"] else e["msg"] for e in exc.errors()]
+        """Names the offending fields, e.g. ``invalid params: message.parts: Field required``; the first
+        MAX_LISTED_PROBLEMS of them, so that a body of 100,000 bad items is not answered with megabytes."""
+        errors = exc.errors(include_url=False)[:MAX_LISTED_PROBLEMS]
+        problems = [f"{dotted_path(e['loc'])}: {e['msg']}" if e["loc"] else e["msg"] for e in errors]
         return cls(
             ErrorCode.INVALID_PARAMS,
-            f"invalid {what}: " + "; ".join(problems),
-            data=[{"field": dotted_path(e["loc"]), "problem": e["msg"]} for e in exc.errors()],
+            f"invalid {what}: " + "; ".join(problems) + more_problems(exc.error_count() - len(errors)),
+            data=[{"field": dotted_path(e["loc"]), "problem": e["msg"]} for e in errors],
         )
 
     def __repr__(self) -> str:
         return f"ProtocolError(code={self.code}, message={self.message!r})"
+
+
+MAX_LISTED_PROBLEMS = 10
+"""How many of a request's validation problems an error names."""
+
+
+def more_problems(count: int) -> str:
+    """The end of an error message that lists only some problems: ``; and 7 more``."""
+    return f"; and {count} more" if count > 0 else ""
 
 
 def dotted_path(loc: tuple[Any, ...]) -> str:

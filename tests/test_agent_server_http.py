@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -267,6 +268,27 @@ def _read_response(sock: socket.socket) -> bytes:
     while len(body) < length:
         body += sock.recv(65536)
     return head + b"\r\n\r\n" + body
+
+
+async def test_a_client_that_leaves_mid_body_is_refused_not_logged_as_a_failure(caplog: pytest.LogCaptureFixture) -> None:
+    """The connection closes before the declared body is in: a 400 nobody reads, not a 500 with a traceback."""
+    app = create_app(scripted_agent())
+    messages = [{"type": "http.request", "body": b'{"message": ', "more_body": True}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"100")]
+    scope = {"type": "http", "method": "POST", "path": "/tasks/send", "raw_path": b"/tasks/send", "query_string": b"",
+             "headers": headers, "http_version": "1.1", "scheme": "http", "root_path": ""}
+    await app(scope, receive, send)
+    assert sent[0]["status"] == 400
+    assert b"went away before sending the whole body" in sent[1]["body"]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 async def test_a_chunked_body_over_the_limit_is_413_while_reading(small_url: str) -> None:

@@ -43,6 +43,14 @@ async def test_append_assigns_gapless_seq_per_run_and_read_returns_from_a_seq(lo
     assert await log.read("missing") == []
 
 
+async def test_reading_after_a_seq_past_64_bits_finds_nothing(log: EventLog) -> None:
+    """``GET /runs/{id}/events?after_seq=`` takes any integer; SQLite's are 64-bit, and the stream broke off."""
+    await log.append(_event("a", 0))
+    assert await log.read("a", after_seq=10**30) == []
+    await log.close_run("a")
+    assert [event async for event in log.follow("a", after_seq=2**64)] == []
+
+
 async def test_concurrent_appends_to_one_run_never_share_a_seq(log: EventLog) -> None:
     async with anyio.create_task_group() as tg:
         for n in range(40):

@@ -8,6 +8,8 @@ import httpx
 import pytest
 from gateway_service_support import agent_server, client, error_of, gateway_server, lines_of, triage_service
 
+from protocol import MAX_LISTED_PROBLEMS
+
 
 @pytest.fixture(scope="module")
 def scripted_url() -> Iterator[str]:
@@ -79,6 +81,16 @@ def test_registering_refuses_bad_bodies_and_unreachable_agents(
     assert error["code"] == code and fragment in error["message"], error
 
 
+def test_a_body_with_thousands_of_bad_values_is_refused_in_a_few_lines(api: httpx.Client) -> None:
+    """Every bad value was named, in the message and again in data: megabytes for a body under the limit."""
+    names = api.post("/agents", json={"url": "http://127.0.0.1:1", "handoff_from": list(range(100_000))})
+    assert names.status_code == 400 and [p["field"] for p in error_of(names)["data"]] == ["handoff_from[0]"]
+    keys = api.post("/tools", json={"name": "t1", "agent": "http://127.0.0.1:9", **{f"k{i}": i for i in range(1000)}})
+    error = error_of(keys)
+    assert keys.status_code == 400 and len(error["data"]) == MAX_LISTED_PROBLEMS
+    assert error["message"].endswith(f"; and {1000 - MAX_LISTED_PROBLEMS} more")
+
+
 def test_a_duplicate_name_from_the_card_is_refused_after_the_fetch(api: httpx.Client, scripted_url: str) -> None:
     assert api.post("/agents", json={"url": scripted_url}).status_code == 201
     again = api.post("/agents", json={"url": scripted_url})
@@ -135,6 +147,16 @@ def test_defining_a_tool_refuses_bad_bodies(api: httpx.Client, body: dict[str, o
     response = api.post("/tools", json=body)
     assert response.status_code == status and fragment in error_of(response)["message"], response.text
     assert api.get("/tools/t1").status_code == 404
+
+
+def test_a_tool_name_or_session_id_ending_in_a_newline_is_refused_and_leaves_nothing(api: httpx.Client, scripted_url: str) -> None:
+    """``$`` also matches before a final newline: such names were taken, then broke the answer's headers."""
+    tool = api.post("/tools", json={"name": "nl\n", "agent": scripted_url})
+    assert tool.status_code == 400 and "tool name 'nl\\n' is not valid" in error_of(tool)["message"]
+    assert api.get("/tools/nl%0A").status_code == 404
+    turn = api.post("/sessions/nl%0A/messages", json={"message": "hi", "stream": False})
+    assert turn.status_code == 400 and "session id 'nl\\n' is not valid" in error_of(turn)["message"]
+    assert "nl\n" not in [run["session_id"] for run in api.get("/runs").json()["runs"]]
 
 
 def test_a_duplicate_tool_is_a_conflict_and_unknown_tools_are_not_found(api: httpx.Client, scripted_url: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from protocol import (
     AgentCard,
@@ -12,6 +12,7 @@ from protocol import (
     DataPart,
     ArtifactEvent,
     MAX_JSON_DEPTH,
+    MAX_LISTED_PROBLEMS,
     EnvelopedProtocolError,
     ErrorCode,
     FileContent,
@@ -140,6 +141,27 @@ def test_parse_request_names_the_offending_field() -> None:
     assert caught.value.code == ErrorCode.INVALID_PARAMS
     assert "message.parts" in caught.value.message
     assert caught.value.data[0]["field"] == "message.parts"
+
+
+def test_a_million_bad_parts_are_refused_with_the_first_one() -> None:
+    """``parts`` stops at its first bad part: naming every one took seconds and answered megabytes."""
+    with pytest.raises(ProtocolError) as caught:
+        parse_request(b'{"message": {"parts": [%s]}}' % b",".join([b"1"] * 1_000_000), TaskSendParams, "tasks/send")
+    assert caught.value.message == "invalid params: message.parts[0]: a part needs a type of 'text', 'data' or 'file'"
+    assert len(caught.value.data) == 1
+
+
+class _Numbers(BaseModel):
+    values: list[int]
+
+
+def test_a_validation_error_names_its_first_problems_and_counts_the_rest() -> None:
+    with pytest.raises(ValidationError) as caught:
+        _Numbers.model_validate({"values": ["x"] * 25})
+    error = ProtocolError.from_validation_error(caught.value)
+    assert [problem["field"] for problem in error.data] == [f"values[{i}]" for i in range(MAX_LISTED_PROBLEMS)]
+    assert error.message.startswith("invalid params: values[0]: Input should be a valid integer")
+    assert error.message.endswith(f"; and {25 - MAX_LISTED_PROBLEMS} more")
 
 
 @pytest.mark.parametrize(

@@ -328,3 +328,29 @@ def _read_response(sock: socket.socket) -> bytes:
 
 def _error_of(answer: bytes) -> dict[str, Any]:
     return orjson.loads(answer.partition(b"\r\n\r\n")[2])["error"]
+
+
+@pytest.mark.parametrize("next_body_bytes", [1000, 300_000])
+def test_the_request_after_a_drained_refusal_on_one_connection_is_answered(default_url: str, next_body_bytes: int) -> None:
+    """The drain finishes the refused request; the next one, already sent behind it, is served, not cut."""
+    too_large = b"x" * (DEFAULT_MAX_BODY_BYTES + 1000)
+    with httpx.Client(base_url=default_url, limits=httpx.Limits(max_connections=1), timeout=30) as http:
+        refused = http.post("/tasks/send", content=too_large, headers={"content-type": "application/json"})
+        assert refused.status_code == 413
+        after = http.post(
+            "/tasks/cancel", content=b'{"id":"' + b"b" * next_body_bytes + b'"}', headers={"content-type": "application/json"}
+        )
+        assert after.status_code == 404 and after.json()["error"]["code"] == -32001
+
+
+def test_a_refusal_of_a_body_never_asked_for_says_connection_close_and_the_next_request_is_served(
+    default_url: str,
+) -> None:
+    """``Expect: 100-continue`` sent with the body anyway: the answer closes the connection, lingering, without a reset."""
+    with httpx.Client(base_url=default_url, limits=httpx.Limits(max_connections=1), timeout=30) as http:
+        for _ in range(20):
+            refused = http.post(
+                "/tasks/send", content=b"{}" * 5000, headers={"content-type": "text/plain", "expect": "100-continue"}
+            )
+            assert refused.status_code == 415 and refused.headers["connection"] == "close"
+            assert http.get(CARD).status_code == 200

@@ -233,3 +233,13 @@ def test_with_an_explicit_allowlist_the_api_registers_agents_only_on_those_hosts
             assert "127.0.0.3:*, *.internal:443" in error_of(response)["message"]
         assert [a["name"] for a in http.get("/agents").json()["agents"]] == ["triage"]
         assert http.get("/tools").json() == {"tools": []}
+
+
+@pytest.mark.parametrize("token", ["\u202egnp.exe", "with space", "tab\there", ""])
+def test_a_token_a_header_cannot_carry_is_refused_before_anything_is_registered(token: str) -> None:
+    with agent_server() as agent_url, gateway_server(triage_service()) as url, httpx.Client(base_url=url, timeout=10) as http:
+        for path, body in (("/agents", {"url": agent_url, "token": token}), ("/tools", {"name": "t", "agent": agent_url, "token": token})):
+            response = http.post(path, json=body)
+            assert response.status_code == 400, response.text
+        assert [a["name"] for a in http.get("/agents").json()["agents"]] == ["triage"]
+        assert http.get("/tools").json() == {"tools": []}

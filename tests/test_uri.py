@@ -70,6 +70,7 @@ def test_tools_of_one_mcp_server_share_its_server_key() -> None:
         ("local://a/b", "local://NAME"),
         ("local://billing:1", "not a local agent name"),
         ("local://a!b", "not a local agent name"),
+        ("local://billing%0A", "not a local agent name"),
         ("mcp+stdio:python", "#TOOL"),
         ("mcp+stdio://host/python#t", "no host"),
         ("mcp+stdio:#t", "no command"),

@@ -28,6 +28,7 @@ from agent_server.stores.sqlite_db import SQLiteDatabase, write_transaction
 from ..events import Event, EventType, now_ms
 from .base import INTERRUPTED, EventLog
 
+_MAX_INTEGER = 2**63 - 1
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS events (
     run_id TEXT NOT NULL,
@@ -72,7 +73,8 @@ class SQLiteEventLog(EventLog):
         return stored
 
     async def read(self, run_id: str, after_seq: int = -1, limit: int | None = None) -> list[Event]:
-        rows = await self._db.run(_read, run_id, after_seq, -1 if limit is None else limit)
+        # an SQLite integer has 64 bits; a seq past them is past every event, as in the memory log
+        rows = await self._db.run(_read, run_id, min(after_seq, _MAX_INTEGER), -1 if limit is None else limit)
         return [Event.from_dict(orjson.loads(body)) for (body,) in rows]
 
     async def close_run(self, run_id: str) -> None:

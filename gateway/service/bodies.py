@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+from agent_server.auth import token_problem
 
 from ..config import ToolConfig
+
+
+def _checked_token(value: str) -> str:
+    problem = token_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
+    return value
+
+
+Token = Annotated[str, AfterValidator(_checked_token)]
+"""A credential for an agent, as an ``Authorization: Bearer`` header can carry it."""
 
 
 class _Body(BaseModel):
@@ -19,8 +32,8 @@ class RegisterAgentBody(_Body):
     url: str
     name: str | None = Field(None, min_length=1, max_length=128)
     description: str | None = None
-    handoff_from: list[str] | None = None
-    token: str | None = Field(None, min_length=1, repr=False)
+    handoff_from: list[str] | None = Field(None, fail_fast=True)  # fail_fast: one bad name is reported, not 400,000
+    token: Token | None = Field(None, repr=False)
     """Sent to this agent only (``Authorization: Bearer``); never shown in answers, events or logs."""
 
     @field_validator("name")
@@ -38,8 +51,8 @@ class DefineToolBody(ToolConfig):
     environment variables to an agent of its choice.
     """
 
-    attach_to: list[str] = Field(default_factory=list)
-    token: str | None = Field(None, min_length=1, repr=False)
+    attach_to: list[str] = Field(default_factory=list, fail_fast=True)
+    token: Token | None = Field(None, repr=False)
 
     @field_validator("token_env")
     @classmethod

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent_server.auth import Principal, TokenTable
+from agent_server.auth import Principal, TokenTable, token_problem
 from agent_server.stores import parse_store_spec
 from protocol import dotted_path
 
@@ -225,11 +225,14 @@ def _env_problems(config: GatewayConfig, origin: str) -> list[Problem]:
             wanted.append((("tools", index, "token_env"), tool.token_env, "the agent's token"))
     for index, entry in enumerate(config.security.tokens):
         wanted.append((("security", "tokens", index, "token_env"), entry.token_env, f"the token of {entry.name!r}"))
-    return [
-        Problem(origin, dotted_path(loc), f"the environment variable {name} is not set (it should hold {what})")
-        for loc, name, what in wanted
-        if not os.environ.get(name, "").strip()
-    ]
+    problems: list[Problem] = []
+    for loc, name, what in wanted:
+        value = os.environ.get(name, "").strip()
+        if not value:
+            problems.append(Problem(origin, dotted_path(loc), f"the environment variable {name} is not set (it should hold {what})"))
+        elif loc[-1] == "token_env" and (problem := token_problem(value)) is not None:
+            problems.append(Problem(origin, dotted_path(loc), f"the environment variable {name}: {problem}"))
+    return problems
 
 
 def _token(token_env: str | None) -> str | None:

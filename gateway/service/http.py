@@ -20,7 +20,7 @@ from starlette.routing import Route
 from agent_server.auth import ScopeName, require_scope
 from agent_server.http import Endpoint, check_content_type, guarded
 from agent_server.http import read_body as read_limited_body
-from protocol import ErrorCode, ProtocolError, dotted_path, parse_json_object
+from protocol import MAX_LISTED_PROBLEMS, ErrorCode, ProtocolError, dotted_path, more_problems, parse_json_object
 
 from ..config import describe_error
 from .core import GatewayService
@@ -43,13 +43,14 @@ async def read_body(request: Request, model: type[M], limit: int) -> M:
 
 
 def invalid_fields(exc: ValidationError, model: type[BaseModel]) -> ProtocolError:
-    """``invalid body: mode: unknown mode 'fast' (...)``, with every problem also listed in ``data``."""
+    """``invalid body: mode: unknown mode 'fast' (...)``, each problem also in ``data``; the first MAX_LISTED_PROBLEMS."""
     allowed = list(model.model_fields)
     problems = [
         {"field": dotted_path(tuple(e["loc"])), "problem": describe_error(e, allowed if len(e["loc"]) == 1 else None)}
-        for e in exc.errors()
+        for e in exc.errors(include_url=False)[:MAX_LISTED_PROBLEMS]
     ]
     message = "invalid body: " + "; ".join(f"{p['field']}: {p['problem']}" if p["field"] else p["problem"] for p in problems)
+    message += more_problems(exc.error_count() - len(problems))
     return ProtocolError(ErrorCode.INVALID_PARAMS, message, data=problems)
 
 

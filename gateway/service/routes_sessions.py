@@ -16,7 +16,8 @@ from .bodies import MessageBody
 from .core import ApiErrorCode, GatewayService, NotFound
 from .http import api_route, body_limit, read_body, service_of
 
-_SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}$")
+_SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}\Z")
+"""Ends in ``\\Z``, not ``$``: ``$`` also matches before a final newline, which the x-session-id header cannot carry."""
 
 
 def _session_id(request: Request) -> str:
