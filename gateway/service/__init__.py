@@ -2,23 +2,16 @@
 
 from .app import ENDPOINTS, create_gateway_app
 from .build import build_service, check_machine
-from .core import (
-    AgentUnreachable,
-    ApiErrorCode,
-    Conflict,
-    GatewayService,
-    NotFound,
-    RemoteSpec,
-    ServiceError,
-    ShuttingDown,
-    ToolCallOutcome,
-)
+from .core import GatewayService, ToolCallOutcome
+from .errors import AgentUnreachable, ApiErrorCode, Conflict, Forbidden, NotFound, ServiceError, ShuttingDown
+from .members import RemoteSpec
 
 __all__ = [
     "ENDPOINTS",
     "AgentUnreachable",
     "ApiErrorCode",
     "Conflict",
+    "Forbidden",
     "GatewayService",
     "NotFound",
     "RemoteSpec",

@@ -158,7 +158,7 @@ async def _health(request: Request) -> Response:
             "status": "ok",
             "name": service.name,
             "starting_agent": service.starting_agent.name,
-            "agents": len(service.agents()),
+            "agents": len(service.members.agents()),
             "tools": len(service.gateway.tools),
         }
     )

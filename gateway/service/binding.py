@@ -36,8 +36,8 @@ class SwarmAgent(HostedAgent):
     task_manager: TaskManager | None = None
 
     def card(self, url: str) -> AgentCard:
-        if self.service.running:
-            members = self.service.agents().items()
+        if self.service.members.started:
+            members = self.service.members.agents().items()
             self.skills = [AgentSkill(id=name, name=name, description=member.specialty) for name, member in members]
         card = super().card(url)
         return card.with_bearer_auth() if self.bearer else card
@@ -58,7 +58,7 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
         if not ctx.text.strip():
             raise ValueError("the message has no text: send the user's words as a text part")
         streamed = False
-        with service.stoppable_run(lambda: agent.cancel_task(ctx.task_id)):
+        with service.runs.stoppable(lambda: agent.cancel_task(ctx.task_id)):
             turn = service.runner.run_stream(ctx.session_id, ctx.text, caller=ctx.caller)
             async with aclosing(turn) as events:
                 async for event in events:
@@ -68,6 +68,6 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
                     elif event.type == EventType.RUN_COMPLETED.value and not streamed and event.fields.get("content"):
                         yield str(event.fields["content"])
 
-    description = service.description or f"A Switchboard gateway; its swarm starts with {service.starting_agent_name!r}."
+    description = service.description or f"A Switchboard gateway; its swarm starts with {service.members.starting_agent_name!r}."
     agent = SwarmAgent(name=service.name, handler=run, description=description, service=service, bearer=bearer)
     return agent

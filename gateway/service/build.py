@@ -33,7 +33,8 @@ from ..swarm import (
     StructuredHistory,
     SummaryHistory,
 )
-from .core import Closer, GatewayService, RemoteSpec
+from .core import Closer, GatewayService
+from .members import RemoteSpec
 
 _HISTORY: dict[str, type[Any]] = {"full": FullHistory, "summary": SummaryHistory, "structured": StructuredHistory}
 

@@ -13,7 +13,9 @@ from agent_server.http import json_response
 from ..swarm import Agent, RemoteAgent
 from ..swarm.member import SwarmMember
 from .bodies import RegisterAgentBody
-from .core import GatewayService, NotFound
+from .core import GatewayService
+from .errors import NotFound
+from .members import check_api_target
 from .http import api_route, body_limit, read_body, service_of
 
 
@@ -22,7 +24,7 @@ def agent_info(service: GatewayService, member: SwarmMember) -> dict[str, Any]:
     info: dict[str, Any] = {
         "name": member.name,
         "starting": member is service.starting_agent,
-        "handoff_from": service.handoff_sources(member.name),
+        "handoff_from": service.members.handoff_sources(member.name),
     }
     if isinstance(member, RemoteAgent):
         info.update(
@@ -48,15 +50,15 @@ def agent_info(service: GatewayService, member: SwarmMember) -> dict[str, Any]:
 
 async def _list(request: Request) -> Response:
     service = service_of(request)
-    agents = [agent_info(service, member) for member in service.agents().values()]
+    agents = [agent_info(service, member) for member in service.members.agents().values()]
     return json_response({"starting_agent": service.starting_agent.name, "agents": agents})
 
 
 async def _register(request: Request) -> Response:
     body = await read_body(request, RegisterAgentBody, body_limit(request))
     service = service_of(request)
-    service.check_api_target(body.url, "url")
-    remote = await service.register_remote(
+    check_api_target(service.gateway, body.url, "url")
+    remote = await service.members.register_remote(
         body.url, name=body.name, description=body.description, handoff_from=body.handoff_from, token=body.token
     )
     location = "/agents/" + quote(remote.name, safe="")
@@ -66,14 +68,14 @@ async def _register(request: Request) -> Response:
 async def _get(request: Request) -> Response:
     service = service_of(request)
     name = request.path_params["name"]
-    member = service.agents().get(name)
+    member = service.members.agents().get(name)
     if member is None:
-        raise NotFound(f"no agent named {name!r} (agents: {', '.join(sorted(service.agents())) or 'none'})")
+        raise NotFound(f"no agent named {name!r} (agents: {', '.join(sorted(service.members.agents())) or 'none'})")
     return json_response(agent_info(service, member))
 
 
 async def _remove(request: Request) -> Response:
-    removed = service_of(request).remove_agent(request.path_params["name"])
+    removed = service_of(request).members.remove_agent(request.path_params["name"])
     return json_response({"removed": removed.name, "url": removed.uri})
 
 

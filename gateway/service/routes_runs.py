@@ -9,7 +9,7 @@ from starlette.responses import Response
 from agent_server.auth import principal_of
 from agent_server.http import NDJSONStreamResponse, json_response
 
-from .core import NotFound
+from .errors import NotFound
 from .http import api_route, query_bool, query_int, service_of
 
 

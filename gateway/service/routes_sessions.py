@@ -13,7 +13,8 @@ from protocol import ErrorCode, ProtocolError
 
 from ..events import Event, EventType
 from .bodies import MessageBody
-from .core import ApiErrorCode, GatewayService, NotFound
+from .core import GatewayService
+from .errors import ApiErrorCode, NotFound
 from .http import api_route, body_limit, read_body, service_of
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}\Z")

@@ -14,7 +14,9 @@ from protocol import ProtocolError
 
 from ..agent_tool import AgentTool
 from .bodies import DefineToolBody, ToolCallBody
-from .core import ApiErrorCode, GatewayService
+from .core import GatewayService
+from .errors import ApiErrorCode
+from .members import check_api_target
 from .http import api_route, body_limit, read_body, service_of
 
 
@@ -41,7 +43,7 @@ async def _list(request: Request) -> Response:
 async def _define(request: Request) -> Response:
     body = await read_body(request, DefineToolBody, body_limit(request))
     service = service_of(request)
-    service.check_api_target(body.agent, "agent")
+    check_api_target(service.gateway, body.agent, "agent")
     tool = service.add_tool(body.config(), attach_to=body.attach_to, token=body.token)
     return json_response(tool_info(service, tool), status_code=201, headers={"location": f"/tools/{tool.name}"})
 
