@@ -32,6 +32,7 @@
     ├── ConfigError                       the configuration cannot be used; ``problems`` (also a ValueError)
     ├── IdleTimeout                       gateway.idle_timeout: a stream fell silent (also a TimeoutError)
     └── UsageError, CommandFailed         gateway.cli_commands: what the CLI prints in one line
+        └── GatewayRefused                the gateway answered one request with an error
 
 Every ``AgentToolError`` has a ``reason`` (the word recorded in the event log, in the
 ``reason`` field of every event that says why something ended) and, once the call has

@@ -110,7 +110,7 @@ class Gateway:
             stack, self._stack, self._task_group = self._stack, None, None
             try:
                 if stack is not None:
-                    await stack.__aexit__(exc_type, exc, tb)
+                    await _exit_unwrapped(stack, exc_type, exc, tb)
             finally:
                 with anyio.CancelScope(shield=True):
                     if self._owns_client:
@@ -229,3 +229,18 @@ class Gateway:
                 f"{uri} runs inside the gateway, which {state}: call it within `async with Gateway() as gateway:`"
             )
         return self._task_group
+
+
+async def _exit_unwrapped(
+    stack: AsyncExitStack, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+) -> None:
+    """Leave the task group; the block's own error leaves as itself, not wrapped in an ExceptionGroup.
+
+    ``except BudgetExceeded`` around ``async with Gateway():`` then catches what the block raised.
+    """
+    try:
+        await stack.__aexit__(exc_type, exc, tb)
+    except BaseExceptionGroup as group:
+        if exc is not None and len(group.exceptions) == 1 and group.exceptions[0] is exc:
+            return  # __aexit__ returning normally lets the block's exception propagate as it was
+        raise

@@ -72,9 +72,16 @@ class AgentRegistry:
         """True when ``name`` (or ``uri``) belongs to an agent taken out with ``forget``."""
         return name in self._forgotten_names or (uri is not None and uri in self._forgotten_uris)
 
-    def knows_uri(self, uri: str) -> bool:
-        """True when a member was already found at ``uri`` (resolving it connects nowhere new)."""
-        return uri in self._by_uri
+    def known_at(self, uri: str, agents: dict[str, SwarmMember]) -> SwarmMember | None:
+        """The member already known at ``uri`` (found there before, or registered by that URL): resolving it connects nowhere new."""
+        if uri in self._by_uri:
+            return self._by_uri[uri]
+        try:
+            parsed = parse_agent_uri(uri)
+        except InvalidAgentURI:
+            return None
+        same = [member for member in agents.values() if _same_uri(getattr(member, "uri", None), parsed)]
+        return same[0] if len(same) == 1 else None
 
     def snapshot(self) -> dict[str, SwarmMember]:
         """Name -> member for every known agent; two different agents with one name is an error."""
@@ -128,11 +135,9 @@ class AgentRegistry:
             ) from None
         if isinstance(parsed, LocalTarget) and (found := find_by_name(agents, parsed.name)) is not None:
             return found
-        if target in self._by_uri:
-            return self._by_uri[target]
-        same = [member for member in agents.values() if _same_uri(getattr(member, "uri", None), parsed)]
-        if len(same) == 1:
-            return same[0]
+        known = self.known_at(target, agents)
+        if known is not None:
+            return known
         if target in self._forgotten_uris:
             raise AgentHandoffError(f"handoff target {target!r} was removed from the swarm", target=target)
         if connect is None:

@@ -483,7 +483,7 @@ class Runner:
         forbidden = forbidden_for_remote(
             request.target,
             agents,
-            known_uri=self._registry.knows_uri,
+            known_at=lambda uri: self._registry.known_at(uri, agents),
             resolve_uris=self.resolve_uris,
             host_allowed=self.gateway.allowed_hosts.allows if self.gateway is not None else lambda uri: True,
         )

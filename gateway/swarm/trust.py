@@ -22,7 +22,7 @@ def forbidden_for_remote(
     target: str,
     agents: dict[str, SwarmMember],
     *,
-    known_uri: Callable[[str], bool],
+    known_at: Callable[[str], SwarmMember | None],
     resolve_uris: bool,
     host_allowed: Callable[[str], bool],
 ) -> tuple[str, str] | None:
@@ -40,7 +40,7 @@ def forbidden_for_remote(
         )
     if isinstance(parsed, LocalTarget) and find_by_name(agents, parsed.name) is not None:
         return None
-    if known_uri(target):
+    if known_at(target) is not None:
         return None
     if not resolve_uris:
         return "forbidden_target", "this swarm resolves transfer targets by registered name only (resolve_uris=False)"

@@ -1,0 +1,101 @@
+"""The import graph: no cycle anywhere in the three packages, and the layers point one way only.
+
+protocol <- agent_server <- gateway: nothing in protocol imports the other two, nothing in
+agent_server imports gateway. Every import counts, also one inside a function or under
+``TYPE_CHECKING`` (a cycle hidden there is still a cycle a reader has to hold in mind).
+An import of ``package.module`` depends on that module, not on the packages around it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("protocol", "agent_server", "gateway")
+LAYERS = {"protocol": set(), "agent_server": {"protocol"}, "gateway": {"protocol", "agent_server"}}
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in (ROOT / package).rglob("*.py"):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base for alias in node.names]
+            graph[name].update(target for target in targets if target in modules and target != name)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for successor in sorted(graph[node]):
+            if successor not in index:
+                visit(successor)
+                low[node] = min(low[node], low[successor])
+            elif successor in on_stack:
+                low[node] = min(low[node], index[successor])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    graph = _graph()
+    assert len(graph) > 60
+    assert _cycles(graph) == []
+
+
+def test_the_layers_point_one_way() -> None:
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in _graph().items()
+        for target in targets
+        if target.split(".")[0] not in LAYERS[module.split(".")[0]] | {module.split(".")[0]}
+    ]
+    assert wrong == []
+
+
+def test_a_cycle_is_found_when_there_is_one() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
