@@ -5,51 +5,59 @@ An agent is an async function or async generator taking a ``TaskContext``; see
 Starlette app, ``serve`` runs that with uvicorn, and ``TaskManager`` is the same engine
 without HTTP, for in-process (``local://``) use. ``build_server`` is how any ASGI app here is
 run with uvicorn, behind ``ServerLimits`` (read timeouts, a connection cap, heard refusals).
+
+The names below are imported on first use (PEP 562), so a command that needs one of
+them does not pay for the rest.
 """
 
-from .agent import (
-    AgentHandler,
-    DataChunk,
-    Handoff,
-    HostedAgent,
-    InputRequired,
-    TaskContext,
-    TextChunk,
-    agent,
-    as_hosted_agent,
-)
-from .app import DEFAULT_MAX_BODY_BYTES, create_app, serve
-from .auth import ANONYMOUS, Principal, TokenTable, principal_of, require_scope
-from .server import ServerLimits, build_server
-from .stores import MemoryTaskStore, SQLiteTaskStore, StoreFull, StoreSpec, TaskStore, open_store, parse_store_spec
-from .task_manager import TaskManager
+from __future__ import annotations
 
-__all__ = [
-    "ANONYMOUS",
-    "AgentHandler",
-    "DEFAULT_MAX_BODY_BYTES",
-    "DataChunk",
-    "Handoff",
-    "HostedAgent",
-    "InputRequired",
-    "MemoryTaskStore",
-    "Principal",
-    "SQLiteTaskStore",
-    "ServerLimits",
-    "StoreFull",
-    "StoreSpec",
-    "TaskContext",
-    "TaskManager",
-    "TaskStore",
-    "TextChunk",
-    "TokenTable",
-    "agent",
-    "as_hosted_agent",
-    "build_server",
-    "create_app",
-    "open_store",
-    "parse_store_spec",
-    "principal_of",
-    "require_scope",
-    "serve",
-]
+from typing import TYPE_CHECKING
+
+from protocol.lazy import lazy_exports
+
+# Imported now, not on first use: the submodule ``agent_server.agent`` shares the name,
+# and importing it would otherwise leave the module where the decorator belongs.
+from agent_server.agent import agent
+
+if TYPE_CHECKING:
+    from agent_server.agent import AgentHandler, DataChunk, Handoff, HostedAgent, InputRequired, TaskContext, TextChunk, as_hosted_agent
+    from agent_server.app import DEFAULT_MAX_BODY_BYTES, create_app, serve
+    from agent_server.auth import ANONYMOUS, Principal, TokenTable, principal_of, require_scope
+    from agent_server.limits import ServerLimits
+    from agent_server.server import build_server
+    from agent_server.stores import MemoryTaskStore, SQLiteTaskStore, StoreFull, StoreSpec, TaskStore, open_store, parse_store_spec
+    from agent_server.task_manager import TaskManager
+
+_EXPORTS = {
+    "ANONYMOUS": "agent_server.auth",
+    "AgentHandler": "agent_server.agent",
+    "DEFAULT_MAX_BODY_BYTES": "agent_server.app",
+    "DataChunk": "agent_server.agent",
+    "Handoff": "agent_server.agent",
+    "HostedAgent": "agent_server.agent",
+    "InputRequired": "agent_server.agent",
+    "MemoryTaskStore": "agent_server.stores",
+    "Principal": "agent_server.auth",
+    "SQLiteTaskStore": "agent_server.stores",
+    "ServerLimits": "agent_server.limits",
+    "StoreFull": "agent_server.stores",
+    "StoreSpec": "agent_server.stores",
+    "TaskContext": "agent_server.agent",
+    "TaskManager": "agent_server.task_manager",
+    "TaskStore": "agent_server.stores",
+    "TextChunk": "agent_server.agent",
+    "TokenTable": "agent_server.auth",
+    "as_hosted_agent": "agent_server.agent",
+    "build_server": "agent_server.server",
+    "create_app": "agent_server.app",
+    "open_store": "agent_server.stores",
+    "parse_store_spec": "agent_server.stores",
+    "principal_of": "agent_server.auth",
+    "require_scope": "agent_server.auth",
+    "serve": "agent_server.app",
+}
+
+__all__ = sorted([*_EXPORTS, "agent"])
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

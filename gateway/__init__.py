@@ -1,91 +1,82 @@
-"""Switchboard's coordinator: peers by URI, agent-as-tool, swarm runner with handoffs, sessions, event log."""
+"""Switchboard's coordinator: peers by URI, agent-as-tool, swarm runner with handoffs, sessions, event log.
 
-from gateway.agent_result import AgentToolResult
-from gateway.agent_tool import AgentTool
-from gateway.budget import Budget
-from gateway.config import GatewayConfig, load_config
-from gateway.errors import (
-    AgentTaskFailed,
-    ConfigError,
-    AgentToolError,
-    AgentToolTimeout,
-    BudgetExceeded,
-    InvalidAgentURI,
-    PeerConnectionError,
-    PeerHTTPError,
-    PeerProtocolError,
-    PeerRedirect,
-    PoolExhausted,
-    UnknownAgentTool,
-)
-from gateway.allowed_hosts import HostAllowlist
-from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log
-from gateway.events import Event, EventType
-from gateway.gateway import Gateway
-from gateway.peers import Peer, PeerLimits
-from gateway.service import GatewayService, create_gateway_app
-from gateway.swarm import (
-    Agent,
-    AgentHandoffError,
-    FullHistory,
-    Handoff,
-    MemorySessionStore,
-    RemoteAgent,
-    Runner,
-    RunResponse,
-    SessionConflictError,
-    SessionStore,
-    SQLiteSessionStore,
-    StructuredHistory,
-    SummaryHistory,
-)
-from gateway.tools import ToolResult, tool
-from gateway.uri import parse_agent_uri
+The names below are imported on first use (PEP 562), so ``import gateway`` and the
+``switchboard`` command start fast and load, say, the MCP SDK only when an MCP target is used.
+"""
 
-__all__ = [
-    "Agent",
-    "AgentHandoffError",
-    "AgentTaskFailed",
-    "AgentTool",
-    "AgentToolError",
-    "AgentToolResult",
-    "AgentToolTimeout",
-    "Budget",
-    "BudgetExceeded",
-    "ConfigError",
-    "Event",
-    "EventLog",
-    "EventType",
-    "FullHistory",
-    "Gateway",
-    "GatewayConfig",
-    "GatewayService",
-    "Handoff",
-    "HostAllowlist",
-    "InvalidAgentURI",
-    "MemoryEventLog",
-    "MemorySessionStore",
-    "Peer",
-    "PeerConnectionError",
-    "PeerHTTPError",
-    "PeerLimits",
-    "PeerProtocolError",
-    "PeerRedirect",
-    "PoolExhausted",
-    "RemoteAgent",
-    "RunResponse",
-    "Runner",
-    "SQLiteEventLog",
-    "SQLiteSessionStore",
-    "SessionConflictError",
-    "SessionStore",
-    "StructuredHistory",
-    "SummaryHistory",
-    "ToolResult",
-    "UnknownAgentTool",
-    "create_gateway_app",
-    "load_config",
-    "open_event_log",
-    "parse_agent_uri",
-    "tool",
-]
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from protocol.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from gateway.agent_result import AgentToolResult
+    from gateway.agent_tool import AgentTool, AgentToolFunction
+    from gateway.allowed_hosts import HostAllowlist
+    from gateway.budget import Budget
+    from gateway.config import GatewayConfig, load_config
+    from gateway.errors import AgentHandoffError, SessionConflictError
+    from gateway.errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, ConfigError, InvalidAgentURI, PeerConnectionError, PeerHTTPError, PeerProtocolError, PeerRedirect, PoolExhausted, UnknownAgentTool
+    from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log
+    from gateway.events import Event, EventType
+    from gateway.gateway import Gateway
+    from gateway.peers.base import Peer
+    from gateway.peers.limits import PeerLimits
+    from gateway.service import GatewayService, create_gateway_app
+    from gateway.swarm import Agent, FullHistory, Handoff, MemorySessionStore, RemoteAgent, RunResponse, Runner, SQLiteSessionStore, SessionStore, StructuredHistory, SummaryHistory
+    from gateway.tools import ToolResult, tool
+    from gateway.uri import parse_agent_uri
+
+_EXPORTS = {
+    "Agent": "gateway.swarm",
+    "AgentHandoffError": "gateway.errors",
+    "AgentTaskFailed": "gateway.errors",
+    "AgentTool": "gateway.agent_tool",
+    "AgentToolError": "gateway.errors",
+    "AgentToolFunction": "gateway.agent_tool",
+    "AgentToolResult": "gateway.agent_result",
+    "AgentToolTimeout": "gateway.errors",
+    "Budget": "gateway.budget",
+    "BudgetExceeded": "gateway.errors",
+    "ConfigError": "gateway.errors",
+    "Event": "gateway.events",
+    "EventLog": "gateway.event_log",
+    "EventType": "gateway.events",
+    "FullHistory": "gateway.swarm",
+    "Gateway": "gateway.gateway",
+    "GatewayConfig": "gateway.config",
+    "GatewayService": "gateway.service",
+    "Handoff": "gateway.swarm",
+    "HostAllowlist": "gateway.allowed_hosts",
+    "InvalidAgentURI": "gateway.errors",
+    "MemoryEventLog": "gateway.event_log",
+    "MemorySessionStore": "gateway.swarm",
+    "Peer": "gateway.peers.base",
+    "PeerConnectionError": "gateway.errors",
+    "PeerHTTPError": "gateway.errors",
+    "PeerLimits": "gateway.peers.limits",
+    "PeerProtocolError": "gateway.errors",
+    "PeerRedirect": "gateway.errors",
+    "PoolExhausted": "gateway.errors",
+    "RemoteAgent": "gateway.swarm",
+    "RunResponse": "gateway.swarm",
+    "Runner": "gateway.swarm",
+    "SQLiteEventLog": "gateway.event_log",
+    "SQLiteSessionStore": "gateway.swarm",
+    "SessionConflictError": "gateway.errors",
+    "SessionStore": "gateway.swarm",
+    "StructuredHistory": "gateway.swarm",
+    "SummaryHistory": "gateway.swarm",
+    "ToolResult": "gateway.tools",
+    "UnknownAgentTool": "gateway.errors",
+    "create_gateway_app": "gateway.service",
+    "load_config": "gateway.config",
+    "open_event_log": "gateway.event_log",
+    "parse_agent_uri": "gateway.uri",
+    "tool": "gateway.tools",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

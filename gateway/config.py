@@ -12,10 +12,8 @@ See docs/configuration.md for the reference.
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
-import sys
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from agent_server.server import ServerLimits
+from agent_server.limits import ServerLimits
 from protocol import dotted_path
 
 from . import defaults
@@ -33,12 +31,12 @@ from .allowed_hosts import parse_host_pattern
 from .budget import Budget
 from .config_env import Overrides, apply_environment
 from .errors import ConfigError, InvalidAgentURI, Problem
+from .python_refs import is_python_ref
 from .peers.limits import PeerLimits
 from .tools import TOOL_NAME_PATTERN, TOOL_NAME_RULE
 from .uri import parse_agent_uri
 
 MODES = ("sync", "streaming", "conversational")
-_PYTHON_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _LOCAL_ONLY = ("instructions", "model", "base_url", "api_key_env", "handoffs", "tools")
 _TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
@@ -400,27 +398,6 @@ def _env_name(value: str, what: str) -> str:
     if not _ENV_NAME.match(value):
         raise ValueError(f"{value!r} is not an environment variable name (the {what} itself goes in the environment)")
     return value
-
-
-def is_python_ref(value: str) -> bool:
-    """``package.module:attribute``, how a local agent names a Python function tool."""
-    return bool(_PYTHON_REF.match(value))
-
-
-def import_from_cwd(module_name: str) -> Any:
-    """Import a dotted module, the working directory first on the path (as ``python -m`` would)."""
-    if str(Path.cwd()) not in sys.path and "" not in sys.path:
-        sys.path.insert(0, str(Path.cwd()))
-    return importlib.import_module(module_name)
-
-
-def import_python_ref(ref: str) -> Any:
-    """The object ``package.module:attribute.path`` names; ImportError or AttributeError when it does not."""
-    module_name, _, attribute = ref.partition(":")
-    target: Any = import_from_cwd(module_name)
-    for part in attribute.split("."):
-        target = getattr(target, part)
-    return target
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

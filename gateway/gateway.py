@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from contextlib import AsyncExitStack
 from types import TracebackType
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import anyio
 import httpx
@@ -28,8 +28,11 @@ from .agent_tool import AgentTool, AgentToolFunction, AgentToolOptions, ToolInpu
 from .allowed_hosts import HostAllowlist
 from .errors import PeerConnectionError, UnknownAgentTool
 from .event_log import EventLog, MemoryEventLog
-from .peers import A2AHttpPeer, HttpTimeouts, LocalAgentHost, LocalPeer, MCPConnection, MCPPeer, Peer, PeerLimits
+from .peers import A2AHttpPeer, HttpTimeouts, LocalAgentHost, LocalPeer, Peer, PeerLimits
 from .recorder import RunRecorder, current_recorder
+
+if TYPE_CHECKING:
+    from .peers.mcp import MCPConnection
 from .uri import (
     A2AHttpTarget,
     AgentTarget,
@@ -212,6 +215,8 @@ class Gateway:
             self._require_started(uri)
             return LocalPeer(target, host)
         assert isinstance(target, MCPStdioTarget | MCPHttpTarget)
+        from .peers.mcp import MCPConnection, MCPPeer  # the MCP SDK loads with the first MCP target
+
         task_group = self._require_started(uri)
         key = (*target.server_key, token)
         connection = self._mcp.get(key)

@@ -11,20 +11,21 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
 
-from ..agent_result import AgentToolResult
+
 from ..defaults import IDLE_TIMEOUT_S, TOOL_TIMEOUT_MS
-from ..errors import AgentToolError
-from ..event_log import EventLog
-from ..gateway import Gateway
-from ..recorder import new_run_id
 from .client import CommandFailed, UsageError
-from .progress import NDJSONRenderer, ProgressRenderer
 
-Renderer = NDJSONRenderer | ProgressRenderer
+if TYPE_CHECKING:
+    from ..agent_result import AgentToolResult
+    from ..errors import AgentToolError
+    from ..event_log import EventLog
+    from .progress import NDJSONRenderer, ProgressRenderer
+
+    Renderer = NDJSONRenderer | ProgressRenderer
+
 _TOOL_NAME = "call"
 
 
@@ -67,6 +68,10 @@ def add_call(subparsers: Any) -> None:
 def run_call(args: argparse.Namespace) -> int:
     if args.max_turns is not None and args.mode != "conversational":
         raise UsageError("--max-turns applies to --mode conversational only")
+    import anyio
+
+    from .progress import NDJSONRenderer, ProgressRenderer
+
     out = sys.stdout
     renderer: Renderer = ProgressRenderer(out, args.uri, args.mode) if out.isatty() else NDJSONRenderer(out)
     try:
@@ -101,6 +106,12 @@ def _logging(verbose: bool) -> Iterator[None]:
 
 
 async def _call(args: argparse.Namespace, renderer: Renderer) -> None:
+    import anyio
+
+    from ..errors import AgentToolError
+    from ..gateway import Gateway
+    from ..recorder import new_run_id
+
     mode: Any = args.mode
     if args.mode == "conversational" and args.max_turns is not None:
         mode = {"conversational": {"max_turns": args.max_turns}}

@@ -13,13 +13,11 @@ from __future__ import annotations
 import argparse
 import sys
 import uuid
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
-import httpx
 import orjson
 
-from ..events import EventType
 from .client import (
     GATEWAY_URL_HELP,
     CommandFailed,
@@ -29,6 +27,9 @@ from .client import (
     refused,
     unreachable,
 )
+
+if TYPE_CHECKING:
+    import httpx
 
 QUIT_COMMANDS = frozenset({"/quit", "/exit"})
 
@@ -84,6 +85,8 @@ def _next_message(interactive: bool) -> str | None:
 
 
 def _turn(client: httpx.Client, url: str, session: str, text: str, view: ChatView) -> None:
+    import httpx
+
     try:
         with client.stream("POST", f"/sessions/{quote(session, safe='')}/messages", json={"message": text}) as response:
             if response.status_code != 200:
@@ -105,6 +108,8 @@ class ChatView:
         self._streamed = False
 
     def event(self, event: dict[str, Any]) -> None:
+        from ..events import EventType
+
         kind = event.get("type")
         agent = str(event.get("agent") or "")
         if kind == EventType.TEXT_DELTA.value:

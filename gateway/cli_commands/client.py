@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
-import httpx
-import orjson
+from protocol.errors import SwitchboardError
 
-from protocol import SwitchboardError
+if TYPE_CHECKING:
+    import httpx
 
 GATEWAY_URL_ENV = "SWITCHBOARD_GATEWAY_URL"
 DEFAULT_GATEWAY_URL = "http://127.0.0.1:8080"
@@ -32,6 +33,8 @@ def default_gateway_url() -> str:
 
 def gateway_client(url: str) -> httpx.Client:
     """No read timeout: a followed run may stay quiet for a long time."""
+    import httpx
+
     return httpx.Client(base_url=url.rstrip("/"), timeout=httpx.Timeout(10.0, read=None))
 
 
@@ -43,6 +46,8 @@ def unreachable(url: str, exc: httpx.TransportError) -> CommandFailed:
 
 def refused(response: httpx.Response) -> GatewayRefused:
     """The gateway's own error message when it sent one, else the status line."""
+    import orjson
+
     response.read()
     try:
         message = orjson.loads(response.content)["error"]["message"]

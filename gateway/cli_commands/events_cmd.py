@@ -9,13 +9,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-import httpx
 import orjson
 
 from .client import GATEWAY_URL_HELP, CommandFailed, default_gateway_url, gateway_client, refused, unreachable
+
+if TYPE_CHECKING:
+    import httpx
 
 _RECONNECTS = 3
 _RECONNECT_PAUSE_S = 0.3
@@ -52,6 +54,8 @@ class _Cursor:
 
 
 def _print_events(url: str, run_id: str, after_seq: int, follow: bool) -> None:
+    import httpx
+
     cursor = _Cursor(after_seq)
     reconnects = 0
     with gateway_client(url) as client:

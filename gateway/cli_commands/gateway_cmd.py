@@ -15,22 +15,12 @@ import argparse
 import logging
 import os
 import signal
-import socket
 import sys
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import uvicorn
-
-from agent_server import build_server
-from agent_server.auth import open_binding_problem
-
-from ..config import ADMIN_TOKEN_ENV, ConfigError, GatewayConfig, load_config
-from ..service import GatewayService, ServiceError, check_machine, create_gateway_app
-
-
-GRACEFUL_SHUTDOWN_S = 3
-
+if TYPE_CHECKING:
+    from ..config import GatewayConfig
 
 def add_gateway(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -52,6 +42,12 @@ def add_gateway(subparsers: Any) -> None:
 
 
 def run_gateway(args: argparse.Namespace) -> int:
+    from agent_server.auth import open_binding_problem
+
+    from ..config import ADMIN_TOKEN_ENV, ConfigError, load_config
+    from ..service import check_machine, create_gateway_app
+    from ..service.server import GatewayServer, build_gateway_server
+
     origin = args.config or "configuration"
     overrides = {key: value for key, value in (("gateway.host", args.host), ("gateway.port", args.port)) if value is not None}
     try:
@@ -80,15 +76,7 @@ def run_gateway(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"switchboard gateway: invalid configuration:\n{exc}", file=sys.stderr)
         return 2
-    server = build_server(
-        app,
-        host=config.gateway.host,
-        port=config.gateway.port,
-        limits=config.gateway.server_limits(),
-        server_class=_GatewayServer,
-        log_level=config.gateway.log_level,
-        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-    )
+    server: GatewayServer = build_gateway_server(app, config)
     print(_banner(config), file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
@@ -100,22 +88,10 @@ def run_gateway(args: argparse.Namespace) -> int:
     return 0 if server.started else _could_not_start(app.state)
 
 
-class _GatewayServer(uvicorn.Server):
-    """Ends the runs still going before uvicorn waits for connections to close.
-
-    Their NDJSON streams then end with ``run_failed`` at once, instead of being cut (with a
-    traceback each) when the graceful shutdown times out.
-    """
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        service = getattr(self.config.app.state, "service", None)
-        if isinstance(service, GatewayService):
-            await service.stop_runs()
-        await super().shutdown(sockets)
-
-
 def _could_not_start(state: Any) -> int:
     """Uvicorn exits when the lifespan fails (a remote agent down) or the port is taken; say why in one line."""
+    from ..service import ServiceError
+
     reason = getattr(state, "startup_error", None)
     message = reason.message if isinstance(reason, ServiceError) else str(reason or "see the log above")
     print(f"switchboard gateway: could not start: {message}", file=sys.stderr)

@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agent_server import ServerLimits
-from agent_server.auth import open_binding_problem
+from agent_server.limits import ServerLimits
 
-from ..config import import_from_cwd
+from ..python_refs import import_from_cwd
 from .client import UsageError
 
 AGENT_TOKEN_ENV = "SWITCHBOARD_AGENT_TOKEN"
@@ -161,6 +160,8 @@ def _run_serve(args: argparse.Namespace) -> int:
     if args.token_env != AGENT_TOKEN_ENV and token is None:
         raise UsageError(f"--token-env {args.token_env}: the environment variable {args.token_env} is not set")
     hint = f"set {AGENT_TOKEN_ENV} (or --token-env NAME) to the token callers must send"
+    from agent_server.auth import open_binding_problem
+
     problem = open_binding_problem(args.host, token is not None, "an agent", hint)
     if problem is not None and not args.insecure:
         raise UsageError(problem)

@@ -20,7 +20,8 @@ from agent_server.stores import parse_store_spec
 from protocol import dotted_path
 
 from ..allowed_hosts import HostAllowlist
-from ..config import ADMIN_TOKEN_ENV, AgentConfig, ConfigError, GatewayConfig, Problem, import_python_ref, is_python_ref
+from ..config import ADMIN_TOKEN_ENV, AgentConfig, ConfigError, GatewayConfig, Problem
+from ..python_refs import import_python_ref, is_python_ref
 from ..event_log import EventLog, open_event_log
 from ..gateway import Gateway
 from ..models import ChatModel, OfflineModel, OpenAIChatModel

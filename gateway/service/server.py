@@ -1,0 +1,42 @@
+"""The gateway's uvicorn server: it ends the service's runs before it waits for connections to close.
+
+The NDJSON streams following those runs then end with ``run_failed`` at once, instead of
+being cut (with a traceback each) when uvicorn's graceful shutdown times out.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import uvicorn
+from starlette.applications import Starlette
+
+from agent_server.server import build_server
+
+from ..config import GatewayConfig
+from .core import GatewayService
+
+GRACEFUL_SHUTDOWN_S = 3
+
+
+class GatewayServer(uvicorn.Server):
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        service = getattr(self.config.app.state, "service", None)
+        if isinstance(service, GatewayService):
+            await service.stop_runs()
+        await super().shutdown(sockets)
+
+
+def build_gateway_server(app: Starlette, config: GatewayConfig) -> GatewayServer:
+    """The server for ``app`` where ``config`` says, behind its connection limits."""
+    server = build_server(
+        app,
+        host=config.gateway.host,
+        port=config.gateway.port,
+        limits=config.gateway.server_limits(),
+        server_class=GatewayServer,
+        log_level=config.gateway.log_level,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+    )
+    assert isinstance(server, GatewayServer)
+    return server
