@@ -14,20 +14,46 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from protocol.lazy import lazy_exports
-
 # Imported now, not on first use: the submodule ``agent_server.agent`` shares the name,
 # and importing it would otherwise leave the module where the decorator belongs.
-from agent_server.agent import agent
+from agent_server.agent import agent as agent
+from protocol.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agent_server.agent import AgentHandler, DataChunk, Handoff, HostedAgent, InputRequired, TaskContext, TextChunk, as_hosted_agent
-    from agent_server.app import DEFAULT_MAX_BODY_BYTES, create_app, serve
-    from agent_server.auth import ANONYMOUS, Principal, TokenTable, principal_of, require_scope
-    from agent_server.limits import ServerLimits
-    from agent_server.server import build_server
-    from agent_server.stores import MemoryTaskStore, SQLiteTaskStore, StoreFull, StoreSpec, TaskStore, open_store, parse_store_spec
-    from agent_server.task_manager import TaskManager
+    from agent_server.agent import (
+        AgentHandler as AgentHandler,
+        DataChunk as DataChunk,
+        Handoff as Handoff,
+        HostedAgent as HostedAgent,
+        InputRequired as InputRequired,
+        TaskContext as TaskContext,
+        TextChunk as TextChunk,
+        as_hosted_agent as as_hosted_agent,
+    )
+    from agent_server.app import (
+        DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES,
+        create_app as create_app,
+        serve as serve,
+    )
+    from agent_server.auth import (
+        ANONYMOUS as ANONYMOUS,
+        Principal as Principal,
+        TokenTable as TokenTable,
+        principal_of as principal_of,
+        require_scope as require_scope,
+    )
+    from agent_server.limits import ServerLimits as ServerLimits
+    from agent_server.server import build_server as build_server
+    from agent_server.stores import (
+        MemoryTaskStore as MemoryTaskStore,
+        SQLiteTaskStore as SQLiteTaskStore,
+        StoreFull as StoreFull,
+        StoreSpec as StoreSpec,
+        TaskStore as TaskStore,
+        open_store as open_store,
+        parse_store_spec as parse_store_spec,
+    )
+    from agent_server.task_manager import TaskManager as TaskManager
 
 _EXPORTS = {
     "ANONYMOUS": "agent_server.auth",
@@ -58,6 +84,6 @@ _EXPORTS = {
     "serve": "agent_server.app",
 }
 
-__all__ = sorted([*_EXPORTS, "agent"])
+__all__ = sorted([*_EXPORTS, "agent"])  # noqa: PLE0605 - the names are listed once, above
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

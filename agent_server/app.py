@@ -30,6 +30,7 @@ from protocol import (
     parse_request,
 )
 
+from .agent import AgentHandler, HostedAgent, as_hosted_agent
 from .auth import BearerAuth, Principal, TokenTable, principal_of
 from .browsers import browser_middleware
 from .http import (
@@ -40,7 +41,6 @@ from .http import (
     json_response,
     read_body,
 )
-from .agent import AgentHandler, HostedAgent, as_hosted_agent
 from .server import ServerLimits, build_server
 from .stores import TaskStore, open_store
 from .task_manager import TaskManager
@@ -106,7 +106,10 @@ def create_app(
     return Starlette(
         routes=routes,
         lifespan=lifespan,
-        middleware=[*browser_middleware(allowed_origins), Middleware(BearerAuth, tokens=tokens, is_public=is_card_path)],
+        middleware=[
+            *browser_middleware(allowed_origins),
+            Middleware(BearerAuth, tokens=tokens, is_public=is_card_path),
+        ],
         exception_handlers={HTTPException: _http_exception, Exception: _unexpected_exception},
     )
 

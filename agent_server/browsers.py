@@ -36,7 +36,9 @@ class OriginGuard:
         if origin is not None and origin.rstrip("/") not in self.allowed:
             hint = "add it to allowed_origins" if self.allowed else "no browser origin is allowed (allowed_origins)"
             error = ProtocolError(
-                ErrorCode.INVALID_REQUEST, f"requests from the web origin {origin!r} are refused: {hint}", http_status=403
+                ErrorCode.INVALID_REQUEST,
+                f"requests from the web origin {origin!r} are refused: {hint}",
+                http_status=403,
             )
             await error_response(error)(scope, receive, send)
             return

@@ -41,7 +41,7 @@ def check_content_type(request: Request) -> None:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to exceed ``limit`` bytes (400 if the client leaves mid-body)."""
+    """The request body; 413 once it is known to exceed ``limit`` bytes, 400 if the client leaves mid-body."""
     declared = request.headers.get("content-length")
     if declared is not None:
         try:

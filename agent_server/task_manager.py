@@ -358,7 +358,9 @@ class TaskManager:
             self._busy.discard(task_id)
             run.done.set()
 
-    def _status_event(self, run: _Run, state: TaskState, message: Message | None, *, final: bool = False) -> StatusEvent:
+    def _status_event(
+        self, run: _Run, state: TaskState, message: Message | None, *, final: bool = False
+    ) -> StatusEvent:
         run.task.status = TaskStatus(state=state, message=message)
         logger.info("task %s agent=%s state=%s", run.task.id, self.agent.name, state.value)
         return StatusEvent(seq=run.next_seq, id=run.task.id, status=run.task.status, final=final)

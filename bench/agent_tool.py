@@ -31,7 +31,7 @@ import anyio
 import httpx
 import orjson
 
-from gateway import Gateway, SQLiteEventLog, PeerLimits
+from gateway import Gateway, PeerLimits, SQLiteEventLog
 from protocol import NDJSONDecoder, Task, parse_stream_event
 
 _SERVER = (
@@ -130,7 +130,9 @@ async def run(url: str, *, quick: bool, tmp_dir: str) -> list[Figure]:
             return 1
 
         async def direct_sync(client: httpx.AsyncClient = direct) -> int:
-            response = await client.post(url + "/tasks/send", content=send_body, headers={"content-type": "application/json"})
+            response = await client.post(
+                url + "/tasks/send", content=send_body, headers={"content-type": "application/json"}
+            )
             Task.model_validate(orjson.loads(response.content))
             return 1
 
@@ -222,8 +224,12 @@ def report(figures: list[Figure]) -> str:
         f"{'direct, client/worker':>23}{f'direct, {CAPPED_CONNECTIONS} conns':>17}"
     ]
     for f in figures:
-        extra = "".join(f"{value:>{width}.0f}" for value, width in ((f.unpooled_per_s, 23), (f.capped_per_s, 17)) if value)
-        lines.append(f"{f.what:<22}{f.concurrency:>5}{f.gateway_per_s:>11.0f}{f.direct_per_s:>10.0f}{f.ratio:>7.2f}{extra}")
+        extra = "".join(
+            f"{value:>{width}.0f}" for value, width in ((f.unpooled_per_s, 23), (f.capped_per_s, 17)) if value
+        )
+        lines.append(
+            f"{f.what:<22}{f.concurrency:>5}{f.gateway_per_s:>11.0f}{f.direct_per_s:>10.0f}{f.ratio:>7.2f}{extra}"
+        )
     return "\n".join(lines)
 
 

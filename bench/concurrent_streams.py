@@ -421,7 +421,12 @@ def _process(command: list[str], log: Path, placement: _Placement) -> Iterator[s
     env = {key: value for key, value in os.environ.items() if not key.startswith("SWITCHBOARD")}
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, preexec_fn=place
+            command,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            preexec_fn=place,  # noqa: PLW1509 - the bench runs no threads yet
         )
         try:
             yield process
@@ -527,7 +532,8 @@ def _header(settings: Settings, placement: _Placement) -> str:
             "per burst; "
             f"deadline {settings.deadline_s:g} s per burst",
             "gateway: python -m gateway gateway --config FILE, one streaming tool, every other setting default "
-            f"(SQLite stores in a temporary data_dir, HTTP pool {_DEFAULTS.max_connections} connections, headers timeout "
+            "(SQLite stores in a temporary data_dir, "
+            f"HTTP pool {_DEFAULTS.max_connections} connections, headers timeout "
             f"{_DEFAULTS.headers_timeout_s:g} s, log level info); direct: the agent server's /tasks/sendSubscribe",
             f"cores: {pinning}",
             f"RLIMIT_NOFILE soft/hard: servers {placement.servers_nofile[0]}/{placement.servers_nofile[1]}, "

@@ -11,7 +11,9 @@ import bench
 
 
 def main() -> None:
-    names = sorted(m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_") and m.name != "run_all")
+    names = sorted(
+        m.name for m in pkgutil.iter_modules(bench.__path__) if not m.name.startswith("_") and m.name != "run_all"
+    )
     for name in names:
         module = importlib.import_module(f"bench.{name}")
         entry = getattr(module, "main", None)

@@ -1,7 +1,7 @@
 """Agent servers on loopback for the examples: each one a uvicorn server inside the caller's event loop.
 
-    async with serve_agent(make_researcher()) as url:
-        ...  # url is "http://127.0.0.1:PORT"; the server stops when the block ends
+async with serve_agent(make_researcher()) as url:
+    ...  # url is "http://127.0.0.1:PORT"; the server stops when the block ends
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ async def serve_app(app: ASGIApp, port: int | None = None) -> AsyncIterator[str]
     async with anyio.create_task_group() as group:
         group.start_soon(server.serve)
         with anyio.fail_after(STARTUP_TIMEOUT_S):
-            while not server.started:
+            while not server.started:  # noqa: ASYNC110 - uvicorn sets a flag, it has no event to wait on
                 await anyio.sleep(0.01)
         try:
             yield f"http://127.0.0.1:{port}"

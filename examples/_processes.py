@@ -55,14 +55,18 @@ class ServiceGroup:
             for service in self.services:
                 while True:
                     if service.process.poll() is not None:
-                        raise RuntimeError(f"{service.name} exited with {service.process.returncode}; see {self.log_of(service)}")
+                        raise RuntimeError(
+                            f"{service.name} exited with {service.process.returncode}; see {self.log_of(service)}"
+                        )
                     try:
                         if client.get(service.url + service.ready_path).status_code == 200:
                             break
                     except httpx.TransportError:
                         pass
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"{service.name} did not answer on {service.url} within {READY_TIMEOUT_S:g} s")
+                        raise RuntimeError(
+                            f"{service.name} did not answer on {service.url} within {READY_TIMEOUT_S:g} s"
+                        )
                     time.sleep(0.05)
 
     def log_of(self, service: Service) -> Path:

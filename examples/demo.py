@@ -255,7 +255,9 @@ def start_services(group: ServiceGroup, data_dir: Path) -> str:
     for name in AGENTS:
         port = free_port()
         urls[name] = f"http://127.0.0.1:{port}"
-        group.start(name, ["serve", f"examples.demo_agents:{name}", "--port", str(port)], urls[name], "/.well-known/agent.json")
+        group.start(
+            name, ["serve", f"examples.demo_agents:{name}", "--port", str(port)], urls[name], "/.well-known/agent.json"
+        )
     group.wait_ready()
     port = free_port()
     config = data_dir / "gateway.toml"

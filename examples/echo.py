@@ -1,6 +1,6 @@
 """The smallest agent: it answers with what it was told.
 
-    switchboard serve examples/echo.py:agent --port 8001
+switchboard serve examples/echo.py:agent --port 8001
 """
 
 from __future__ import annotations

@@ -33,9 +33,7 @@ def issue_refund(order_id: str) -> str:
 
 
 def gateway_app(starting_agent: Agent, name: str) -> Any:
-    service = GatewayService(
-        starting_agent, session_store=MemorySessionStore(), event_log=MemoryEventLog(), name=name
-    )
+    service = GatewayService(starting_agent, session_store=MemorySessionStore(), event_log=MemoryEventLog(), name=name)
     return create_gateway_app(service)
 
 
@@ -75,7 +73,9 @@ async def main() -> int:
     ):
         print(f"billing desk gateway at {desk_url}, front door gateway at {front_url}")
         agent = await _post_json(client, "/agents", {"url": desk_url})
-        print(f"registered {agent['name']!r} by URL; its card lists skills {[s['id'] for s in agent['card']['skills']]}")
+        print(
+            f"registered {agent['name']!r} by URL; its card lists skills {[s['id'] for s in agent['card']['skills']]}"
+        )
         await _post_json(client, "/tools", {"name": "ask_billing_desk", "agent": desk_url, "mode": "sync"})
 
         events = await _talk(client, "c-1", "I was charged twice for order ORD-77, I need a refund from billing")

@@ -11,22 +11,53 @@ from typing import TYPE_CHECKING
 from protocol.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from gateway.agent_result import AgentToolResult
-    from gateway.agent_tool import AgentTool, AgentToolFunction
-    from gateway.allowed_hosts import HostAllowlist
-    from gateway.budget import Budget
-    from gateway.config import GatewayConfig, load_config
-    from gateway.errors import AgentHandoffError, SessionConflictError
-    from gateway.errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, ConfigError, InvalidAgentURI, PeerConnectionError, PeerHTTPError, PeerProtocolError, PeerRedirect, PoolExhausted, UnknownAgentTool
-    from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log
-    from gateway.events import Event, EventType
-    from gateway.gateway import Gateway
-    from gateway.peers.base import Peer
-    from gateway.peers.limits import PeerLimits
-    from gateway.service import GatewayService, create_gateway_app
-    from gateway.swarm import Agent, FullHistory, Handoff, MemorySessionStore, RemoteAgent, RunResponse, Runner, SQLiteSessionStore, SessionStore, StructuredHistory, SummaryHistory
-    from gateway.tools import ToolResult, tool
-    from gateway.uri import parse_agent_uri
+    from gateway.agent_result import AgentToolResult as AgentToolResult
+    from gateway.agent_tool import AgentTool as AgentTool, AgentToolFunction as AgentToolFunction
+    from gateway.allowed_hosts import HostAllowlist as HostAllowlist
+    from gateway.budget import Budget as Budget
+    from gateway.config import GatewayConfig as GatewayConfig, load_config as load_config
+    from gateway.errors import (
+        AgentHandoffError as AgentHandoffError,
+        AgentTaskFailed as AgentTaskFailed,
+        AgentToolError as AgentToolError,
+        AgentToolTimeout as AgentToolTimeout,
+        BudgetExceeded as BudgetExceeded,
+        ConfigError as ConfigError,
+        InvalidAgentURI as InvalidAgentURI,
+        PeerConnectionError as PeerConnectionError,
+        PeerHTTPError as PeerHTTPError,
+        PeerProtocolError as PeerProtocolError,
+        PeerRedirect as PeerRedirect,
+        PoolExhausted as PoolExhausted,
+        SessionConflictError as SessionConflictError,
+        UnknownAgentTool as UnknownAgentTool,
+    )
+    from gateway.event_log import (
+        EventLog as EventLog,
+        MemoryEventLog as MemoryEventLog,
+        SQLiteEventLog as SQLiteEventLog,
+        open_event_log as open_event_log,
+    )
+    from gateway.events import Event as Event, EventType as EventType
+    from gateway.gateway import Gateway as Gateway
+    from gateway.peers.base import Peer as Peer
+    from gateway.peers.limits import PeerLimits as PeerLimits
+    from gateway.service import GatewayService as GatewayService, create_gateway_app as create_gateway_app
+    from gateway.swarm import (
+        Agent as Agent,
+        FullHistory as FullHistory,
+        Handoff as Handoff,
+        MemorySessionStore as MemorySessionStore,
+        RemoteAgent as RemoteAgent,
+        Runner as Runner,
+        RunResponse as RunResponse,
+        SessionStore as SessionStore,
+        SQLiteSessionStore as SQLiteSessionStore,
+        StructuredHistory as StructuredHistory,
+        SummaryHistory as SummaryHistory,
+    )
+    from gateway.tools import ToolResult as ToolResult, tool as tool
+    from gateway.uri import parse_agent_uri as parse_agent_uri
 
 _EXPORTS = {
     "Agent": "gateway.swarm",
@@ -77,6 +108,6 @@ _EXPORTS = {
     "tool": "gateway.tools",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names are listed once, above
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

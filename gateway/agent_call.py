@@ -296,7 +296,7 @@ class AgentCall:
     # -- one request with its deadline, one stream line ---------------------------------
 
     async def _send_turn(self, params: TaskSendParams) -> Task:
-        """``peer.send`` within ``timeout_s`` of the request being sent; past it, cancel the task while the request is still open.
+        """``peer.send`` within ``timeout_s`` of the request being sent; past it, cancel the task, request still open.
 
         The deadline decides: once it has passed, the answer that may still arrive (the task
         ending ``canceled`` because of that very cancel) is not the outcome.
@@ -371,13 +371,19 @@ class AgentCall:
         if isinstance(item, ArtifactEvent):
             text = parts_text(item.artifact.parts)
             await self._progress(
-                kind="artifact", cost_usd=cost, text=text or None, data=_data_of(item) or None, accumulated_cost_usd=total
+                kind="artifact",
+                cost_usd=cost,
+                text=text or None,
+                data=_data_of(item) or None,
+                accumulated_cost_usd=total,
             )
             self.result.cost_usd = total
             self.result.add_streamed(item.artifact)
             return text, False
         if isinstance(item, HandoffEvent):
-            await self._progress(kind="handoff", cost_usd=cost, handoff=item.handoff.to_wire(), accumulated_cost_usd=total)
+            await self._progress(
+                kind="handoff", cost_usd=cost, handoff=item.handoff.to_wire(), accumulated_cost_usd=total
+            )
             self.result.cost_usd = total
             self.result.handoff = self.result.handoff or item.handoff
             return "", False
@@ -424,13 +430,14 @@ class AgentCall:
         raise _Terminated(error, cancel=not task.status.state.is_terminal, rejected_reply=task.output_text)
 
     async def _cancel_for(self, stop: _Terminated) -> _Terminated:
-        """Send the best-effort ``tasks/cancel`` once, under its own short deadline; note whether it was acknowledged."""
+        """Send the best-effort ``tasks/cancel`` once, under its own short deadline; note if it was acknowledged."""
         if stop.cancel_sent is not None:
             return stop
         peer, task_id = self._peer, self.result.task_id
         stop.cancel_sent = stop.cancel_wanted and peer is not None and task_id is not None
         if stop.cancel_sent:
-            assert peer is not None and task_id is not None
+            assert peer is not None
+            assert task_id is not None
             with anyio.move_on_after(self.spec.cancel_timeout_s, shield=True):
                 stop.cancel_acknowledged = await peer.cancel(task_id)
         return stop

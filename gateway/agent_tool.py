@@ -24,11 +24,10 @@ from .models.base import ToolSpec
 from .tools import TOOL_NAME_PATTERN, TOOL_NAME_RULE
 from .uri import AgentTarget, parse_agent_uri
 
-NextInput = Callable[[str, AgentToolResult], str | Message | None | Awaitable[str | Message | None]]
+NextInput = Callable[[str, AgentToolResult], str | Message | Awaitable[str | Message | None] | None]
 ToolInput = str | Message | Mapping[str, Any]
 CallTool = Callable[[str, ToolInput], Awaitable[AgentToolResult]]
 """Calls the agent tool of that name with an input (``Gateway.call_tool``)."""
-
 
 
 class AgentToolOptions(TypedDict, total=False):

@@ -16,7 +16,6 @@ import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,8 +30,8 @@ from .allowed_hosts import parse_host_pattern
 from .budget import Budget
 from .config_env import Overrides, apply_environment
 from .errors import ConfigError, InvalidAgentURI, Problem
-from .python_refs import is_python_ref
 from .peers.limits import PeerLimits
+from .python_refs import is_python_ref
 from .tools import TOOL_NAME_PATTERN, TOOL_NAME_RULE
 from .uri import parse_agent_uri
 

@@ -90,7 +90,9 @@ def apply_environment(data: dict[str, Any], environ: Mapping[str, str]) -> Overr
         if name.startswith(ENV_PREFIX) and len(name) > len(ENV_PREFIX):
             path = [segment.lower() for segment in name[len(ENV_PREFIX) :].split("__")]
             if any(not segment for segment in path):
-                overrides.problems.append((f"environment variable {name}", (), "has an empty key between '__' separators"))
+                overrides.problems.append(
+                    (f"environment variable {name}", (), "has an empty key between '__' separators")
+                )
                 continue
             overrides.set_value(path, parse_value(environ[name]), f"environment variable {name}")
     for name, path in SHORTCUTS.items():

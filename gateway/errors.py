@@ -3,7 +3,7 @@
 ::
 
     SwitchboardError                      protocol.errors: the root
-    ├── ProtocolError                     a request the binding refuses, or an error answer read back (code, HTTP status)
+    ├── ProtocolError                     a request the binding refuses, or an error answer read back (code, status)
     │   ├── EnvelopedProtocolError        the same, raised after a JSON-RPC envelope was read
     │   └── ServiceError                  gateway.service: a request the gateway API refuses
     │       ├── Forbidden (403), NotFound (404), Conflict (409)
@@ -151,7 +151,7 @@ class PeerRedirect(PeerHTTPError):
 
 
 class PoolExhausted(AgentToolError):
-    """Every connection of the gateway's pool was busy for the whole pool timeout: the gateway's limit, not the agent's fault."""
+    """Every connection of the gateway's pool stayed busy for the pool timeout: the gateway's limit, not the agent's."""
 
     reason = "pool_exhausted"
 

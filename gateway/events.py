@@ -74,7 +74,9 @@ class Event(BaseModel):
     def fields(self) -> dict[str, Any]:
         """The type-specific fields that were given."""
         given = self.model_fields_set
-        declared = {name: getattr(self, name) for name in type(self).model_fields if name in given and name not in _BASE_FIELDS}
+        declared = {
+            name: getattr(self, name) for name in type(self).model_fields if name in given and name not in _BASE_FIELDS
+        }
         return {**declared, **(self.model_extra or {})}
 
     def with_seq(self, seq: int) -> Event:
@@ -122,7 +124,9 @@ class _CallTotals(_Call):
 
 
 class _CallFailure(_CallTotals):
-    reason: str | None = Field(None, description="Why the call ended: the error's reason (timeout, budget_exceeded, ...).")
+    reason: str | None = Field(
+        None, description="Why the call ended: the error's reason (timeout, budget_exceeded, ...)."
+    )
     message: str | None = Field(None, description="What happened, for a person.")
     timeout_s: float | None = Field(None, description="The deadline that passed.")
     max_cost_usd: float | None = Field(None, description="The budget that was crossed.")
@@ -214,7 +218,7 @@ class RunCompletedEvent(_Typed):
 class RunFailedEvent(_Typed):
     event_type = EventType.RUN_FAILED
     agent: str | None = Field(None, description="The agent holding the conversation when it failed.")
-    error: str | None = Field(None, description="Why, for a person (\"cancelled: ...\" when cancelled).")
+    error: str | None = Field(None, description='Why, for a person ("cancelled: ..." when cancelled).')
     error_type: str | None = Field(None, description="The error's class; Interrupted for a run whose process stopped.")
 
 
@@ -264,7 +268,9 @@ class AgentChangedEvent(_Typed):
     event_type = EventType.AGENT_CHANGED
     previous: str | None = Field(None, description="Who held the conversation.")
     agent: str | None = Field(None, description="Who holds it now.")
-    cause: str | None = Field(None, description="At a turn's start: not_registered or removed (the previous one is gone).")
+    cause: str | None = Field(
+        None, description="At a turn's start: not_registered or removed (the previous one is gone)."
+    )
 
 
 class HandoffRefusedEvent(_Typed):

@@ -43,6 +43,7 @@ from .uri import (
     parse_agent_uri,
 )
 
+
 class Gateway:
     def __init__(
         self,
@@ -211,7 +212,9 @@ class Gateway:
             host = self._local.get(target.name)
             if host is None:
                 known = ", ".join(sorted(self._local)) or "none"
-                raise PeerConnectionError(f"no agent named {target.name!r} is registered in this process (registered: {known})")
+                raise PeerConnectionError(
+                    f"no agent named {target.name!r} is registered in this process (registered: {known})"
+                )
             self._require_started(uri)
             return LocalPeer(target, host)
         assert isinstance(target, MCPStdioTarget | MCPHttpTarget)

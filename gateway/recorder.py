@@ -44,8 +44,22 @@ _WARNING_EVENTS = frozenset(
     }
 )
 _LOGGED_FIELDS = (
-    "tool", "agent", "mode", "session_id", "source", "target", "reason", "kind", "message", "error",
-    "state", "cancel_acknowledged", "accumulated_cost_usd", "chunks", "active_agent_name", "duration_ms",
+    "tool",
+    "agent",
+    "mode",
+    "session_id",
+    "source",
+    "target",
+    "reason",
+    "kind",
+    "message",
+    "error",
+    "state",
+    "cancel_acknowledged",
+    "accumulated_cost_usd",
+    "chunks",
+    "active_agent_name",
+    "duration_ms",
 )
 
 

@@ -216,8 +216,7 @@ def _type_hints(func: Callable[..., Any], tool_name: str) -> dict[str, Any]:
 def _is_async(func: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(func):
         return True
-    call = getattr(func, "__call__", None)
-    return not inspect.isroutine(func) and inspect.iscoroutinefunction(call)
+    return not inspect.isroutine(func) and inspect.iscoroutinefunction(func.__call__)
 
 
 def _summary(doc: str) -> str:

@@ -92,7 +92,9 @@ def parse_agent_uri(uri: str) -> AgentTarget:
         return _mcp_stdio(uri)
     if scheme in ("mcp+http", "mcp+https"):
         return _mcp_http(uri)
-    raise InvalidAgentURI(uri, f"the scheme {scheme!r} is not one of http, https, local, mcp+stdio, mcp+http, mcp+https")
+    raise InvalidAgentURI(
+        uri, f"the scheme {scheme!r} is not one of http, https, local, mcp+stdio, mcp+http, mcp+https"
+    )
 
 
 def _a2a(uri: str) -> A2AHttpTarget:
@@ -119,7 +121,9 @@ def _local(uri: str) -> LocalTarget:
 def _mcp_stdio(uri: str) -> MCPStdioTarget:
     parts = urlsplit(uri)
     if parts.netloc:
-        raise InvalidAgentURI(uri, "mcp+stdio takes no host: write mcp+stdio:COMMAND#TOOL (or mcp+stdio:///ABS/PATH#TOOL)")
+        raise InvalidAgentURI(
+            uri, "mcp+stdio takes no host: write mcp+stdio:COMMAND#TOOL (or mcp+stdio:///ABS/PATH#TOOL)"
+        )
     command = unquote(parts.path)
     if not command:
         raise InvalidAgentURI(uri, "it names no command to spawn")

@@ -10,15 +10,75 @@ from typing import TYPE_CHECKING
 from .lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from protocol._wire import WireModel
-    from protocol.artifacts import join_text_parts, merge_artifact, merged_artifacts
-    from protocol.card import AgentCapabilities, AgentCard, AgentSkill
-    from protocol.errors import ErrorBody, ErrorCode, ErrorDetail, MAX_LISTED_PROBLEMS, ProtocolError, SwitchboardError, dotted_path, more_problems
-    from protocol.events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent, parse_stream_event
-    from protocol.handoff_names import MAX_TOOL_NAME_LENGTH, sanitize_agent_name, transfer_tool_name, transfer_tool_names
-    from protocol.jsonrpc import Envelope, EnvelopedProtocolError, MAX_JSON_DEPTH, ParsedRequest, json_depth, parse_json_object, parse_request
-    from protocol.ndjson import DEFAULT_MAX_LINE_BYTES, DecodedLine, MEDIA_TYPE as NDJSON_MEDIA_TYPE, MalformedLine, NDJSONDecoder, OversizedLine, SkippedBytes, aiter_ndjson, encode_line
-    from protocol.task import Artifact, DataPart, FileContent, FilePart, Message, Part, Task, TaskIdParams, TaskQueryParams, TaskResubscribeParams, TaskSendParams, TaskState, TaskStatus, TextPart, parts_text, utc_now_iso
+    from protocol._wire import WireModel as WireModel
+    from protocol.artifacts import (
+        join_text_parts as join_text_parts,
+        merge_artifact as merge_artifact,
+        merged_artifacts as merged_artifacts,
+    )
+    from protocol.card import AgentCapabilities as AgentCapabilities, AgentCard as AgentCard, AgentSkill as AgentSkill
+    from protocol.errors import (
+        MAX_LISTED_PROBLEMS as MAX_LISTED_PROBLEMS,
+        ErrorBody as ErrorBody,
+        ErrorCode as ErrorCode,
+        ErrorDetail as ErrorDetail,
+        ProtocolError as ProtocolError,
+        SwitchboardError as SwitchboardError,
+        dotted_path as dotted_path,
+        more_problems as more_problems,
+    )
+    from protocol.events import (
+        ArtifactEvent as ArtifactEvent,
+        HandoffEvent as HandoffEvent,
+        HandoffRequest as HandoffRequest,
+        StatusEvent as StatusEvent,
+        StreamEvent as StreamEvent,
+        parse_stream_event as parse_stream_event,
+    )
+    from protocol.handoff_names import (
+        MAX_TOOL_NAME_LENGTH as MAX_TOOL_NAME_LENGTH,
+        sanitize_agent_name as sanitize_agent_name,
+        transfer_tool_name as transfer_tool_name,
+        transfer_tool_names as transfer_tool_names,
+    )
+    from protocol.jsonrpc import (
+        MAX_JSON_DEPTH as MAX_JSON_DEPTH,
+        Envelope as Envelope,
+        EnvelopedProtocolError as EnvelopedProtocolError,
+        ParsedRequest as ParsedRequest,
+        json_depth as json_depth,
+        parse_json_object as parse_json_object,
+        parse_request as parse_request,
+    )
+    from protocol.ndjson import (
+        DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES,
+        MEDIA_TYPE as NDJSON_MEDIA_TYPE,  # noqa: F401 - exported under this name
+        DecodedLine as DecodedLine,
+        MalformedLine as MalformedLine,
+        NDJSONDecoder as NDJSONDecoder,
+        OversizedLine as OversizedLine,
+        SkippedBytes as SkippedBytes,
+        aiter_ndjson as aiter_ndjson,
+        encode_line as encode_line,
+    )
+    from protocol.task import (
+        Artifact as Artifact,
+        DataPart as DataPart,
+        FileContent as FileContent,
+        FilePart as FilePart,
+        Message as Message,
+        Part as Part,
+        Task as Task,
+        TaskIdParams as TaskIdParams,
+        TaskQueryParams as TaskQueryParams,
+        TaskResubscribeParams as TaskResubscribeParams,
+        TaskSendParams as TaskSendParams,
+        TaskState as TaskState,
+        TaskStatus as TaskStatus,
+        TextPart as TextPart,
+        parts_text as parts_text,
+        utc_now_iso as utc_now_iso,
+    )
 
 _EXPORTS = {
     "AgentCapabilities": ("protocol.card", "AgentCapabilities"),
@@ -80,6 +140,6 @@ _EXPORTS = {
     "utc_now_iso": ("protocol.task", "utc_now_iso"),
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names are listed once, above
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

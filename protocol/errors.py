@@ -1,4 +1,4 @@
-"""A2A error codes, the error body, the root of the project's errors and the one exception type for protocol failures."""
+"""A2A error codes, the error body, the root of the project's errors and the one exception for protocol failures."""
 
 from __future__ import annotations
 

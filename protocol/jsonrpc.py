@@ -91,7 +91,8 @@ def parse_json_object(body: bytes, method: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise ProtocolError(
             ErrorCode.PARSE_ERROR,
-            f"request body is not UTF-8 (byte 0x{body[exc.start]:02x} at offset {exc.start}); send JSON encoded as UTF-8",
+            f"request body is not UTF-8 (byte 0x{body[exc.start]:02x} at offset {exc.start}); "
+            "send JSON encoded as UTF-8",
         ) from None
     try:
         obj = orjson.loads(body)

@@ -13,15 +13,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from gateway.defaults import IDLE_TIMEOUT_S, TOOL_TIMEOUT_MS
 
-
-from ..defaults import IDLE_TIMEOUT_S, TOOL_TIMEOUT_MS
 from .client import CommandFailed, UsageError
 
 if TYPE_CHECKING:
-    from ..agent_result import AgentToolResult
-    from ..errors import AgentToolError
-    from ..event_log import EventLog
+    from gateway.agent_result import AgentToolResult
+    from gateway.errors import AgentToolError
+    from gateway.event_log import EventLog
+
     from .progress import NDJSONRenderer, ProgressRenderer
 
     Renderer = NDJSONRenderer | ProgressRenderer
@@ -51,7 +51,9 @@ def add_call(subparsers: Any) -> None:
         default=IDLE_TIMEOUT_S,
         help=f"streaming: stop after S seconds without data (default {IDLE_TIMEOUT_S:g})",
     )
-    parser.add_argument("--max-turns", type=_positive_int, metavar="N", help="conversational: at most N turns (default 5)")
+    parser.add_argument(
+        "--max-turns", type=_positive_int, metavar="N", help="conversational: at most N turns (default 5)"
+    )
     parser.add_argument(
         "--timeout-ms",
         type=_positive_int,
@@ -108,9 +110,9 @@ def _logging(verbose: bool) -> Iterator[None]:
 async def _call(args: argparse.Namespace, renderer: Renderer) -> None:
     import anyio
 
-    from ..errors import AgentToolError
-    from ..gateway import Gateway
-    from ..recorder import new_run_id
+    from gateway.errors import AgentToolError
+    from gateway.gateway import Gateway
+    from gateway.recorder import new_run_id
 
     mode: Any = args.mode
     if args.mode == "conversational" and args.max_turns is not None:

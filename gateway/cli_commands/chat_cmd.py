@@ -38,7 +38,7 @@ def add_chat(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "chat",
         help="chat with a gateway service's agents (reads stdin line by line)",
-        description="Send each line you type to a gateway session and show the answer, the agent giving it, and handoffs.",
+        description="Send each line you type to a gateway session; show the answer, the agent giving it, and handoffs.",
     )
     parser.add_argument("--gateway", default=None, metavar="URL", help=GATEWAY_URL_HELP)
     parser.add_argument("--session", default=None, metavar="ID", help="session to continue (default: a new one)")
@@ -108,7 +108,7 @@ class ChatView:
         self._streamed = False
 
     def event(self, event: dict[str, Any]) -> None:
-        from ..events import EventType
+        from gateway.events import EventType
 
         kind = event.get("type")
         agent = str(event.get("agent") or "")

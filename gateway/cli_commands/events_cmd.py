@@ -31,7 +31,9 @@ def add_events(subparsers: Any) -> None:
     )
     parser.add_argument("run_id", metavar="RUN_ID", help="as in the x-run-id header, or GET /runs")
     parser.add_argument("--gateway", default=None, metavar="URL", help=GATEWAY_URL_HELP)
-    parser.add_argument("--after-seq", type=int, default=-1, metavar="N", help="only events with seq > N (default: all)")
+    parser.add_argument(
+        "--after-seq", type=int, default=-1, metavar="N", help="only events with seq > N (default: all)"
+    )
     parser.add_argument("--follow", "-f", action="store_true", help="keep printing new events until the run ends")
     parser.set_defaults(run=run_events)
 

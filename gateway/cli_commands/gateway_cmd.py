@@ -20,7 +20,8 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..config import GatewayConfig
+    from gateway.config import GatewayConfig
+
 
 def add_gateway(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -43,13 +44,14 @@ def add_gateway(subparsers: Any) -> None:
 
 def run_gateway(args: argparse.Namespace) -> int:
     from agent_server.auth import open_binding_problem
-
-    from ..config import ADMIN_TOKEN_ENV, ConfigError, load_config
-    from ..service import check_machine, create_gateway_app
-    from ..service.server import GatewayServer, build_gateway_server
+    from gateway.config import ADMIN_TOKEN_ENV, ConfigError, load_config
+    from gateway.service import check_machine, create_gateway_app
+    from gateway.service.server import GatewayServer, build_gateway_server
 
     origin = args.config or "configuration"
-    overrides = {key: value for key, value in (("gateway.host", args.host), ("gateway.port", args.port)) if value is not None}
+    overrides = {
+        key: value for key, value in (("gateway.host", args.host), ("gateway.port", args.port)) if value is not None
+    }
     try:
         config = load_config(args.config, overrides=overrides)
     except ConfigError as exc:
@@ -68,7 +70,9 @@ def run_gateway(args: argparse.Namespace) -> int:
     if problem is not None and not args.insecure:
         print(f"switchboard gateway: {problem}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=config.gateway.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=config.gateway.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     if config.gateway.log_level != "debug":
         logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
@@ -90,7 +94,7 @@ def run_gateway(args: argparse.Namespace) -> int:
 
 def _could_not_start(state: Any) -> int:
     """Uvicorn exits when the lifespan fails (a remote agent down) or the port is taken; say why in one line."""
-    from ..service import ServiceError
+    from gateway.service import ServiceError
 
     reason = getattr(state, "startup_error", None)
     message = reason.message if isinstance(reason, ServiceError) else str(reason or "see the log above")

@@ -7,9 +7,9 @@ from typing import TextIO
 
 import orjson
 
-from ..agent_result import AgentToolResult
-from ..errors import AgentToolError
-from ..events import Event, EventType
+from gateway.agent_result import AgentToolResult
+from gateway.errors import AgentToolError
+from gateway.events import Event, EventType
 
 _CLEAR_LINE = "\r\x1b[2K"
 _SPINNER = "|/-\\"

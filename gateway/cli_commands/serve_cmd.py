@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from agent_server.limits import ServerLimits
+from gateway.python_refs import import_from_cwd
 
-from ..python_refs import import_from_cwd
 from .client import UsageError
 
 AGENT_TOKEN_ENV = "SWITCHBOARD_AGENT_TOKEN"
-"""The environment variable whose value, when set, every call to ``switchboard serve`` must carry as its bearer token."""
+"""The environment variable whose value, when set, every call to ``switchboard serve`` must carry as bearer token."""
 _LIMITS = ServerLimits()
 
 
@@ -46,12 +46,14 @@ def _import_module(ref: str) -> Any:
         return import_from_cwd(ref)
     except ModuleNotFoundError as exc:
         if exc.name and ref.startswith(exc.name):
-            raise UsageError(f"cannot import module {ref!r}: {exc} (run from the project folder, or give a file path)")
+            raise UsageError(
+                f"cannot import module {ref!r}: {exc} (run from the project folder, or give a file path)"
+            ) from None
         raise
 
 
 def _import_file(path: Path) -> Any:
-    """Import a file as a module; inside the working directory it gets its dotted name (examples/echo.py -> examples.echo)."""
+    """Import a file as a module; under the working directory, by its dotted name (examples/echo.py: examples.echo)."""
     if not path.is_file():
         raise UsageError(f"no such file: {path}")
     resolved = path.resolve()
@@ -92,9 +94,7 @@ def add_serve(subparsers: Any) -> None:
         metavar="NAME",
         help=f"the environment variable holding the token every call must carry (default: {AGENT_TOKEN_ENV})",
     )
-    parser.add_argument(
-        "--insecure", action="store_true", help="serve on a non-loopback --host even without a token"
-    )
+    parser.add_argument("--insecure", action="store_true", help="serve on a non-loopback --host even without a token")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument(
         "--max-connections",

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 
-from ..events import Event
+from gateway.events import Event
 
 INTERRUPTED = "interrupted: the process stopped before the run ended"
 """The ``error`` of the ``run_failed`` event that ``close_abandoned_runs`` appends."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import itertools
 
-from ..events import Event
+from gateway.events import Event
+
 from .base import EventLog
 
 

@@ -24,8 +24,8 @@ import anyio
 import orjson
 
 from agent_server.stores.sqlite_db import SQLiteDatabase, write_transaction
+from gateway.events import Event, EventType, now_ms
 
-from ..events import Event, EventType, now_ms
 from .base import INTERRUPTED, EventLog
 
 _MAX_INTEGER = 2**63 - 1
@@ -116,7 +116,8 @@ def _append(conn: sqlite3.Connection, event: Event) -> Event:
 def _close_abandoned_runs(conn: sqlite3.Connection, reason: str) -> list[str]:
     with write_transaction(conn):
         rows = conn.execute(
-            "SELECT run_id FROM runs WHERE closed = 0 AND EXISTS (SELECT 1 FROM events WHERE events.run_id = runs.run_id)"
+            "SELECT run_id FROM runs WHERE closed = 0"
+            " AND EXISTS (SELECT 1 FROM events WHERE events.run_id = runs.run_id)"
         ).fetchall()
         for (run_id,) in rows:
             _insert(conn, Event.create(EventType.RUN_FAILED, run_id, error=reason, error_type="Interrupted"))

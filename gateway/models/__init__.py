@@ -1,5 +1,6 @@
 """Chat models the runner can drive: the interface, an OpenAI-compatible client and offline stand-ins."""
 
+from gateway.errors import ModelAuthError, ModelError, ScriptExhaustedError
 from gateway.models.base import (
     ChatMessage,
     ChatModel,
@@ -10,7 +11,6 @@ from gateway.models.base import (
     ToolCall,
     ToolSpec,
 )
-from gateway.errors import ModelAuthError, ModelError, ScriptExhaustedError
 from gateway.models.offline import OfflineModel
 from gateway.models.openai import OpenAIChatModel
 from gateway.models.scripted import ScriptedModel

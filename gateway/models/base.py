@@ -93,7 +93,11 @@ class ModelResponse:
         message: ChatMessage = {"role": "assistant", "content": self.content or None}
         if self.tool_calls:
             message["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": orjson.dumps(c.arguments).decode()}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": orjson.dumps(c.arguments).decode()},
+                }
                 for c in self.tool_calls
             ]
         return message
@@ -125,4 +129,3 @@ class ChatModel(Protocol):
     async def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse: ...
 
     def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncIterator[ModelStreamItem]: ...
-

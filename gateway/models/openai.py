@@ -20,6 +20,7 @@ import anyio
 import httpx
 import orjson
 
+from gateway.errors import ModelAuthError, ModelError
 from gateway.models.base import (
     RAW_ARGUMENTS_KEY,
     ChatMessage,
@@ -30,7 +31,6 @@ from gateway.models.base import (
     ToolCall,
     ToolSpec,
 )
-from gateway.errors import ModelAuthError, ModelError
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 

@@ -6,8 +6,8 @@ import copy
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from gateway.models.base import ChatMessage, ModelResponse, ModelStreamItem, ToolSpec, replay
 from gateway.errors import ScriptExhaustedError
+from gateway.models.base import ChatMessage, ModelResponse, ModelStreamItem, ToolSpec, replay
 
 ScriptStep = ModelResponse | Callable[[list[ChatMessage]], ModelResponse]
 

@@ -26,22 +26,7 @@ import httpx
 import orjson
 from pydantic import ValidationError
 
-from protocol import (
-    NDJSON_MEDIA_TYPE,
-    AgentCard,
-    DecodedLine,
-    ErrorBody,
-    MalformedLine,
-    OversizedLine,
-    SkippedBytes,
-    Task,
-    TaskSendParams,
-    NDJSONDecoder,
-    TaskState,
-    parse_stream_event,
-)
-
-from ..errors import (
+from gateway.errors import (
     AgentToolError,
     AgentToolTimeout,
     PeerConnectionError,
@@ -50,7 +35,22 @@ from ..errors import (
     PeerRedirect,
     PoolExhausted,
 )
-from ..uri import A2AHttpTarget
+from gateway.uri import A2AHttpTarget
+from protocol import (
+    NDJSON_MEDIA_TYPE,
+    AgentCard,
+    DecodedLine,
+    ErrorBody,
+    MalformedLine,
+    NDJSONDecoder,
+    OversizedLine,
+    SkippedBytes,
+    Task,
+    TaskSendParams,
+    TaskState,
+    parse_stream_event,
+)
+
 from .base import Peer, RawLine, StreamItem, StreamTooLarge
 from .limits import PeerLimits
 
@@ -144,7 +144,7 @@ class A2AHttpPeer(Peer):
         method: str,
         path: str,
         body: bytes | None,
-        timeout: httpx.Timeout,
+        timeout: httpx.Timeout,  # noqa: ASYNC109 - httpx's per-phase timeouts, not one deadline
         *,
         limit: int | None = None,
         on_sent: OnSent | None = None,
@@ -236,11 +236,15 @@ class A2AHttpPeer(Peer):
         if isinstance(exc, httpx.WriteTimeout):
             seconds = timeout.write or 0.0
             return AgentToolTimeout(
-                f"could not send the request to {self.uri} within {seconds:g} s", reason="headers_timeout", seconds=seconds
+                f"could not send the request to {self.uri} within {seconds:g} s",
+                reason="headers_timeout",
+                seconds=seconds,
             )
         if isinstance(exc, httpx.TimeoutException):
             seconds = timeout.read or 0.0
-            return AgentToolTimeout(f"{self.uri} did not answer within {seconds:g} s", reason="timeout", seconds=seconds)
+            return AgentToolTimeout(
+                f"{self.uri} did not answer within {seconds:g} s", reason="timeout", seconds=seconds
+            )
         return PeerConnectionError(f"cannot reach {self.uri}: {_describe(exc)}")
 
 
@@ -275,7 +279,7 @@ def _http_error(status: int, content: bytes | bytearray) -> PeerHTTPError:
 
 
 def _when_written(callback: OnSent) -> Callable[[str, dict[str, Any]], Any]:
-    """An httpcore ``trace`` hook that calls ``callback`` when the request starts being written (a connection is held)."""
+    """An httpcore ``trace`` hook calling ``callback`` when the request starts being written (a connection is held)."""
 
     async def trace(event: str, info: dict[str, Any]) -> None:
         if event.endswith("send_request_headers.started"):

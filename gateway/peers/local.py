@@ -14,10 +14,10 @@ import anyio
 from anyio.abc import TaskStatus
 
 from agent_server import HostedAgent, MemoryTaskStore, TaskManager, as_hosted_agent
+from gateway.errors import PeerHTTPError
+from gateway.uri import LocalTarget
 from protocol import AgentCard, ProtocolError, StreamEvent, Task, TaskSendParams, TaskState
 
-from ..errors import PeerHTTPError
-from ..uri import LocalTarget
 from .base import Peer, StreamItem
 
 

@@ -40,6 +40,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
+from gateway.errors import AgentToolError, AgentToolTimeout, PeerConnectionError, PeerProtocolError
+from gateway.uri import MCPStdioTarget, MCPTarget
 from protocol import (
     AgentCard,
     AgentSkill,
@@ -59,8 +61,6 @@ from protocol import (
     parts_text,
 )
 
-from ..errors import AgentToolError, AgentToolTimeout, PeerConnectionError, PeerProtocolError
-from ..uri import MCPStdioTarget, MCPTarget
 from .base import Peer, StreamItem
 
 logger = logging.getLogger(__name__)

@@ -33,15 +33,14 @@ from agent_server.app import CARD_PATHS
 from agent_server.auth import BearerAuth, TokenTable
 from agent_server.browsers import browser_middleware
 from agent_server.http import error_response, guarded, json_response
+from gateway.config import GatewayConfig
 from protocol import ErrorCode, ProtocolError
 
-from ..config import GatewayConfig
 from . import routes_agents, routes_runs, routes_sessions, routes_tools
 from .binding import swarm_agent
 from .build import build_service, gateway_tokens, task_store_spec
 from .core import GatewayService
 from .http import api_route, service_of
-
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 ENDPOINTS = (

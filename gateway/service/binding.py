@@ -11,14 +11,14 @@ runs the service started itself.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import aclosing
+from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_server import HostedAgent, TaskContext, TaskManager, TextChunk
+from gateway.events import EventType
 from protocol import AgentCard, AgentSkill, ProtocolError
 
-from ..events import EventType
 from .core import GatewayService
 
 
@@ -45,10 +45,8 @@ class SwarmAgent(HostedAgent):
     async def cancel_task(self, task_id: str) -> None:
         if self.task_manager is None:
             return
-        try:
+        with suppress(ProtocolError):  # it ended meanwhile
             await self.task_manager.cancel(task_id)
-        except ProtocolError:
-            pass  # it ended meanwhile
 
 
 def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
@@ -68,6 +66,8 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
                     elif event.type == EventType.RUN_COMPLETED.value and not streamed and event.fields.get("content"):
                         yield str(event.fields["content"])
 
-    description = service.description or f"A Switchboard gateway; its swarm starts with {service.members.starting_agent_name!r}."
+    description = (
+        service.description or f"A Switchboard gateway; its swarm starts with {service.members.starting_agent_name!r}."
+    )
     agent = SwarmAgent(name=service.name, handler=run, description=description, service=service, bearer=bearer)
     return agent

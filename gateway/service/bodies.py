@@ -7,8 +7,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from agent_server.auth import token_problem
-
-from ..config import ToolConfig
+from gateway.config import ToolConfig
 
 
 def _checked_token(value: str) -> str:
@@ -58,8 +57,10 @@ class DefineToolBody(ToolConfig):
     @classmethod
     def _no_token_env(cls, value: str | None) -> None:
         if value is not None:
-            raise ValueError("token_env is read from the gateway's environment, so only the configuration file may use it; pass token")
-        return None
+            raise ValueError(
+                "token_env is read from the gateway's environment, so only the configuration file may use it; "
+                "pass token"
+            )
 
     def config(self) -> ToolConfig:
         """The ``[[tools]]`` entry alone."""

@@ -17,15 +17,13 @@ from typing import Any
 
 from agent_server.auth import Principal, TokenTable, token_problem
 from agent_server.stores import parse_store_spec
-from protocol import dotted_path
-
-from ..allowed_hosts import HostAllowlist
-from ..config import ADMIN_TOKEN_ENV, AgentConfig, ConfigError, GatewayConfig, Problem
-from ..python_refs import import_python_ref, is_python_ref
-from ..event_log import EventLog, open_event_log
-from ..gateway import Gateway
-from ..models import ChatModel, OfflineModel, OpenAIChatModel
-from ..swarm import (
+from gateway.allowed_hosts import HostAllowlist
+from gateway.config import ADMIN_TOKEN_ENV, AgentConfig, ConfigError, GatewayConfig, Problem
+from gateway.event_log import EventLog, open_event_log
+from gateway.gateway import Gateway
+from gateway.models import ChatModel, OfflineModel, OpenAIChatModel
+from gateway.python_refs import import_python_ref, is_python_ref
+from gateway.swarm import (
     Agent,
     FullHistory,
     MemorySessionStore,
@@ -34,6 +32,8 @@ from ..swarm import (
     StructuredHistory,
     SummaryHistory,
 )
+from protocol import dotted_path
+
 from .core import Closer, GatewayService
 from .members import RemoteSpec
 
@@ -97,13 +97,19 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
     local: dict[str, Agent] = {}
     for agent in config.agents:
         if not agent.is_remote:
-            tools = [gateway.tool_function(name) if name in gateway.tools else python_tools[name] for name in agent.tools]
+            tools = [
+                gateway.tool_function(name) if name in gateway.tools else python_tools[name] for name in agent.tools
+            ]
             local[agent.name] = Agent(
                 agent.name, agent.instructions, models[agent.name], tools, description=agent.description
             )
     remotes = [
         RemoteSpec(
-            agent.url, agent.name, agent.description, tuple(_sources(config, agent.name, local)), _token(agent.token_env)
+            agent.url,
+            agent.name,
+            agent.description,
+            tuple(_sources(config, agent.name, local)),
+            _token(agent.token_env),
         )
         for agent in config.agents
         if agent.url is not None
@@ -231,7 +237,9 @@ def _env_problems(config: GatewayConfig, origin: str) -> list[Problem]:
     for loc, name, what in wanted:
         value = os.environ.get(name, "").strip()
         if not value:
-            problems.append(Problem(origin, dotted_path(loc), f"the environment variable {name} is not set (it should hold {what})"))
+            problems.append(
+                Problem(origin, dotted_path(loc), f"the environment variable {name} is not set (it should hold {what})")
+            )
         elif loc[-1] == "token_env" and (problem := token_problem(value)) is not None:
             problems.append(Problem(origin, dotted_path(loc), f"the environment variable {name}: {problem}"))
     return problems

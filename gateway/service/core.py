@@ -26,17 +26,17 @@ import anyio
 from anyio.abc import TaskStatus
 
 from agent_server.auth import Principal
+from gateway import defaults
+from gateway.agent_result import AgentToolResult
+from gateway.agent_tool import AgentTool, AgentToolFunction, ToolInput
+from gateway.config import ToolConfig
+from gateway.errors import AgentToolError, SessionConflictError, SessionNotFound, SwarmError
+from gateway.event_log import EventLog, MemoryEventLog
+from gateway.gateway import Gateway
+from gateway.recorder import new_run_id
+from gateway.swarm import Agent, FullHistory, HistoryPolicy, MemorySessionStore, Runner, Session, SessionStore
+from gateway.swarm.member import SwarmMember
 
-from .. import defaults
-from ..agent_result import AgentToolResult
-from ..agent_tool import AgentTool, AgentToolFunction, ToolInput
-from ..config import ToolConfig
-from ..errors import AgentToolError, SessionConflictError, SessionNotFound, SwarmError
-from ..event_log import EventLog, MemoryEventLog
-from ..gateway import Gateway
-from ..recorder import new_run_id
-from ..swarm import Agent, FullHistory, HistoryPolicy, MemorySessionStore, Runner, Session, SessionStore
-from ..swarm.member import SwarmMember
 from .errors import Conflict, NotFound, ServiceError, ShuttingDown
 from .members import Members, RemoteSpec
 from .runs import SHUTDOWN_REASON, ServiceRuns
@@ -87,7 +87,9 @@ class GatewayService:
         if starting_agent is None and starting_agent_name is None:
             starting_agent = Agent(defaults.STARTING_AGENT_NAME, defaults.STARTING_AGENT_INSTRUCTIONS)
         if gateway is not None and event_log is not None and gateway.event_log is not event_log:
-            raise ValueError("give the event log to the Gateway (Gateway(event_log=...)), so tool calls and runs share it")
+            raise ValueError(
+                "give the event log to the Gateway (Gateway(event_log=...)), so tool calls and runs share it"
+            )
         self.event_log = event_log or (gateway.event_log if gateway is not None else MemoryEventLog())
         self.gateway = gateway or Gateway(event_log=self.event_log)
         self.session_store = session_store or MemorySessionStore()
@@ -193,7 +195,9 @@ class GatewayService:
         return tool
 
     def tool_users(self, tool: AgentTool) -> list[str]:
-        return [agent.name for agent in self.members.local_agents().values() if any(_calls(t, tool) for t in agent.tools)]
+        return [
+            agent.name for agent in self.members.local_agents().values() if any(_calls(t, tool) for t in agent.tools)
+        ]
 
     async def call_tool(self, name: str, input: ToolInput, caller: Principal | None = None) -> ToolCallOutcome:
         """Call a tool and wait until it ends. It runs in the service like a streamed call, so shutdown ends it too."""
@@ -297,7 +301,7 @@ class GatewayService:
             raise ShuttingDown(f"{SHUTDOWN_REASON}; try again when it is back")
 
     async def run_known(self, run_id: str, caller: Principal | None = None) -> bool:
-        """A run the log has events for, or one this service started and has not written to yet; ``caller`` may see it."""
+        """A run the log has events for, or one this service started and has not written yet; ``caller`` may see it."""
         if caller is not None and not caller.may_see(await self.event_log.run_owner(run_id)):
             return False
         if run_id in self.runs.active or await self.event_log.is_closed(run_id):
@@ -317,7 +321,9 @@ class GatewayService:
         """A stored session ``caller`` may see; NotFound for an unknown one or another caller's."""
         session = await self.session_store.load(session_id)
         if session.version == 0 or (caller is not None and not caller.may_see(session.owner)):
-            raise NotFound(f"no session {session_id!r} yet; post a message to /sessions/{session_id}/messages to start it")
+            raise NotFound(
+                f"no session {session_id!r} yet; post a message to /sessions/{session_id}/messages to start it"
+            )
         return session
 
 

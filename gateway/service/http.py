@@ -18,11 +18,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_server.auth import ScopeName, require_scope
-from agent_server.http import Endpoint, check_content_type, guarded
-from agent_server.http import read_body as read_limited_body
+from agent_server.http import Endpoint, check_content_type, guarded, read_body as read_limited_body
+from gateway.config import describe_error
 from protocol import MAX_LISTED_PROBLEMS, ErrorCode, ProtocolError, dotted_path, more_problems, parse_json_object
 
-from ..config import describe_error
 from .core import GatewayService
 
 M = TypeVar("M", bound=BaseModel)
@@ -43,13 +42,15 @@ async def read_body(request: Request, model: type[M], limit: int) -> M:
 
 
 def invalid_fields(exc: ValidationError, model: type[BaseModel]) -> ProtocolError:
-    """``invalid body: mode: unknown mode 'fast' (...)``, each problem also in ``data``; the first MAX_LISTED_PROBLEMS."""
+    """``invalid body: mode: unknown mode 'fast' (...)``, each problem in ``data``; the first MAX_LISTED_PROBLEMS."""
     allowed = list(model.model_fields)
     problems = [
         {"field": dotted_path(tuple(e["loc"])), "problem": describe_error(e, allowed if len(e["loc"]) == 1 else None)}
         for e in exc.errors(include_url=False)[:MAX_LISTED_PROBLEMS]
     ]
-    message = "invalid body: " + "; ".join(f"{p['field']}: {p['problem']}" if p["field"] else p["problem"] for p in problems)
+    message = "invalid body: " + "; ".join(
+        f"{p['field']}: {p['problem']}" if p["field"] else p["problem"] for p in problems
+    )
     message += more_problems(exc.error_count() - len(problems))
     return ProtocolError(ErrorCode.INVALID_PARAMS, message, data=problems)
 
@@ -64,7 +65,9 @@ def query_int(request: Request, name: str, default: int, *, minimum: int, maximu
         value = minimum - 1
     if value < minimum or (maximum is not None and value > maximum):
         bounds = f">= {minimum}" if maximum is None else f"between {minimum} and {maximum}"
-        raise ProtocolError(ErrorCode.INVALID_PARAMS, f"query parameter {name} must be an integer {bounds}, got {raw!r}")
+        raise ProtocolError(
+            ErrorCode.INVALID_PARAMS, f"query parameter {name} must be an integer {bounds}, got {raw!r}"
+        )
     return value
 
 
@@ -80,7 +83,7 @@ def query_bool(request: Request, name: str) -> bool:
 
 
 def api_route(path: str, endpoint: Endpoint, methods: Sequence[str], *, scope: ScopeName = "admin") -> Route:
-    """A route of the API: the caller's token must have ``scope`` (admin unless the route says chat), refusals are JSON."""
+    """A route of the API: the caller's token must have ``scope`` (admin unless the route says chat); JSON refusals."""
 
     @wraps(endpoint)
     async def scoped(request: Request) -> Response:

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from ..config import check_agent_url
-from ..errors import AgentToolError, InvalidAgentURI, PeerHTTPError
-from ..gateway import Gateway
-from ..swarm import Agent, RemoteAgent, Runner
-from ..swarm.member import SwarmMember
-from ..swarm.registry import AgentRegistry
-from ..uri import MCPStdioTarget, parse_agent_uri
+from gateway.config import check_agent_url
+from gateway.errors import AgentToolError, InvalidAgentURI, PeerHTTPError
+from gateway.gateway import Gateway
+from gateway.swarm import Agent, RemoteAgent, Runner
+from gateway.swarm.member import SwarmMember
+from gateway.swarm.registry import AgentRegistry
+from gateway.uri import MCPStdioTarget, parse_agent_uri
+
 from .errors import AgentUnreachable, Conflict, Forbidden, NotFound, ServiceError
 
 logger = logging.getLogger("gateway.service")
@@ -169,7 +170,9 @@ class Members:
         except ValueError as exc:
             raise ServiceError(str(exc), data={"field": "url"}) from None
         starting = self.starting_agent
-        sources = ([starting.name] if isinstance(starting, Agent) else []) if handoff_from is None else list(handoff_from)
+        sources = (
+            ([starting.name] if isinstance(starting, Agent) else []) if handoff_from is None else list(handoff_from)
+        )
         for source in sources:
             self.local_agent(source, "handoff_from")
         if name is not None:
@@ -242,7 +245,7 @@ class Members:
         if spec.name is None and (problem := agent_name_problem(remote.name)) is not None:
             raise ServiceError(
                 f"the agent card at {spec.url} names the agent {remote.name!r}, which cannot be an agent name here "
-                f"(it {problem}); register it under another name: pass \"name\" in the body",
+                f'(it {problem}); register it under another name: pass "name" in the body',
                 data={"field": "name", "card_name": remote.name},
             )
         self._check_free(remote.name)
@@ -266,4 +269,6 @@ class Members:
 
     def _check_free(self, name: str) -> None:
         if name in self._known():
-            raise Conflict(f"an agent named {name!r} is already registered; remove it first or register under another name")
+            raise Conflict(
+                f"an agent named {name!r} is already registered; remove it first or register under another name"
+            )

@@ -9,14 +9,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from agent_server.http import json_response
+from gateway.swarm import Agent, RemoteAgent
+from gateway.swarm.member import SwarmMember
 
-from ..swarm import Agent, RemoteAgent
-from ..swarm.member import SwarmMember
 from .bodies import RegisterAgentBody
 from .core import GatewayService
 from .errors import NotFound
-from .members import check_api_target
 from .http import api_route, body_limit, read_body, service_of
+from .members import check_api_target
 
 
 def agent_info(service: GatewayService, member: SwarmMember) -> dict[str, Any]:

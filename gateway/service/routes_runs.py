@@ -5,7 +5,6 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-
 from agent_server.auth import principal_of
 from agent_server.http import NDJSONStreamResponse, json_response
 

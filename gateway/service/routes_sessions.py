@@ -9,12 +9,12 @@ from starlette.responses import Response
 
 from agent_server.auth import principal_of
 from agent_server.http import NDJSONStreamResponse, error_response, json_response
+from gateway.events import Event, EventType
 from protocol import ErrorCode, ProtocolError
 
-from ..events import Event, EventType
 from .bodies import MessageBody
 from .core import GatewayService
-from .errors import ApiErrorCode, NotFound
+from .errors import ApiErrorCode
 from .http import api_route, body_limit, read_body, service_of
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}\Z")
@@ -54,7 +54,9 @@ async def _summary(service: GatewayService, run_id: str, session_id: str, header
         fields = last.fields if last is not None else {}
         data = {"run_id": run_id, "session_id": session_id, "error_type": fields.get("error_type")}
         message = f"the run failed: {fields.get('error', 'it ended without a result')}"
-        return error_response(ProtocolError(ApiErrorCode.RUN_FAILED, message, data=data, http_status=502), headers=headers)
+        return error_response(
+            ProtocolError(ApiErrorCode.RUN_FAILED, message, data=data, http_status=502), headers=headers
+        )
     summary = {
         "run_id": run_id,
         "session_id": session_id,
@@ -67,7 +69,7 @@ async def _summary(service: GatewayService, run_id: str, session_id: str, header
 
 
 async def _get(request: Request) -> Response:
-    """``open_run``: a turn that started and has not ended, ``running`` here or ``interrupted`` (its process stopped)."""
+    """``open_run``: a turn that started and has not ended, ``running`` here or ``interrupted`` (its process ended)."""
     service = service_of(request)
     session = await service.session(_session_id(request), principal_of(request))
     open_run = {"run_id": session.open_run, "state": service.run_state(session.open_run)} if session.open_run else None

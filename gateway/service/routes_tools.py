@@ -7,17 +7,16 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-
 from agent_server.auth import principal_of
 from agent_server.http import NDJSONStreamResponse, error_response, json_response
+from gateway.agent_tool import AgentTool
 from protocol import ProtocolError
 
-from ..agent_tool import AgentTool
 from .bodies import DefineToolBody, ToolCallBody
 from .core import GatewayService
 from .errors import ApiErrorCode
-from .members import check_api_target
 from .http import api_route, body_limit, read_body, service_of
+from .members import check_api_target
 
 
 def tool_info(service: GatewayService, tool: AgentTool) -> dict[str, Any]:

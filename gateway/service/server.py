@@ -12,8 +12,8 @@ import uvicorn
 from starlette.applications import Starlette
 
 from agent_server.server import build_server
+from gateway.config import GatewayConfig
 
-from ..config import GatewayConfig
 from .core import GatewayService
 
 GRACEFUL_SHUTDOWN_S = 3

@@ -1,10 +1,11 @@
 """Swarm handoffs: agents that transfer a conversation to peers, in-process and across services."""
 
-from .agent import Agent
-from .member import SwarmMember
 from gateway.errors import AgentHandoffError, SessionConflictError, SessionNotFound, SwarmError
+
+from .agent import Agent
 from .handoff import Handoff, TransferTool, specialty_of, transfer_tools
 from .history_policy import FullHistory, HistoryPolicy, StructuredHistory, SummaryHistory, handoff_payload
+from .member import SwarmMember
 from .registry import AgentRegistry
 from .remote import RemoteAgent, RemoteReply
 from .runner import HANDOFF_LIMIT_MESSAGE, TOOL_LIMIT_MESSAGE, Runner

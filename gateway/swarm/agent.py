@@ -122,7 +122,6 @@ class Agent:
         return f"Agent(name={self.name!r}, tools={tools}, handoffs={[h.name for h in self._handoffs]})"
 
 
-
 @functools.cache
 def _default_model() -> ChatModel:
     """One OfflineModel for every agent without a model (it is stateless)."""

@@ -73,7 +73,7 @@ class AgentRegistry:
         return name in self._forgotten_names or (uri is not None and uri in self._forgotten_uris)
 
     def known_at(self, uri: str, agents: dict[str, SwarmMember]) -> SwarmMember | None:
-        """The member already known at ``uri`` (found there before, or registered by that URL): resolving it connects nowhere new."""
+        """The member already known at ``uri`` (found there before, or registered by that URL): no new connection."""
         if uri in self._by_uri:
             return self._by_uri[uri]
         try:

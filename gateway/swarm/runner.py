@@ -316,7 +316,7 @@ class Runner:
         by_name = {t.name: t for t in tools}
         ordinary_first = sorted(range(len(calls)), key=lambda i: isinstance(by_name.get(calls[i].name), TransferTool))
         room = max(0, self.max_tool_iterations - turn.tool_calls)
-        results = {i: TOOL_LIMIT_MESSAGE for i in ordinary_first[room:]}
+        results = dict.fromkeys(ordinary_first[room:], TOOL_LIMIT_MESSAGE)
         requests: list[tuple[int, Handoff]] = []
         for i in ordinary_first[:room]:
             call = calls[i]
@@ -398,7 +398,9 @@ class Runner:
                 EventType.LIMIT_REACHED, agent=source, limit="max_handoffs_per_turn", value=self.max_handoffs_per_turn
             )
         elif refused.cycle is not None:
-            await turn.emit(EventType.CYCLE_DETECTED, agent=source, source=source, target=target.name, path=refused.cycle)
+            await turn.emit(
+                EventType.CYCLE_DETECTED, agent=source, source=source, target=target.name, path=refused.cycle
+            )
         turn.transfers_blocked = True
         await turn.emit(
             EventType.HANDOFF_REFUSED, source=source, target=target.name, cause=refused.cause, reason=handoff.reason
@@ -518,7 +520,9 @@ class Runner:
             return
         handoff = Handoff(target.name, request.reason, payload=dict(request.payload or {}))
         refused = await self._admit(turn, target, handoff)
-        await turn.tool_result(remote, call_id, tool, refused or _handoff_success(target.name, request.reason), remote=True)
+        await turn.tool_result(
+            remote, call_id, tool, refused or _handoff_success(target.name, request.reason), remote=True
+        )
         if refused is None:
             turn.remote_input = None
             await self._switch(turn, target, handoff)
@@ -563,7 +567,7 @@ class Runner:
         return self.starting_agent, name, cause
 
     def _connector(self) -> ConnectURI | None:
-        """How the registry reaches a URI target: through the gateway, on an allowed host, unless URIs are turned off."""
+        """How the registry reaches a URI target: through the gateway, on an allowed host, unless URIs are off."""
         if not self.resolve_uris or self.gateway is None:
             return None
         gateway = self.gateway

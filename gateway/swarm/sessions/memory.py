@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gateway.errors import SessionConflictError
+
 from .base import Session, SessionStore
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import orjson
 
 from agent_server.stores import SQLiteDatabase
-
 from gateway.errors import SessionConflictError
+
 from .base import Session, SessionStore
 
 _SCHEMA = """
