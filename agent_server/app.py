@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager, contextmanager
 from typing import Any, TypeVar
 
@@ -41,7 +41,8 @@ from .http import (
     json_response,
     read_body,
 )
-from .server import ServerLimits, build_server
+from .limits import ServerLimits
+from .server import build_server
 from .stores import TaskStore, open_store
 from .task_manager import TaskManager
 
@@ -221,7 +222,7 @@ class _Handlers:
 
 
 def _manager(request: Request) -> TaskManager:
-    manager = getattr(request.app.state, "task_manager", None)
+    manager: TaskManager | None = getattr(request.app.state, "task_manager", None)
     if manager is None:
         raise ProtocolError(
             ErrorCode.INTERNAL_ERROR, "the agent server was started without its lifespan", http_status=503
@@ -254,14 +255,14 @@ async def _started(events: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEv
     return _prepended(first, events)
 
 
-async def _prepended(first: StreamEvent, rest: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEvent]:
+async def _prepended(first: StreamEvent, rest: AsyncIterator[StreamEvent]) -> AsyncGenerator[StreamEvent, None]:
     async with aclosing(rest) as events:  # type: ignore[type-var]
         yield first
         async for event in events:
             yield event
 
 
-async def _lines(events: AsyncIterator[StreamEvent], envelope: Envelope | None) -> AsyncIterator[bytes]:
+async def _lines(events: AsyncIterator[StreamEvent], envelope: Envelope | None) -> AsyncGenerator[bytes, None]:
     def encode(event: StreamEvent) -> bytes:
         return encode_line(envelope.wrap_result(event.to_wire()) if envelope is not None else event)
 

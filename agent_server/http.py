@@ -15,7 +15,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from protocol import NDJSON_MEDIA_TYPE, Envelope, EnvelopedProtocolError, ErrorCode, ProtocolError
+from protocol import Envelope, EnvelopedProtocolError, ErrorCode, ProtocolError
+from protocol.ndjson import MEDIA_TYPE as NDJSON_MEDIA_TYPE
 
 JSON_MEDIA_TYPE = "application/json"
 

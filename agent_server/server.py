@@ -31,7 +31,7 @@ import asyncio
 import functools
 import logging
 from http import HTTPStatus
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import h11
 import orjson
@@ -120,7 +120,8 @@ class _ConnectionLimits:
         """Whether some bytes of a request whose headers are not complete have arrived."""
         raise NotImplementedError
 
-    def connection_made(self, transport: asyncio.Transport) -> None:
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport = cast(asyncio.Transport, transport)  # a TCP stream's (uvloop's is one by duck typing only)
         self._socket = transport
         super().connection_made(_LingeringClose(transport, self))  # type: ignore[misc]
         if len(self.connections) > self.limits.max_connections:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,7 +115,9 @@ class TaskManager:
         await run.done.wait()
         return _trimmed(run.task, params.history_length)
 
-    async def subscribe(self, params: TaskSendParams, caller: Principal | None = None) -> AsyncIterator[StreamEvent]:
+    async def subscribe(
+        self, params: TaskSendParams, caller: Principal | None = None
+    ) -> AsyncGenerator[StreamEvent, None]:
         """Start a run (at the first iteration) and yield its events live; the last one is final.
 
         Refusals (409, 503) are raised by the first iteration. Closing the iterator early
@@ -158,7 +160,7 @@ class TaskManager:
             )
         return self._replay(task_id, after_seq)
 
-    async def _replay(self, task_id: str, after_seq: int) -> AsyncIterator[StreamEvent]:
+    async def _replay(self, task_id: str, after_seq: int) -> AsyncGenerator[StreamEvent, None]:
         run = self._runs.get(task_id)
         seen = after_seq
         if run is None or seen + 1 < run.first_seq:
@@ -369,7 +371,7 @@ class TaskManager:
         run.publish(event)
         await self.store.append_event(run.task.id, event)
 
-    async def _follow(self, run: _Run, after_seq: int) -> AsyncIterator[StreamEvent]:
+    async def _follow(self, run: _Run, after_seq: int) -> AsyncGenerator[StreamEvent, None]:
         """Events of ``run`` after ``after_seq`` as they come, through its final one."""
         index = max(after_seq + 1 - run.first_seq, 0)
         while True:
@@ -398,7 +400,8 @@ class TaskManager:
         if not is_running(task) or task_id in self._busy:
             return task
         with self._reserved(task_id), anyio.CancelScope(shield=True):
-            return await self._load_own(task_id) or task
+            healed = await self._load_own(task_id)
+        return healed or task
 
     async def _load_own(self, task_id: str) -> Task | None:
         """Load a task whose id this caller has reserved, healing an orphaned run."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import Any
 
@@ -66,7 +66,7 @@ def scripted_agent(name: str = "scripted", probe: Probe | None = None) -> Hosted
     """A HostedAgent that follows the commands above; pass a Probe to watch it."""
     watch = probe or Probe()
 
-    async def run(ctx: TaskContext) -> AsyncIterator[Any]:
+    async def run(ctx: TaskContext) -> AsyncGenerator[Any, None]:
         watch.record_start(ctx.task_id)
         try:
             async with aclosing(_perform(ctx)) as items:
@@ -79,7 +79,7 @@ def scripted_agent(name: str = "scripted", probe: Probe | None = None) -> Hosted
     return HostedAgent(name=name, handler=run, description="Does what each message's text says; for tests.")
 
 
-async def _perform(ctx: TaskContext) -> AsyncIterator[Any]:
+async def _perform(ctx: TaskContext) -> AsyncGenerator[Any, None]:
     if len(ctx.history) >= 2 and ctx.history[-1].role == "agent" and _command(ctx.history[-2].text)[0] == "ask":
         yield f"got: {ctx.text}"
         return

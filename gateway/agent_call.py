@@ -27,7 +27,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,7 +153,7 @@ class AgentCall:
                 pass
         return self.result
 
-    async def stream(self) -> AsyncIterator[str]:
+    async def stream(self) -> AsyncGenerator[str, None]:
         """A streaming call's text, each piece once its progress event is recorded; ``result`` is final after."""
         async with aclosing(self._recorded(self._streaming())) as pieces:
             async for piece in pieces:
@@ -165,7 +165,7 @@ class AgentCall:
 
     # -- the call's life, recorded -------------------------------------------------------
 
-    async def _recorded(self, body: AsyncIterator[str]) -> AsyncIterator[str]:
+    async def _recorded(self, body: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
         """``agent_tool_invoked``, the body, then the one event that says how the call ended."""
         peer_error: AgentToolError | None = None
         try:
@@ -227,7 +227,7 @@ class AgentCall:
             **self._totals(),
         )
 
-    async def _in_mode(self) -> AsyncIterator[str]:
+    async def _in_mode(self) -> AsyncGenerator[str, None]:
         if self.spec.mode.kind == "streaming":
             async with aclosing(self._streaming()) as pieces:
                 async for piece in pieces:
@@ -248,7 +248,7 @@ class AgentCall:
         self.result.artifacts = list(task.artifacts)
         self._raise_if_failed(task)
 
-    async def _streaming(self) -> AsyncIterator[str]:
+    async def _streaming(self) -> AsyncGenerator[str, None]:
         peer = self._peer
         assert peer is not None
         async with peer.subscribe(self._params(self.message)) as stream:

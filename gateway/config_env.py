@@ -95,9 +95,9 @@ def apply_environment(data: dict[str, Any], environ: Mapping[str, str]) -> Overr
                 )
                 continue
             overrides.set_value(path, parse_value(environ[name]), f"environment variable {name}")
-    for name, path in SHORTCUTS.items():
+    for name, shortcut in SHORTCUTS.items():
         if name in environ:
-            overrides.set_value(list(path), parse_value(environ[name]), f"environment variable {name}")
+            overrides.set_value(list(shortcut), parse_value(environ[name]), f"environment variable {name}")
     return overrides
 
 

@@ -7,7 +7,7 @@ the consumer's work between items.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TypeVar
 
 import anyio
@@ -25,7 +25,7 @@ class IdleTimeout(SwitchboardError, TimeoutError):
         self.seconds = seconds
 
 
-async def with_idle_timeout(items: AsyncIterator[T], seconds: float | None) -> AsyncIterator[T]:
+async def with_idle_timeout(items: AsyncIterator[T], seconds: float | None) -> AsyncGenerator[T, None]:
     """Yield ``items``; raise IdleTimeout when the next one takes longer than ``seconds`` (None: no limit)."""
     while True:
         with anyio.move_on_after(seconds if seconds is not None else float("inf")) as scope:

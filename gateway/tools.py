@@ -166,8 +166,8 @@ def _arguments_model(
     for index, parameter in enumerate(parameters):
         annotation = hints.get(parameter.name, Any)
         default = ... if parameter.default is parameter.empty else parameter.default
-        extra = {"description": docs[parameter.name]} if parameter.name in docs else {}
-        fields[_field_name(index)] = (annotation, Field(default, alias=parameter.name, **extra))
+        field = Field(default, alias=parameter.name, description=docs.get(parameter.name))
+        fields[_field_name(index)] = (annotation, field)
     try:
         model = create_model(f"{tool_name}_arguments", __config__=ConfigDict(extra="ignore"), **fields)
         model.model_json_schema()
@@ -216,7 +216,8 @@ def _type_hints(func: Callable[..., Any], tool_name: str) -> dict[str, Any]:
 def _is_async(func: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(func):
         return True
-    return not inspect.isroutine(func) and inspect.iscoroutinefunction(func.__call__)
+    instance: Any = func  # a callable object: its __call__ may be async
+    return not inspect.isroutine(func) and inspect.iscoroutinefunction(instance.__call__)
 
 
 def _summary(doc: str) -> str:
@@ -261,7 +262,7 @@ def _tidy_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's titles and inline ``$defs`` (kept only for recursive types); small providers choke on refs."""
     defs = schema.pop("$defs", {})
     kept: dict[str, Any] = {}
-    tidy = _tidy(schema, defs, (), kept)
+    tidy: dict[str, Any] = _tidy(schema, defs, (), kept)
     if kept:
         tidy["$defs"] = kept
     return tidy

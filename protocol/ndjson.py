@@ -17,7 +17,7 @@ saw, for the caller to log or record.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,7 +130,7 @@ def _decode_line(line: bytes, out: list[DecodedLine]) -> None:
 
 async def aiter_ndjson(
     chunks: AsyncIterable[bytes], max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
-) -> AsyncIterator[DecodedLine]:
+) -> AsyncGenerator[DecodedLine, None]:
     """Decode an async byte stream (e.g. ``response.aiter_raw()``) into lines as they complete.
 
     It does not close ``chunks``: its owner does (``contextlib.aclosing``).

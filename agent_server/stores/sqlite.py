@@ -106,7 +106,8 @@ def _execute(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> None:
 
 
 def _fetch_one(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    return conn.execute(sql, args).fetchone()
+    row: tuple[Any, ...] | None = conn.execute(sql, args).fetchone()
+    return row
 
 
 def _fetch_all(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:

@@ -44,7 +44,8 @@ def add_gateway(subparsers: Any) -> None:
 
 def run_gateway(args: argparse.Namespace) -> int:
     from agent_server.auth import open_binding_problem
-    from gateway.config import ADMIN_TOKEN_ENV, ConfigError, load_config
+    from gateway.config import ADMIN_TOKEN_ENV, load_config
+    from gateway.errors import ConfigError
     from gateway.service import check_machine, create_gateway_app
     from gateway.service.server import GatewayServer, build_gateway_server
 

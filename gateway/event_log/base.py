@@ -8,7 +8,7 @@ so an event appended between the read and the wait is never missed and nothing p
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 import anyio
 
@@ -72,7 +72,7 @@ class EventLog(abc.ABC):
             wakeup.set()
         self._wakeups.clear()
 
-    async def follow(self, run_id: str, after_seq: int = -1) -> AsyncIterator[Event]:
+    async def follow(self, run_id: str, after_seq: int = -1) -> AsyncGenerator[Event, None]:
         """Stored events after ``after_seq``, then live ones; ends when the run is closed."""
         while not self._closing:
             wakeup = self._wakeup(run_id)
@@ -88,7 +88,7 @@ class EventLog(abc.ABC):
                 return
             await self._wait(wakeup)
 
-    async def as_ndjson(self, run_id: str, after_seq: int = -1, follow: bool = False) -> AsyncIterator[bytes]:
+    async def as_ndjson(self, run_id: str, after_seq: int = -1, follow: bool = False) -> AsyncGenerator[bytes, None]:
         """The run's events as NDJSON lines; with ``follow``, live until the run is closed."""
         if follow:
             async for event in self.follow(run_id, after_seq):

@@ -9,7 +9,7 @@ keeps the runner free of translation code.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -115,7 +115,7 @@ ModelStreamItem = TextDelta | ModelResponse
 _WORD_PIECE = re.compile(r"\S+\s*|\s+")
 
 
-async def replay(response: ModelResponse) -> AsyncIterator[ModelStreamItem]:
+async def replay(response: ModelResponse) -> AsyncGenerator[ModelStreamItem, None]:
     """A finished response as a stream (its text word by word, then itself), for models that compute at once."""
     for piece in _WORD_PIECE.findall(response.content):
         yield TextDelta(piece)

@@ -347,9 +347,9 @@ def _fill_arguments(spec: ToolSpec, text: str) -> tuple[dict[str, Any], list[str
             if chosen is not None:
                 arguments[name] = chosen
         elif kind in ("integer", "number"):
-            value = _take_number(numbers, integer=kind == "integer")
-            if value is not None:
-                arguments[name] = value
+            number = _take_number(numbers, integer=kind == "integer")
+            if number is not None:
+                arguments[name] = number
         elif name in required:
             filler = {"string": text, "boolean": bool(words & _YES_WORDS), "array": [], "object": {}}
             if kind in filler:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import email.utils
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -108,7 +108,7 @@ class OpenAIChatModel:
             raise ModelError(f"OpenAI-compatible endpoint {self.url} answered with non-JSON: {raw[:200]!r}") from exc
         return self._parse_completion(data)
 
-    async def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncIterator[ModelStreamItem]:
+    async def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncGenerator[ModelStreamItem, None]:
         response = await self._send(self._body(messages, tools, stream=True), stream=True)
         state = _StreamState()
         try:
@@ -232,7 +232,7 @@ class OpenAIChatModel:
     def _backoff_s(self, attempt: int, retry_after_s: float | None) -> float:
         if retry_after_s is not None:
             return min(max(retry_after_s, 0.0), self.retry_after_cap_s)
-        return min(self.backoff_base_s * 2**attempt, self.backoff_max_s)
+        return min(self.backoff_base_s * 2.0**attempt, self.backoff_max_s)
 
     def _parse_completion(self, data: Any) -> ModelResponse:
         if not isinstance(data, dict):
@@ -330,7 +330,7 @@ class _StreamState:
         ]
 
 
-async def _sse_events(response: httpx.Response) -> AsyncIterator[str]:
+async def _sse_events(response: httpx.Response) -> AsyncGenerator[str, None]:
     """The ``data`` of each server-sent event (multi-line data joined with newlines)."""
     data_lines: list[str] = []
     async for line in response.aiter_lines():

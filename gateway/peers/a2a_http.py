@@ -16,7 +16,7 @@ when it has one, goes in ``Authorization`` on its requests only.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +37,6 @@ from gateway.errors import (
 )
 from gateway.uri import A2AHttpTarget
 from protocol import (
-    NDJSON_MEDIA_TYPE,
     AgentCard,
     DecodedLine,
     ErrorBody,
@@ -50,6 +49,7 @@ from protocol import (
     TaskState,
     parse_stream_event,
 )
+from protocol.ndjson import MEDIA_TYPE as NDJSON_MEDIA_TYPE
 
 from .base import Peer, RawLine, StreamItem, StreamTooLarge
 from .limits import PeerLimits
@@ -203,13 +203,13 @@ class A2AHttpPeer(Peer):
         if response.status_code >= 400:
             raise _http_error(response.status_code, await _read_bounded(response, _MAX_ERROR_BODY))
 
-    async def _lines(self, response: httpx.Response) -> AsyncIterator[StreamItem]:
+    async def _lines(self, response: httpx.Response) -> AsyncGenerator[StreamItem, None]:
         """Decode the body as it arrives; an oversized line, or a stream past its total limit, ends it when seen."""
         limit = self.limits.max_stream_bytes
         received = 0
         decoder = NDJSONDecoder(self.limits.max_line_bytes)
         try:
-            async with aclosing(response.aiter_raw()) as chunks:
+            async with aclosing(response.aiter_raw()) as chunks:  # type: ignore[type-var]  # a generator underneath
                 async for chunk in chunks:
                     received += len(chunk)
                     if received > limit:

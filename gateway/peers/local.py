@@ -6,7 +6,7 @@ app drives; a ``ProtocolError`` becomes the ``PeerHTTPError`` the HTTP layer wou
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from typing import Any
 
@@ -89,7 +89,7 @@ class LocalPeer(Peer):
         return self._host.agent.card(self.uri)
 
 
-async def _chain(first: StreamEvent, rest: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamItem]:
+async def _chain(first: StreamEvent, rest: AsyncIterator[StreamEvent]) -> AsyncGenerator[StreamItem, None]:
     """``first`` then ``rest``. Both this generator and ``rest`` are closed by ``subscribe`` (``aclosing``)."""
     yield first
     async for event in rest:

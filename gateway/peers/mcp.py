@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -287,14 +287,14 @@ class MCPPeer(Peer):
         seq = itertools.count()
         call = self._calls[task_id] = _Call(scope=anyio.CancelScope())
 
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             # Runs in a task of the SDK's: wait for room in the buffer only while the call runs.
             if call.done.is_set():
                 return
             with anyio.CancelScope() as waiting:
                 call.waiting.add(waiting)
                 try:
-                    await emit(_progress_event(next(seq), task_id, value, total, message))
+                    await emit(_progress_event(next(seq), task_id, progress, total, message))
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     pass
                 finally:
@@ -349,7 +349,7 @@ async def _server_arg(target: MCPTarget, token: str | None, stack: AsyncExitStac
     return streamable_http_client(target.url, http_client=http)
 
 
-async def _drain(receive: MemoryObjectReceiveStream[StreamItem | Exception]) -> AsyncIterator[StreamItem]:
+async def _drain(receive: MemoryObjectReceiveStream[StreamItem | Exception]) -> AsyncGenerator[StreamItem, None]:
     async for item in receive:
         if isinstance(item, Exception):
             raise item

@@ -10,7 +10,7 @@ runs the service started itself.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,7 +52,7 @@ class SwarmAgent(HostedAgent):
 def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
     """The swarm as a HostedAgent; ``bearer``: its card says calls need a token (the gateway checks them)."""
 
-    async def run(ctx: TaskContext) -> AsyncIterator[Any]:
+    async def run(ctx: TaskContext) -> AsyncGenerator[Any, None]:
         if not ctx.text.strip():
             raise ValueError("the message has no text: send the user's words as a text part")
         streamed = False

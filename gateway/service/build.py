@@ -13,12 +13,13 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from agent_server.auth import Principal, TokenTable, token_problem
 from agent_server.stores import parse_store_spec
 from gateway.allowed_hosts import HostAllowlist
-from gateway.config import ADMIN_TOKEN_ENV, AgentConfig, ConfigError, GatewayConfig, Problem
+from gateway.config import ADMIN_TOKEN_ENV, AgentConfig, GatewayConfig
+from gateway.errors import ConfigError, Problem
 from gateway.event_log import EventLog, open_event_log
 from gateway.gateway import Gateway
 from gateway.models import ChatModel, OfflineModel, OpenAIChatModel
@@ -140,6 +141,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
 
 
 _STORES = {"sessions": "sessions.db", "events": "events.db", "tasks": "tasks.db"}
+_Store = TypeVar("_Store")
 
 
 def store_spec(config: GatewayConfig, spec: str, default_file: str) -> str:
@@ -184,7 +186,7 @@ def _store_problems(config: GatewayConfig, origin: str) -> list[Problem]:
     return problems
 
 
-def _open_store(config: GatewayConfig, origin: str, store: str, open_: Callable[[str], Any]) -> Any:
+def _open_store(config: GatewayConfig, origin: str, store: str, open_: Callable[[str], _Store]) -> _Store:
     key = _store_key(config, store)
     try:
         return open_(store_spec(config, getattr(config.stores, store), _STORES[store]))

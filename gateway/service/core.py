@@ -16,7 +16,7 @@ an admin as if the session or run did not exist.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -43,7 +43,7 @@ from .runs import SHUTDOWN_REASON, ServiceRuns
 
 logger = logging.getLogger("gateway.service")
 
-Closer = Callable[[], Awaitable[None]]
+Closer = Callable[[], Coroutine[Any, Any, None]]
 
 
 @dataclass
@@ -258,13 +258,14 @@ class GatewayService:
         """
         runner = self.runner
         try:
-            return await self.runs.task_group().start(
+            run_id: str = await self.runs.task_group().start(
                 self._turn, runner, session_id, message, dict(context_variables or {}), caller
             )
         except SessionNotFound as exc:
             raise NotFound(str(exc)) from None
         except SessionConflictError as exc:
             raise Conflict(f"{exc}; send the message again") from None
+        return run_id
 
     async def _turn(
         self,

@@ -95,7 +95,7 @@ def api_route(path: str, endpoint: Endpoint, methods: Sequence[str], *, scope: S
 
 def service_of(request: Request) -> GatewayService:
     """The running service (set by the app's lifespan)."""
-    service = getattr(request.app.state, "service", None)
+    service: GatewayService | None = getattr(request.app.state, "service", None)
     if service is None:
         raise ProtocolError(ErrorCode.INTERNAL_ERROR, "the gateway was started without its lifespan", http_status=503)
     return service

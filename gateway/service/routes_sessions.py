@@ -22,7 +22,7 @@ _SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}\Z")
 
 
 def _session_id(request: Request) -> str:
-    session_id = request.path_params["session_id"]
+    session_id: str = request.path_params["session_id"]
     if not _SESSION_ID.match(session_id):
         raise ProtocolError(
             ErrorCode.INVALID_PARAMS,

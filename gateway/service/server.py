@@ -21,7 +21,8 @@ GRACEFUL_SHUTDOWN_S = 3
 
 class GatewayServer(uvicorn.Server):
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        service = getattr(self.config.app.state, "service", None)
+        app: Starlette = self.config.app  # type: ignore[assignment]  # build_gateway_server gives a Starlette app
+        service = getattr(app.state, "service", None)
         if isinstance(service, GatewayService):
             await service.stop_runs()
         await super().shutdown(sockets)

@@ -135,9 +135,9 @@ class AgentRegistry:
             ) from None
         if isinstance(parsed, LocalTarget) and (found := find_by_name(agents, parsed.name)) is not None:
             return found
-        known = self.known_at(target, agents)
-        if known is not None:
-            return known
+        member = self.known_at(target, agents)
+        if member is not None:
+            return member
         if target in self._forgotten_uris:
             raise AgentHandoffError(f"handoff target {target!r} was removed from the swarm", target=target)
         if connect is None:

@@ -18,7 +18,7 @@ earlier task, so the cancel always has an id, even before the first stream line 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -111,7 +111,7 @@ class RemoteAgent:
         """A remote agent's own peers are its business; it names them when it asks."""
         return ()
 
-    async def ask(self, params: TaskSendParams, recorder: RunRecorder) -> AsyncIterator[TextDelta | RemoteReply]:
+    async def ask(self, params: TaskSendParams, recorder: RunRecorder) -> AsyncGenerator[TextDelta | RemoteReply, None]:
         """Text deltas as they arrive, then one RemoteReply; the call's events go to ``recorder``.
 
         Raises the call's AgentToolError (a timeout, a task that ended ``failed``, a bad answer).

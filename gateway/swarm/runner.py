@@ -27,7 +27,7 @@ import copy
 import dataclasses
 import functools
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractAsyncContextManager, aclosing, nullcontext, suppress
 from typing import TYPE_CHECKING, Any
 
@@ -70,7 +70,7 @@ _SAVE_AFTER_FAILURE_S = 5.0
 _MODEL_KEYS = ("role", "content", "tool_calls", "tool_call_id")
 _MODEL_NAME_CHARS = 64
 
-Flush = AsyncIterator[None]
+Flush = AsyncGenerator[None, None]
 """What a step of the loop is: it yields where the events emitted so far should reach a streaming caller."""
 
 
@@ -166,7 +166,7 @@ class Runner:
         context_variables: dict[str, Any] | None = None,
         *,
         caller: Principal | None = None,
-    ) -> AsyncIterator[Event]:
+    ) -> AsyncGenerator[Event, None]:
         """Every event of the turn as it happens: text deltas, tool calls, handoffs, agent changes.
 
         The last event is ``run_completed`` (with ``content`` and ``active_agent_name``).
@@ -187,7 +187,7 @@ class Runner:
         *,
         stream: bool,
         caller: Principal | None,
-    ) -> AsyncIterator[Event | RunResponse]:
+    ) -> AsyncGenerator[Event | RunResponse, None]:
         async with self.session_store.lock(session_id):
             session = await self.session_store.load(session_id)
             if session.version > 0 and caller is not None and not caller.may_see(session.owner):
