@@ -344,3 +344,7 @@ def reference() -> str:
             lines.append(f"| `{name}` | `{annotation}` | {info.description or ''} |")
         lines.append("")
     return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(reference())
