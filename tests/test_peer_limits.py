@@ -23,20 +23,28 @@ pytestmark = pytest.mark.anyio
 CHUNK = "x" * 4096
 
 
+FLOOD_LIMITS = PeerLimits(max_stream_bytes=64 * 1024, cancel_timeout_s=10)
+"""The stream limit under test; a cancel deadline generous enough for a busy machine, so the cancel is acknowledged."""
+
+
 def _flood() -> HostedAgent:
-    """Streams 4 KiB chunks until cancelled, a little at a time."""
+    """Streams 4 KiB chunks until cancelled (for 10 s at most), a little at a time.
+
+    A millisecond between chunks keeps the server thread from starving the gateway of the GIL,
+    which left the cancel unanswered in time and the task ever larger on a loaded machine.
+    """
 
     async def flood(ctx: TaskContext) -> AsyncIterator[Any]:
         for _ in range(10_000):
             yield TextChunk(CHUNK)
-            await anyio.sleep(0)
+            await anyio.sleep(0.001)
 
     return HostedAgent("flood", flood, description="Never stops talking.")
 
 
 async def test_a_streamed_answer_over_its_total_limit_ends_the_call_with_a_cancel_and_keeps_what_came() -> None:
     with serve_app(create_app(_flood())) as url:
-        async with Gateway(limits=PeerLimits(max_stream_bytes=64 * 1024)) as gateway:
+        async with Gateway(limits=FLOOD_LIMITS) as gateway:
             gateway.add_agent_tool("flood", url, mode="streaming")
             with pytest.raises(PeerProtocolError) as caught:
                 await gateway.call_tool("flood", "go", run_id="r-flood")
@@ -56,7 +64,7 @@ async def test_a_streamed_answer_over_its_total_limit_ends_the_call_with_a_cance
 
 async def test_a_remote_swarm_member_over_the_stream_limit_fails_the_turn_and_its_task_is_canceled() -> None:
     with serve_app(create_app(_flood())) as url:
-        async with Gateway(limits=PeerLimits(max_stream_bytes=64 * 1024)) as gateway:
+        async with Gateway(limits=FLOOD_LIMITS) as gateway:
             runner = Runner(await RemoteAgent.connect(url, gateway), gateway=gateway)
             with pytest.raises(AgentToolError) as caught:
                 await runner.run_async("s", "go")
