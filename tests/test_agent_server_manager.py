@@ -316,7 +316,7 @@ async def test_many_tasks_run_concurrently_and_stay_isolated() -> None:
         await all_started.wait()
         count, cost = ctx.text.split()
         for k in range(int(count)):
-            await anyio.sleep(0)
+            await anyio.sleep(0)  # the other tasks' chunks come in between
             yield TextChunk(f"chunk-{k} ", cost_usd=float(cost))
 
     async with _manager(together) as manager:

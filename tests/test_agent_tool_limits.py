@@ -49,7 +49,7 @@ async def test_a_stream_that_keeps_talking_outlives_the_idle_timeout_and_timeout
     gateway.add_agent_tool("talker", uri, mode="streaming", timeout_ms=300, streaming={"idle_timeout_secs": 0.5})
     started = time.monotonic()
     result = await gateway.call_tool("talker", "stream 10 0.1 0")  # a line every 0.1 s: 5 times within the idle timeout
-    assert time.monotonic() - started >= 1.0, "the call lasted twice the idle timeout and over three times timeout_ms"
+    assert time.monotonic() - started >= 0.9, "ten lines 0.1 s apart: well past the idle timeout and timeout_ms"
     assert result.state == "completed" and result.text.count("chunk-") == 10
 
 
@@ -122,7 +122,8 @@ async def test_a_peer_that_never_sends_headers_fails_at_the_headers_deadline() -
             started = time.monotonic()
             with pytest.raises(AgentToolTimeout) as sync_caught:
                 await gateway.call_tool("mute_sync", "hello", run_id="r-mute-sync")
-            assert 0.3 <= time.monotonic() - started < 10, "timeout_ms, then the cancel's own deadline: the mute peer is not waited for"
+            # timeout_ms, then the cancel's own deadline: the mute peer is not waited for
+            assert 0.3 <= time.monotonic() - started < 10
             terminated = (await call_events(gateway, "r-mute-sync"))[-1].fields
             assert sync_caught.value.reason == "timeout"
             assert terminated["cancel_sent"] is True and terminated["cancel_acknowledged"] is False
