@@ -73,7 +73,8 @@ class FaultyAgent:
     ``{"raw": "legit"}`` that is no event), ``text_cost`` / ``negative_cost`` (a line whose
     ``cost_usd`` is ``"free"`` / ``-1``), ``meta:JSON`` (a completed Task with that metadata);
     ``final_cost`` bills $1 on its final line; ``slow_cancel`` and ``failing_cancel`` fall
-    silent after two lines and answer a cancel late (after 30 s) or with HTTP 500.
+    silent after two lines and answer a cancel late (after 30 s, or never if the caller hangs up
+    first) or with HTTP 500.
     """
 
     def __init__(self) -> None:
@@ -145,11 +146,22 @@ class FaultyAgent:
         self.canceled.append(task_id)
         command = self._commands.get(task_id)
         if command == "slow_cancel":
-            await anyio.sleep(30)
+            await _hung_up(request, within_s=30)
         if command == "failing_cancel":
             return Response("cancel is broken", status_code=500, media_type="text/plain")
         task = {"id": task_id, "status": {"state": "canceled"}, "artifacts": []}
         return Response(orjson.dumps(task), media_type="application/json")
+
+
+async def _hung_up(request: Request, within_s: float) -> None:
+    """Return when the client closes the connection, or after ``within_s``.
+
+    A handler that only slept would keep the server's shutdown waiting for it long after its
+    caller gave up.
+    """
+    with anyio.move_on_after(within_s):
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
 
 
 @contextmanager

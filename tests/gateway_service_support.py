@@ -84,11 +84,6 @@ def lines_of(response: httpx.Response) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in response.text.splitlines() if line]
 
 
-def timed_lines(response: httpx.Response) -> list[tuple[float, dict[str, Any]]]:
-    """Each NDJSON line with the monotonic time it arrived."""
-    return [(time.monotonic(), orjson.loads(line)) for line in response.iter_lines() if line]
-
-
 def error_of(response: httpx.Response) -> dict[str, Any]:
     body = response.json()
     assert set(body) == {"error"}, body

@@ -2,32 +2,50 @@
 
 from __future__ import annotations
 
+import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from waiting import wait_until
+
 from agent_server import ServerLimits, build_server
 from examples._loopback import free_port
+
+__all__ = ["free_port", "serve_app"]
+
+STOP_TIMEOUT_S = 10.0
 
 
 @contextmanager
 def serve_app(
     app: Any, port: int | None = None, startup_timeout_s: float = 10.0, limits: ServerLimits | None = None
 ) -> Iterator[str]:
-    """Run an ASGI app on 127.0.0.1 in a thread, built as production builds it; yields its base URL."""
-    port = port or free_port()
+    """Run an ASGI app on 127.0.0.1 in a thread, built as production builds it; yields its base URL.
+
+    The listening socket is bound here (to a port the kernel picks, unless ``port``), so no other
+    server, of this run or of another running at the same time, can take the port between its
+    choice and the bind. Leaving the block fails if the server has not stopped within 10 s: a
+    request still running then is a test that left something behind.
+    """
+    # IPPROTO_TCP as getaddrinfo gives it when uvicorn binds: asyncio then sets TCP_NODELAY on each
+    # connection, as in production (with proto 0 it does not, and every keep-alive request waits 40 ms).
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port or 0))
+    port = listener.getsockname()[1]
     server = build_server(app, host="127.0.0.1", port=port, limits=limits, log_level="warning", lifespan="on")
-    thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + startup_timeout_s
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError(f"uvicorn did not start on port {port}")
-        time.sleep(0.01)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, name=f"uvicorn-{port}", daemon=True)
     try:
+        thread.start()
+        wait_until(lambda: server.started or not thread.is_alive(), f"uvicorn to start on port {port}", startup_timeout_s)
+        if not server.started:
+            raise RuntimeError(f"uvicorn did not start on port {port}")
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=STOP_TIMEOUT_S)
+        listener.close()
+    if thread.is_alive():
+        raise RuntimeError(f"uvicorn on port {port} did not stop within {STOP_TIMEOUT_S:g} s: a request is still running")

@@ -436,10 +436,11 @@ async def test_an_envelope_method_that_is_not_a_string_is_an_invalid_request(cli
 
 async def test_resubscribe_past_the_last_event_of_a_running_task_is_refused_at_once(client: httpx.AsyncClient) -> None:
     """It used to wait forever for a seq the task would never reach."""
-    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("stream 3 0.2", "ahead")) as stream:
+    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("sleep 30", "ahead")) as stream:
         await stream.aiter_lines().__anext__()
-        with anyio.fail_after(1):
+        with anyio.fail_after(10):  # the task's next event is 30 s away
             response = await client.post("/tasks/resubscribe", json={"id": "ahead", "afterSeq": 100})
+        await client.post("/tasks/cancel", json={"id": "ahead"})
         error = _assert_error(response, 400, -32602, "afterSeq", "past the last event")
         assert error["data"][0]["field"] == "afterSeq"
     await client.post("/tasks/send", json=_send_body("echo done", "ahead-done"))
@@ -450,7 +451,7 @@ async def test_resubscribe_to_a_quiet_task_answers_before_its_next_event(client:
     """The response headers used to wait for the agent's next event, so clients timed out on thinking agents."""
     async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("sleep 30", "quiet")) as stream:
         await stream.aiter_lines().__anext__()
-        with anyio.fail_after(1):
+        with anyio.fail_after(10):  # the task's next event is 30 s away
             async with client.stream("POST", "/tasks/resubscribe", json={"id": "quiet", "afterSeq": 0}) as again:
                 assert again.status_code == 200
                 assert again.headers["content-type"] == "application/x-ndjson"

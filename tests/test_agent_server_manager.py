@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from waiting import until
 
 from agent_server import (
     DataChunk,
@@ -63,6 +63,10 @@ async def _manager(handler: Any = None, **options: Any) -> AsyncIterator[TaskMan
 async def _collect(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
     async with aclosing(events) as stream:  # type: ignore[type-var]
         return [event async for event in stream]
+
+
+async def _state_is_not(manager: TaskManager, task_id: str, state: TaskState) -> bool:
+    return (await manager.get(task_id)).status.state is not state
 
 
 def _assert_well_formed(events: list[StreamEvent], first_seq: int = 0) -> None:
@@ -179,31 +183,28 @@ async def test_a_handoff_is_a_line_and_task_metadata_then_the_task_completes() -
     assert task.status.state is TaskState.COMPLETED
 
 
-async def test_cancel_reaches_the_agent_code_within_100_ms_and_ends_canceled() -> None:
+async def test_cancel_reaches_the_agent_code_and_ends_canceled() -> None:
     probe = Probe()
     async with _manager(probe=probe) as manager:
-        lines: list[tuple[float, StreamEvent]] = []
+        lines: list[StreamEvent] = []
 
         async def watch() -> None:
             async for event in manager.subscribe(_send("sleep 30", "c1")):
-                lines.append((time.monotonic(), event))
+                lines.append(event)
 
-        with anyio.fail_after(2):
+        with anyio.fail_after(10):  # the agent sleeps 30 s: only the cancel ends it this soon
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch)
-                await anyio.sleep(0.05)
-                asked = time.monotonic()
+                await until(lambda: probe.started_at("c1") is not None, "the agent to start task c1")
                 task = await manager.cancel("c1")
         with pytest.raises(ProtocolError) as again:
             await manager.cancel("c1")
         with pytest.raises(ProtocolError) as unknown:
             await manager.cancel("nope")
     assert task.status.state is TaskState.CANCELED
-    canceled_at = probe.canceled_at("c1")
-    assert canceled_at is not None and canceled_at - asked < 0.1
-    last_at, last = lines[-1]
+    assert probe.canceled_at("c1") is not None, "the cancel reached the agent's own code"
+    last = lines[-1]
     assert isinstance(last, StatusEvent) and last.final and last.status.state is TaskState.CANCELED
-    assert last_at - asked < 0.1
     assert (again.value.code, again.value.http_status) == (ErrorCode.TASK_NOT_CANCELABLE, 409)
     assert (unknown.value.code, unknown.value.http_status) == (ErrorCode.TASK_NOT_FOUND, 404)
 
@@ -226,7 +227,7 @@ async def test_a_send_to_a_working_or_finished_task_is_refused_with_409() -> Non
             await events.__anext__()
             with pytest.raises(ProtocolError) as working:
                 await manager.send(_send("echo again", "running"))
-            with anyio.fail_after(2):
+            with anyio.fail_after(10):
                 await manager.cancel("running")
     assert first.status.state is TaskState.COMPLETED
     assert finished.value.http_status == 409 and "completed" in finished.value.message
@@ -236,7 +237,7 @@ async def test_a_send_to_a_working_or_finished_task_is_refused_with_409() -> Non
 async def test_leaving_running_cancels_tasks_and_they_end_canceled() -> None:
     probe = Probe()
     store = MemoryTaskStore()
-    with anyio.fail_after(2):
+    with anyio.fail_after(10):
         async with _manager(probe=probe, store=store) as manager:
             async with aclosing(manager.subscribe(_send("sleep 30", "s1"))) as events:  # type: ignore[type-var]
                 await events.__anext__()
@@ -251,7 +252,7 @@ async def test_closing_a_stream_early_leaves_the_task_running() -> None:
     async with _manager() as manager:
         async with aclosing(manager.subscribe(_send("stream 5 0.01", "k1"))) as events:  # type: ignore[type-var]
             await events.__anext__()
-        with anyio.fail_after(2):
+        with anyio.fail_after(10):
             rest = await _collect(await manager.resubscribe("k1", after_seq=0))
     assert rest[-1].status.state is TaskState.COMPLETED  # type: ignore[union-attr]
     _assert_well_formed(rest, first_seq=1)
@@ -262,9 +263,9 @@ async def test_with_cancel_on_disconnect_closing_the_stream_cancels_the_task() -
     async with _manager(probe=probe, cancel_on_disconnect=True) as manager:
         async with aclosing(manager.subscribe(_send("sleep 30", "d1"))) as events:  # type: ignore[type-var]
             await events.__anext__()
-        with anyio.fail_after(1):
-            while (await manager.get("d1")).status.state is TaskState.WORKING:
-                await anyio.sleep(0.005)
+        await until(
+            lambda: _state_is_not(manager, "d1", TaskState.WORKING), "the dropped stream's task to stop working"
+        )
         task = await manager.get("d1")
     assert task.status.state is TaskState.CANCELED and probe.canceled_at("d1") is not None
 
@@ -304,18 +305,31 @@ async def test_get_trims_history_and_returns_copies() -> None:
 
 
 async def test_many_tasks_run_concurrently_and_stay_isolated() -> None:
-    async with _manager() as manager:
+    """Each task waits until all 20 have started: tasks run one after another would never get past that."""
+    started: set[str] = set()
+    all_started = anyio.Event()
+
+    async def together(ctx: TaskContext) -> AsyncIterator[TextChunk]:
+        started.add(ctx.task_id)
+        if len(started) == 20:
+            all_started.set()
+        await all_started.wait()
+        count, cost = ctx.text.split()
+        for k in range(int(count)):
+            await anyio.sleep(0)  # the other tasks' chunks come in between
+            yield TextChunk(f"chunk-{k} ", cost_usd=float(cost))
+
+    async with _manager(together) as manager:
         results: dict[int, Task] = {}
 
         async def one(i: int) -> None:
-            results[i] = await manager.send(_send(f"stream {i % 4 + 2} 0.01 0.{i:02d}", f"iso{i}"))
+            results[i] = await manager.send(_send(f"{i % 4 + 2} 0.{i:02d}", f"iso{i}"))
 
-        started = time.monotonic()
-        async with anyio.create_task_group() as tg:
-            for i in range(20):
-                tg.start_soon(one, i)
-        elapsed = time.monotonic() - started
-    assert elapsed < 0.5  # 20 tasks of up to 50 ms each ran side by side, not one after another
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                for i in range(20):
+                    tg.start_soon(one, i)
+    assert len(results) == 20
     for i, task in results.items():
         n = i % 4 + 2
         assert task.output_text == "".join(f"chunk-{k} " for k in range(n))
@@ -374,20 +388,20 @@ async def test_the_echo_example_echoes() -> None:
 async def test_the_researcher_example_streams_at_a_steady_pace_and_stops_promptly_when_canceled() -> None:
     from examples.researcher import make_researcher
 
+    interval = 0.02
     arrivals: list[float] = []
-    async with _manager(make_researcher(chunks=1000, interval_s=0.02, cost_per_chunk_usd=0.01)) as manager:
-        with anyio.fail_after(2):
+    async with _manager(make_researcher(chunks=1000, interval_s=interval, cost_per_chunk_usd=0.01)) as manager:
+        with anyio.fail_after(10):  # 1000 chunks take 20 s: only the cancel ends the task this soon
+            subscribed = anyio.current_time()
             async with aclosing(manager.subscribe(_send("tides", "res"))) as events:  # type: ignore[type-var]
                 async for event in events:
-                    arrivals.append(time.monotonic())
+                    arrivals.append(anyio.current_time())
                     if len(arrivals) == 6:
-                        asked = time.monotonic()
                         task = await manager.cancel("res")
-                        stopped = time.monotonic()
-    gaps = [b - a for a, b in zip(arrivals[1:], arrivals[2:6])]
-    assert all(0.01 < gap < 0.1 for gap in gaps), gaps
-    assert task.status.state is TaskState.CANCELED and stopped - asked < 0.1
-    assert task.metadata["cost_usd"] == pytest.approx(0.01 * 5)
+    # The k-th chunk comes no sooner than k pauses after the start: paced, not a burst (lower bounds only).
+    assert all(at - subscribed >= k * interval * 0.9 for k, at in enumerate(arrivals[1:6], start=1)), arrivals
+    assert task.status.state is TaskState.CANCELED
+    assert task.metadata["cost_usd"] == pytest.approx(0.01 * 5), "nothing was made after the cancel"
     assert task.output_text.startswith("[1/1000] background on tides.\n")
 
 
@@ -405,7 +419,7 @@ async def test_an_agent_that_swallows_cancellation_still_gets_canceled() -> None
     async with _manager(stubborn) as manager:
         async with aclosing(manager.subscribe(_send("go", "st"))) as events:  # type: ignore[type-var]
             await events.__anext__()
-            with anyio.fail_after(1):
+            with anyio.fail_after(10):
                 task = await manager.cancel("st")
     assert task.status.state is TaskState.CANCELED and task.artifacts == []
 
@@ -437,7 +451,7 @@ async def test_resubscribe_refuses_an_after_seq_past_the_last_event_before_any_e
         await manager.send(_send("echo x", "p1"))
         async with aclosing(manager.subscribe(_send("sleep 30", "p2"))) as events:  # type: ignore[type-var]
             await events.__anext__()
-            with anyio.fail_after(1):
+            with anyio.fail_after(10):
                 with pytest.raises(ProtocolError) as running:
                     await manager.resubscribe("p2", after_seq=1)
                 live = await manager.resubscribe("p2", after_seq=0)  # returns at once, though no event is due
@@ -466,7 +480,7 @@ async def test_an_async_generator_that_swallows_the_cancel_and_returns_still_end
         async with aclosing(manager.subscribe(_send("go", "q1"))) as events:  # type: ignore[type-var]
             await events.__anext__()
             await events.__anext__()  # "started"
-            with anyio.fail_after(1):
+            with anyio.fail_after(10):
                 task = await manager.cancel("q1")
             rest = [event async for event in events]
         stored = await manager.get("q1")
@@ -485,7 +499,7 @@ async def test_an_agent_that_swallows_the_shutdown_cancel_still_ends_canceled() 
             return
 
     store = MemoryTaskStore()
-    with anyio.fail_after(2):
+    with anyio.fail_after(10):
         async with _manager(quitter, store=store) as manager:
             async with aclosing(manager.subscribe(_send("go", "q2"))) as events:  # type: ignore[type-var]
                 await events.__anext__()

@@ -221,9 +221,9 @@ async def test_a_busy_sqlite_store_queues_calls_without_taking_the_shared_worker
             for n in range(50):
                 task_group.start_soon(store.save_task, _task(f"t{n}"))
             try:
-                await anyio.sleep(0.1)
+                await anyio.wait_all_tasks_blocked()  # one save waits on SQLite's busy timeout, the rest queue behind it
                 borrowed = limiter.borrowed_tokens
-                with anyio.move_on_after(1) as waited:
+                with anyio.move_on_after(3) as waited:  # well inside the 5 s busy timeout that holds the saves
                     await anyio.to_thread.run_sync(lambda: "a sync tool")
             finally:
                 blocker.execute("COMMIT")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +9,9 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from lockstep import Lockstep
 from servers import serve_app
+from waiting import until
 
 from agent_server import TaskContext, as_hosted_agent, create_app
 from agent_server.testing import Probe, scripted_agent
@@ -41,10 +42,10 @@ def _send_body(text: str, task_id: str | None = None) -> dict[str, Any]:
     return body
 
 
-async def _timed_lines(response: httpx.Response) -> AsyncIterator[tuple[float, dict[str, Any]]]:
+async def _lines(response: httpx.Response) -> AsyncIterator[dict[str, Any]]:
     async for line in aiter_ndjson(response.aiter_raw()):
         assert isinstance(line, dict)
-        yield time.monotonic(), line
+        yield line
 
 
 def _assert_contiguous(lines: list[dict[str, Any]], first_seq: int = 0) -> None:
@@ -52,45 +53,47 @@ def _assert_contiguous(lines: list[dict[str, Any]], first_seq: int = 0) -> None:
     assert [line["final"] for line in lines] == [False] * (len(lines) - 1) + [True]
 
 
-async def test_lines_arrive_as_the_agent_produces_them(client: httpx.AsyncClient) -> None:
-    arrivals: list[float] = []
+async def test_lines_arrive_as_the_agent_produces_them() -> None:
+    """In lockstep: the agent makes each chunk only after the client has read the line before it."""
+    lockstep = Lockstep(chunks=6, cost_usd=0.01)
     lines: list[dict[str, Any]] = []
-    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("stream 6 0.05 0.01", "live")) as response:
-        assert response.headers["content-type"] == "application/x-ndjson"
-        async for at, line in _timed_lines(response):
-            arrivals.append(at)
-            lines.append(line)
+    with serve_app(create_app(lockstep.agent())) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=5) as http:
+            body = _send_body("go", "live")
+            async with http.stream("POST", "/tasks/sendSubscribe", json=body) as response:
+                assert response.headers["content-type"] == "application/x-ndjson"
+                async for line in _lines(response):
+                    lines.append(line)
+                    lockstep.seen()
+            task = (await http.get("/tasks/live")).json()
     _assert_contiguous(lines)
-    assert arrivals[-1] - arrivals[0] >= 0.25  # six chunks 50 ms apart, not one burst at the end
-    assert sum(1 for a, b in zip(arrivals, arrivals[1:]) if b - a >= 0.03) >= 4
+    assert [line["type"] for line in lines] == ["status"] + ["artifact"] * 6 + ["status"]
+    assert lines[-1]["status"]["state"] == "completed"
     assert [line.get("cost_usd") for line in lines] == [None] + [0.01] * 6 + [None]
-    task = (await client.get("/tasks/live")).json()
     assert task["metadata"]["cost_usd"] == pytest.approx(0.06)
 
 
-async def test_cancel_stops_the_agent_and_ends_the_stream_within_100_ms(client: httpx.AsyncClient) -> None:
-    lines: list[tuple[float, dict[str, Any]]] = []
+async def test_cancel_stops_the_agent_and_ends_the_stream(client: httpx.AsyncClient) -> None:
+    lines: list[dict[str, Any]] = []
     async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("sleep 30", "cx")) as response:
-        stream = _timed_lines(response)
+        stream = _lines(response)
         lines.append(await stream.__anext__())
-        assert PROBE.started_at("cx") is not None and PROBE.canceled_at("cx") is None
+        await until(lambda: PROBE.started_at("cx") is not None, "the agent to start task cx")
+        assert PROBE.canceled_at("cx") is None
         canceled: list[httpx.Response] = []
 
         async def cancel() -> None:
             canceled.append(await client.post("/tasks/cancel", json={"id": "cx"}))
 
-        asked = time.monotonic()
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(cancel)
-            lines += [item async for item in stream]
-        ended = time.monotonic()
+        with anyio.fail_after(10):  # the agent sleeps 30 s: only the cancel ends the stream this soon
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(cancel)
+                lines += [item async for item in stream]
     assert canceled[0].status_code == 200 and canceled[0].json()["status"]["state"] == "canceled"
-    canceled_at = PROBE.wait_canceled("cx")
-    assert canceled_at is not None and canceled_at - asked < 0.1
-    last_at, last = lines[-1]
+    assert PROBE.wait_canceled("cx", timeout_s=10) is not None, "the cancel reached the agent's own code"
+    last = lines[-1]
     assert last["final"] is True and last["type"] == "status" and last["status"]["state"] == "canceled"
-    assert last_at - asked < 0.1 and ended - asked < 0.2
-    _assert_contiguous([line for _, line in lines])
+    _assert_contiguous(lines)
     task = (await client.get("/tasks/cx")).json()
     assert task["status"]["state"] == "canceled"
 
@@ -100,13 +103,18 @@ async def test_resubscribe_after_a_dropped_connection_returns_exactly_the_missin
 ) -> None:
     head: list[dict[str, Any]] = []
     async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("stream 12 0.02", "drop")) as response:
-        async for _, line in _timed_lines(response):
+        async for line in _lines(response):
             head.append(line)
             if len(head) == 4:
                 break  # leaving the block closes the connection mid-stream
-    await anyio.sleep(0.1)  # events keep coming while nobody listens
+
+    async def produced_while_away() -> bool:
+        task = (await client.get("/tasks/drop")).json()
+        return "chunk-5 " in "".join(part["text"] for artifact in task["artifacts"] for part in artifact["parts"])
+
+    await until(produced_while_away, "events made while nobody listened (chunk-5)")
     async with client.stream("POST", "/tasks/resubscribe", json={"id": "drop", "afterSeq": head[-1]["seq"]}) as again:
-        tail = [line async for _, line in _timed_lines(again)]
+        tail = [line async for line in _lines(again)]
     _assert_contiguous(head + tail)
     assert tail[0]["seq"] == 4 and tail[-1]["status"]["state"] == "completed"  # dropping did not cancel
     streamed = "".join(line["artifact"]["parts"][0]["text"] for line in head + tail if line["type"] == "artifact")
@@ -120,10 +128,9 @@ async def test_with_cancel_on_disconnect_a_dropped_stream_cancels_the_task() -> 
         async with httpx.AsyncClient(base_url=url, timeout=5) as http:
             async with http.stream("POST", "/tasks/sendSubscribe", json=_send_body("sleep 30", "dc")) as response:
                 await response.aiter_raw().__anext__()
-            dropped = time.monotonic()
-            canceled_at = probe.wait_canceled("dc")
+            canceled_at = probe.wait_canceled("dc", timeout_s=10)
             task = (await http.get("/tasks/dc")).json()
-    assert canceled_at is not None and canceled_at - dropped < 0.5
+    assert canceled_at is not None, "the disconnect's cancel reached the agent's own code"
     assert task["status"]["state"] == "canceled"
     assert task["status"]["message"]["parts"][0]["text"] == "canceled: the client disconnected"
 
@@ -133,7 +140,7 @@ async def test_input_required_then_resume_on_the_same_task_id(client: httpx.Asyn
     assert first["status"]["state"] == "input-required"
     assert first["status"]["message"]["parts"][0]["text"] == "your name?"
     async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("Grace", "conv")) as response:
-        lines = [line async for _, line in _timed_lines(response)]
+        lines = [line async for line in _lines(response)]
     _assert_contiguous(lines, first_seq=2)
     assert lines[1]["artifact"]["parts"][0]["text"] == "got: Grace"
     task = (await client.get("/tasks/conv")).json()
@@ -143,7 +150,7 @@ async def test_input_required_then_resume_on_the_same_task_id(client: httpx.Asyn
 
 async def test_a_handoff_line_and_metadata_handoff(client: httpx.AsyncClient) -> None:
     async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("handoff billing unpaid", "ho")) as response:
-        lines = [line async for _, line in _timed_lines(response)]
+        lines = [line async for line in _lines(response)]
     _assert_contiguous(lines)
     assert [line["type"] for line in lines] == ["status", "artifact", "handoff", "status"]
     assert lines[2]["handoff"] == {"target": "billing", "reason": "unpaid", "payload": {"from": "ho"}}
@@ -176,7 +183,7 @@ async def test_a_sqlite_backed_server_answers_for_its_tasks_after_a_restart(tmp_
 
 async def _resubscribe(http: httpx.AsyncClient, task_id: str) -> AsyncIterator[dict[str, Any]]:
     async with http.stream("POST", "/tasks/resubscribe", json={"id": task_id}) as response:
-        async for _, line in _timed_lines(response):
+        async for line in _lines(response):
             yield line
 
 

@@ -88,7 +88,7 @@ async def test_an_http_error_answer_fails_the_call_at_once_with_the_peers_messag
     started = time.monotonic()
     with pytest.raises(PeerHTTPError) as caught:
         await gateway.call_tool(tool, "http_error", run_id="r")
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 4, "at once: before any deadline (the nearest, the idle timeout, is 5 s)"
     error = caught.value
     assert (error.status, error.code) == (503, -32603)
     assert "the model provider is down" in str(error)
@@ -106,23 +106,21 @@ async def test_a_50_mb_line_fails_the_call_with_cancel_and_memory_stays_near_the
     agent, _ = faulty
     tracemalloc.start()
     try:
-        started = time.monotonic()
         with pytest.raises(PeerProtocolError) as caught:
             await gateway.call_tool("faulty", "huge", run_id="r")
-        elapsed = time.monotonic() - started
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert caught.value.reason == "line_too_long"
     print(f"traced peak while a 50 MB line streamed in: {peak / 2**20:.2f} MiB (line limit {LINE_LIMIT / 2**20:g} MiB)")
     assert peak < LINE_LIMIT + 4 * (1 << 20), f"peak {peak / 2**20:.1f} MiB"
-    assert elapsed < 3
     assert caught.value.partial is not None and caught.value.partial.text == "partial "
     events = await call_events(gateway, "r")
     assert progress_texts(events) == ["partial "]
     terminated = events[-1].fields
     assert events[-1].type == "agent_tool_terminated" and terminated["reason"] == "line_too_long"
-    assert terminated["line_bytes"] > LINE_LIMIT and terminated["cancel_acknowledged"] is True
+    assert LINE_LIMIT < terminated["line_bytes"] < 2 * LINE_LIMIT, "cut as the line crossed the limit, not read to its end"
+    assert terminated["cancel_acknowledged"] is True
     assert caught.value.partial.task_id in agent.canceled
 
 
@@ -149,7 +147,7 @@ async def test_a_cancel_the_peer_answers_late_or_with_an_error_is_not_acknowledg
         started = time.monotonic()
         with pytest.raises(AgentToolTimeout) as caught:
             await gateway.call_tool("silent", command, run_id="r")
-        assert time.monotonic() - started < 0.2 + 0.3 + 0.3, "idle timeout, then at most the cancel's own deadline"
+        assert time.monotonic() - started < 10, "idle timeout, then at most the cancel's own deadline, not the 30 s answer"
         assert caught.value.partial is not None and caught.value.partial.text == "partial "
         assert caught.value.partial.task_id in agent.canceled
         events = await call_events(gateway, "r")

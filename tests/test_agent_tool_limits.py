@@ -5,10 +5,12 @@ Real time, kept short. Against the scripted agent over HTTP on loopback and in-p
 
 from __future__ import annotations
 
+import select
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager
+from functools import partial
 
 import anyio
 import pytest
@@ -28,8 +30,7 @@ async def test_idle_timeout_ends_the_call_promptly_and_the_remote_task_ends_canc
     started = time.monotonic()
     with pytest.raises(AgentToolTimeout) as caught:
         await gateway.call_tool("sleeper", "sleep 30", run_id="r-idle")
-    elapsed = time.monotonic() - started
-    assert idle <= elapsed < idle + 0.5
+    assert idle <= time.monotonic() - started < 10, "the idle timeout ended it, not the agent's 30 s sleep"
     error = caught.value
     assert error.reason == "idle_timeout" and error.partial is not None and error.partial.chunks == 1
     task = await gateway.peer(uri).get(error.partial.task_id or "")
@@ -45,11 +46,11 @@ async def test_idle_timeout_ends_the_call_promptly_and_the_remote_task_ends_canc
 
 async def test_a_stream_that_keeps_talking_outlives_the_idle_timeout_and_timeout_ms(agent: tuple[Gateway, str]) -> None:
     gateway, uri = agent
-    gateway.add_agent_tool("talker", uri, mode="streaming", timeout_ms=200, streaming={"idle_timeout_secs": 0.25})
+    gateway.add_agent_tool("talker", uri, mode="streaming", timeout_ms=300, streaming={"idle_timeout_secs": 0.5})
     started = time.monotonic()
-    result = await gateway.call_tool("talker", "stream 6 0.1 0")
-    assert time.monotonic() - started > 0.5
-    assert result.state == "completed" and result.text.count("chunk-") == 6
+    result = await gateway.call_tool("talker", "stream 10 0.1 0")  # a line every 0.1 s: 5 times within the idle timeout
+    assert time.monotonic() - started >= 0.9, "ten lines 0.1 s apart: well past the idle timeout and timeout_ms"
+    assert result.state == "completed" and result.text.count("chunk-") == 10
 
 
 async def test_budget_stops_on_the_chunk_that_crosses_it_and_the_remote_task_ends_canceled(
@@ -97,7 +98,7 @@ async def test_timeout_ms_bounds_a_sync_request_and_cancels_the_task(agent: tupl
     started = time.monotonic()
     with pytest.raises(AgentToolTimeout) as caught:
         await gateway.call_tool("slow", "sleep 30", run_id="r-timeout")
-    assert 0.3 <= time.monotonic() - started < 0.8
+    assert 0.3 <= time.monotonic() - started < 10, "timeout_ms ended it, not the agent's 30 s sleep"
     assert caught.value.reason == "timeout"
     task = await gateway.peer(uri).get(caught.value.partial.task_id or "")  # type: ignore[union-attr]
     assert task.status.state.value == "canceled"
@@ -112,7 +113,7 @@ async def test_a_peer_that_never_sends_headers_fails_at_the_headers_deadline() -
             started = time.monotonic()
             with pytest.raises(AgentToolTimeout) as caught:
                 await gateway.call_tool("mute", "hello", run_id="r-mute")
-            assert 0.3 <= time.monotonic() - started < 0.6
+            assert 0.3 <= time.monotonic() - started < 10, "the headers deadline ended it, not the 30 s idle timeout"
             assert caught.value.reason == "headers_timeout"
             events = await call_events(gateway, "r-mute")
             assert types_of(events) == ["invoked", "error"] and events[-1].fields["reason"] == "headers_timeout"
@@ -121,7 +122,8 @@ async def test_a_peer_that_never_sends_headers_fails_at_the_headers_deadline() -
             started = time.monotonic()
             with pytest.raises(AgentToolTimeout) as sync_caught:
                 await gateway.call_tool("mute_sync", "hello", run_id="r-mute-sync")
-            assert 0.3 <= time.monotonic() - started < 0.3 + 0.2 + 0.3, "timeout_ms, then the cancel's own deadline"
+            # timeout_ms, then the cancel's own deadline: the mute peer is not waited for
+            assert 0.3 <= time.monotonic() - started < 10
             terminated = (await call_events(gateway, "r-mute-sync"))[-1].fields
             assert sync_caught.value.reason == "timeout"
             assert terminated["cancel_sent"] is True and terminated["cancel_acknowledged"] is False
@@ -139,7 +141,8 @@ def unanswered_syn() -> Iterator[str]:
             for filler in fillers:
                 filler.setblocking(False)
                 filler.connect_ex(("127.0.0.1", port))
-            time.sleep(0.05)
+            _, connected, _ = select.select([], fillers, [], 10)
+            assert connected, "no filler got into the accept queue"
             yield f"http://127.0.0.1:{port}"
         finally:
             for filler in fillers:
@@ -150,34 +153,47 @@ def unanswered_syn() -> Iterator[str]:
 async def test_a_peer_that_does_not_accept_the_connection_fails_at_the_connect_deadline(mode: str) -> None:
     with unanswered_syn() as url:
         async with Gateway(limits=PeerLimits(connect_timeout_s=0.3)) as gateway:
-            gateway.add_agent_tool("unreachable", url, mode=mode, timeout_ms=5000)
+            gateway.add_agent_tool("unreachable", url, mode=mode, timeout_ms=30_000)
             started = time.monotonic()
             with pytest.raises(AgentToolTimeout) as caught:
                 await gateway.call_tool("unreachable", "hello", run_id="r-connect")
-            assert 0.3 <= time.monotonic() - started < 0.8
+            assert 0.3 <= time.monotonic() - started < 10, "the connect deadline ended it, not the 30 s timeout_ms"
             assert caught.value.reason == "connect_timeout"
             events = await call_events(gateway, "r-connect")
             assert types_of(events) == ["invoked", "error"] and events[-1].fields["timeout_s"] == 0.3
 
 
 async def test_a_refused_connection_fails_at_once_with_a_connection_error() -> None:
-    async with Gateway() as gateway:
+    async with Gateway(limits=PeerLimits(connect_timeout_s=30)) as gateway:
         gateway.add_agent_tool("nobody", f"http://127.0.0.1:{free_port()}", mode="streaming")
         started = time.monotonic()
         with pytest.raises(PeerConnectionError, match="cannot reach"):
             await gateway.call_tool("nobody", "hello", run_id="r-refused")
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 10, "failed at the refusal, not at the 30 s connect deadline"
         assert types_of(await call_events(gateway, "r-refused")) == ["invoked", "error"]
 
 
 async def test_a_call_cancelled_by_its_caller_cancels_the_task_and_is_recorded(agent: tuple[Gateway, str]) -> None:
     gateway, uri = agent
     gateway.add_agent_tool("abandoned", uri, mode="streaming")
-    with anyio.move_on_after(0.2):
-        await gateway.call_tool("abandoned", "stream 200 0.01 0", run_id="r-abandoned")
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(partial(gateway.call_tool, "abandoned", "stream 200 0.01 0", run_id="r-abandoned"))
+            await _chunks_logged(gateway, "r-abandoned", 3)
+            tg.cancel_scope.cancel()  # the caller goes away mid-stream
     events = await call_events(gateway, "r-abandoned")
     terminated = events[-1].fields
     assert events[-1].type == "agent_tool_terminated" and terminated["reason"] == "cancelled"
     assert terminated["cancel_acknowledged"] is True and len(progress_texts(events)) >= 3
     task = await gateway.peer(uri).get(terminated["task_id"])
     assert task.status.state.value == "canceled"
+
+
+async def _chunks_logged(gateway: Gateway, run_id: str, count: int) -> None:
+    """Follow the run's events until ``count`` chunks of text are in the log."""
+    seen = 0
+    async with aclosing(gateway.event_log.follow(run_id)) as events:
+        async for event in events:
+            seen += event.type == "agent_tool_progress" and "text" in event.fields
+            if seen == count:
+                return

@@ -6,7 +6,6 @@ import io
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 from gateway_service_support import agent_server
+from lockstep import Lockstep
 
 from gateway.agent_result import AgentToolResult
 from gateway.cli import main
@@ -49,23 +49,34 @@ def test_sync_prints_the_calls_events_as_ndjson_when_piped(agent_url: str) -> No
     assert [e["seq"] for e in events] == [0, 1] and done.stderr == ""
 
 
-def test_streaming_lines_come_out_as_the_chunks_arrive(agent_url: str) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "call", agent_url, "stream 5 0.12 0.001", "--mode", "streaming"],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    assert process.stdout is not None
-    arrivals = [(time.monotonic(), orjson.loads(line)) for line in process.stdout]
-    assert process.wait(timeout=30) == 0
-    kinds = [event["type"] for _, event in arrivals]
+def test_streaming_lines_come_out_as_the_chunks_arrive() -> None:
+    """The agent makes each chunk only once the command has printed the line before it: flushed one by one, not at exit."""
+    lockstep = Lockstep(chunks=5)
+    with agent_server(lockstep.agent()) as url:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gateway", "call", url, "go", "--mode", "streaming"],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            assert process.stdout is not None
+            events = []
+            for line in process.stdout:
+                events.append(orjson.loads(line))
+                if events[-1]["type"] == "agent_tool_invoked" or events[-1].get("kind") == "artifact":
+                    lockstep.seen()
+            assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
+        finally:
+            if process.poll() is None:
+                process.kill()
+            process.communicate()
+    kinds = [event["type"] for event in events]
     assert kinds[0] == "agent_tool_invoked" and kinds[-1] == "agent_tool_completed"
-    chunks = [(at, e) for at, e in arrivals if e["type"] == "agent_tool_progress" and e.get("kind") == "artifact"]
-    assert [e["accumulated_cost_usd"] for _, e in chunks] == pytest.approx([0.001, 0.002, 0.003, 0.004, 0.005])
-    assert chunks[-1][0] - chunks[0][0] >= 0.3  # flushed one by one, not at exit
+    chunks = [e for e in events if e["type"] == "agent_tool_progress" and e.get("kind") == "artifact"]
+    assert [e["accumulated_cost_usd"] for e in chunks] == pytest.approx([0.001, 0.002, 0.003, 0.004, 0.005])
 
 
 def test_conversational_runs_turns_until_the_agent_completes(agent_url: str) -> None:

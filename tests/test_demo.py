@@ -57,10 +57,22 @@ def test_the_demo_scenario_passes_every_step_and_stops_every_service() -> None:
     assert not any(_running(pid) for _, _, pid in services)
 
 
+_WITH_CTRL_C = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module(sys.argv[1], run_name='__main__', alter_sys=True)"
+)
+"""Run a module with Ctrl-C raising KeyboardInterrupt, as in a terminal, even when this test runs where SIGINT
+is ignored (a shell's background job), which a child would inherit."""
+
+
 @pytest.mark.timeout(60)
 def test_ctrl_c_stops_every_process_the_demo_started() -> None:
     demo = subprocess.Popen(
-        [sys.executable, "-m", "examples.demo"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [sys.executable, "-c", _WITH_CTRL_C, "examples.demo"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     assert demo.stdout is not None
     seen: list[str] = []

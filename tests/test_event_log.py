@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import anyio
 import orjson
 import pytest
+from waiting import until
 
 from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log
 from gateway.events import Event, EventType
@@ -18,9 +18,17 @@ from gateway.events import Event, EventType
 pytestmark = pytest.mark.anyio
 
 
+NO_POLL_S = 3600.0
+"""SQLite's re-read for other processes, made longer than any test: a live event then comes only by a wake-up."""
+
+
 @pytest.fixture(params=["memory", "sqlite"])
 async def log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventLog]:
-    store: EventLog = MemoryEventLog() if request.param == "memory" else SQLiteEventLog(tmp_path / "events.db")
+    store: EventLog = (
+        MemoryEventLog()
+        if request.param == "memory"
+        else SQLiteEventLog(tmp_path / "events.db", cross_process_poll_s=NO_POLL_S)
+    )
     try:
         yield store
     finally:
@@ -59,32 +67,34 @@ async def test_concurrent_appends_to_one_run_never_share_a_seq(log: EventLog) ->
 
 
 async def test_follow_gives_stored_then_live_events_and_ends_when_the_run_closes(log: EventLog) -> None:
+    """Neither log polls within the test (memory never does, SQLite's poll is an hour): the append wakes the follower."""
     await log.append(_event("r", 0))
-    seen: list[tuple[int, float]] = []
+    seen: list[int] = []
+    got = [anyio.Event() for _ in range(3)]
 
     async def follower() -> None:
         async for event in log.follow("r"):
-            seen.append((event.seq, time.monotonic()))
+            seen.append(event.seq)
+            got[event.seq].set()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(follower)
-        await anyio.sleep(0.05)
-        assert [s for s, _ in seen] == [0]
-        appended_at = time.monotonic()
-        await log.append(_event("r", 1))
-        await anyio.sleep(0.05)
-        assert [s for s, _ in seen] == [0, 1]
-        assert seen[1][1] - appended_at < 0.04, "a live follower is woken by the append, not by polling"
-        await log.append(_event("r", 2))
-        await log.close_run("r")
-    assert [s for s, _ in seen] == [0, 1, 2]
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follower)
+            await got[0].wait()
+            assert seen == [0]
+            await log.append(_event("r", 1))
+            await got[1].wait()
+            assert seen == [0, 1]
+            await log.append(_event("r", 2))
+            await log.close_run("r")
+    assert seen == [0, 1, 2]
 
 
 async def test_follow_from_a_seq_of_a_closed_run_returns_the_rest_and_stops(log: EventLog) -> None:
     for n in range(4):
         await log.append(_event("r", n))
     await log.close_run("r")
-    with anyio.fail_after(2):
+    with anyio.fail_after(10):
         assert [e.seq async for e in log.follow("r", after_seq=1)] == [2, 3]
     assert await log.is_closed("r") and not await log.is_closed("other")
 
@@ -112,19 +122,26 @@ async def test_list_runs_is_newest_first(log: EventLog) -> None:
     assert await log.list_runs(limit=2) == ["third", "second"]
 
 
-async def test_aclose_ends_waiting_followers(log: EventLog) -> None:
-    done = anyio.Event()
+async def test_aclose_ends_waiting_followers(log: EventLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    done, waiting = anyio.Event(), anyio.Event()
+    wait_for_append = log._wait
+
+    async def observed_wait(wakeup: anyio.Event) -> None:
+        waiting.set()
+        await wait_for_append(wakeup)
+
+    monkeypatch.setattr(log, "_wait", observed_wait)
 
     async def follower() -> None:
         async for _ in log.follow("open-run"):
             pass
         done.set()
 
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(follower)
-        await anyio.sleep(0.02)
-        await log.aclose()
-        with anyio.fail_after(2):
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follower)
+            await waiting.wait()
+            await log.aclose()
             await done.wait()
 
 
@@ -164,9 +181,7 @@ async def test_sqlite_follower_sees_appends_made_through_another_log_instance(tm
             for n in range(3):
                 await writer.append(_event("r", n))
             await writer.close_run("r")
-            with anyio.fail_after(2):
-                while len(seen) < 3:
-                    await anyio.sleep(0.01)
+            await until(lambda: len(seen) == 3, "the follower to see the other instance's three appends")
         assert seen == [0, 1, 2]
     finally:
         await writer.aclose()

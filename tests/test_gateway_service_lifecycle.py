@@ -18,6 +18,7 @@ import orjson
 import pytest
 from gateway_service_support import agent_server, client, remote_first_service, wait_for_health
 from servers import free_port, serve_app
+from waiting import wait_until
 
 from agent_server import create_app
 from agent_server.testing import scripted_agent
@@ -45,12 +46,13 @@ async def test_a_remote_agent_that_starts_later_is_waited_for(caplog: pytest.Log
     thread = _serve_later(port, 0.8, stop)
     try:
         started = anyio.current_time()
-        async with remote_first_service(f"http://127.0.0.1:{port}", "late", startup_wait_s=10) as service:
+        async with remote_first_service(f"http://127.0.0.1:{port}", "late", startup_wait_s=30) as service:
             assert service.starting_agent.name == "late"
-        assert 0.7 <= anyio.current_time() - started < 5
+        assert 0.7 <= anyio.current_time() - started < 15, "waited until the agent came up, not for all 30 s"
     finally:
         stop.set()
         thread.join(10)
+    assert not thread.is_alive()
     retries = [r.getMessage() for r in caplog.records if "not reachable yet" in r.getMessage()]
     assert retries and retries[0].startswith(f"remote agent http://127.0.0.1:{port} not reachable yet (attempt 1: ")
 
@@ -62,19 +64,19 @@ async def test_the_wait_is_bounded_and_the_failure_says_how_long_it_tried() -> N
     with pytest.raises(AgentUnreachable) as caught:
         async with remote_first_service(url, startup_wait_s=0.6):
             pass
-    assert 0.5 <= anyio.current_time() - started < 3
+    assert 0.5 <= anyio.current_time() - started < 10
     assert caught.value.message.startswith(f"cannot fetch the agent card from {url}: cannot reach")
     assert caught.value.message.endswith("over 0.6 s)")
 
 
 @pytest.mark.anyio
-async def test_an_answer_that_is_not_an_agent_is_not_waited_for() -> None:
+async def test_an_answer_that_is_not_an_agent_is_not_waited_for(caplog: pytest.LogCaptureFixture) -> None:
     with agent_server() as url:
-        started = anyio.current_time()
         with pytest.raises(AgentUnreachable) as caught:
             async with remote_first_service(url + "/not-here", startup_wait_s=10):
                 pass
-    assert anyio.current_time() - started < 2 and caught.value.data["status"] == 404
+    assert caught.value.data["status"] == 404
+    assert "tried" not in caught.value.message and not [r for r in caplog.records if "not reachable yet" in r.getMessage()]
 
 
 @contextmanager
@@ -105,30 +107,43 @@ def _gateway_process(tmp_path: Path, agent_url: str) -> Iterator[tuple[str, subp
             process.communicate()
 
 
+def _tool_run_started(url: str, tool: str) -> bool:
+    """Whether GET /runs lists a run of ``tool`` that has written its first event (the call reached the gateway)."""
+    runs = httpx.get(f"{url}/runs", timeout=5).json()["runs"]
+    return any(run["tool"] == tool and run["first_event"] for run in runs)
+
+
 def test_sigterm_ends_the_runs_going_so_their_streams_end_and_nothing_is_cut(tmp_path: Path) -> None:
     with agent_server() as agent_url, _gateway_process(tmp_path, agent_url) as (url, process):
-        sync_answer: list[httpx.Response] = []
-        caller = threading.Thread(
-            target=lambda: sync_answer.append(
-                httpx.post(f"{url}/tools/slow_tool/call", json={"input": "sleep 30"}, timeout=20)
-            )
-        )
+        sync_answer: list[httpx.Response | httpx.HTTPError] = []
+
+        def call() -> None:
+            try:
+                sync_answer.append(httpx.post(f"{url}/tools/slow_tool/call", json={"input": "sleep 30"}, timeout=20))
+            except httpx.HTTPError as exc:
+                sync_answer.append(exc)
+
+        caller = threading.Thread(target=call)
         caller.start()
-        with client(url) as http, http.stream(
-            "POST", "/sessions/going/messages", json={"message": "stream 100 0.1"}
-        ) as response:
-            lines = response.iter_lines()
-            first = orjson.loads(next(lines))
-            stopped_at = time.monotonic()
-            process.send_signal(signal.SIGTERM)
-            rest = [orjson.loads(line) for line in lines if line]
-        caller.join(20)
+        try:
+            wait_until(lambda: _tool_run_started(url, "slow_tool"), "the sync tool call's run in GET /runs")
+            with client(url) as http, http.stream(
+                "POST", "/sessions/going/messages", json={"message": "stream 100 0.1"}
+            ) as response:
+                lines = response.iter_lines()
+                first = orjson.loads(next(lines))
+                process.send_signal(signal.SIGTERM)
+                rest = [orjson.loads(line) for line in lines if line]
+        finally:
+            caller.join(20)
         _, stderr = process.communicate(timeout=15)
+    assert not caller.is_alive()
     assert first["type"] == "run_started"
+    # A final line at all says the stream was ended by the gateway, not cut by uvicorn's graceful timeout.
     assert rest[-1]["type"] == "run_failed" and rest[-1]["error"] == "cancelled: the gateway is shutting down"
-    assert time.monotonic() - stopped_at < 2.5  # not cut by uvicorn's graceful timeout (3 s)
-    assert sync_answer[0].status_code == 502
-    error = sync_answer[0].json()["error"]
+    [answer] = sync_answer
+    assert isinstance(answer, httpx.Response) and answer.status_code == 502, answer
+    error = answer.json()["error"]
     assert error["data"]["reason"] == "cancelled" and "shutting down" in error["message"] and error["data"]["run_id"]
     assert process.returncode == 0 and "Traceback" not in stderr, stderr
 
@@ -139,12 +154,11 @@ def test_sigterm_ends_the_tasks_of_the_gateways_own_binding_canceled_with_a_fina
         with client(url) as http, http.stream("POST", "/tasks/sendSubscribe", json=body) as response:
             lines = response.iter_lines()
             first = orjson.loads(next(lines))
-            stopped_at = time.monotonic()
             process.send_signal(signal.SIGTERM)
             rest = [orjson.loads(line) for line in lines if line]
         _, stderr = process.communicate(timeout=15)
     assert first["type"] == "status" and first["status"]["state"] == "working"
     final = rest[-1]
+    # A final line at all says the stream was ended by the gateway, not cut by uvicorn's graceful timeout.
     assert final["final"] is True and final["status"]["state"] == "canceled", rest[-3:]
-    assert time.monotonic() - stopped_at < 2.5  # not cut by uvicorn's graceful timeout (3 s)
     assert process.returncode == 0 and "Traceback" not in stderr, stderr

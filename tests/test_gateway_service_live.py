@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +16,9 @@ from gateway_service_support import (
     gateway_server,
     lines_of,
     remote_first_service,
-    timed_lines,
     triage_service,
 )
+from lockstep import Lockstep
 from servers import serve_app
 
 from gateway import Agent, MemoryEventLog, MemorySessionStore
@@ -39,52 +39,64 @@ def slow_gateway(scripted_url: str) -> Iterator[str]:
         yield url
 
 
-def test_a_messages_events_arrive_while_the_run_is_going(slow_gateway: str) -> None:
-    with client(slow_gateway) as http, http.stream("POST", "/sessions/live/messages", json={"message": "stream 6 0.1"}) as response:
-        assert response.status_code == 200
-        arrivals = timed_lines(response)
-    kinds = [event["type"] for _, event in arrivals]
+@contextmanager
+def _lockstep_gateway(lockstep: Lockstep) -> Iterator[str]:
+    """A gateway whose starting agent is remote and streams in lockstep with what the test reads."""
+    with agent_server(lockstep.agent()) as agent_url, gateway_server(remote_first_service(agent_url, "lockstep")) as url:
+        yield url
+
+
+def _events(response: httpx.Response) -> Iterator[dict[str, Any]]:
+    return (orjson.loads(line) for line in response.iter_lines() if line)
+
+
+def _lets_the_agent_go_on(event: dict[str, Any]) -> bool:
+    """The lines the lockstep agent waits for: the run's start, then each chunk of its text."""
+    return event["type"] in ("run_started", "text_delta")
+
+
+def test_a_messages_events_arrive_while_the_run_is_going() -> None:
+    """The agent makes each chunk only once the client has seen the line before: run_started, then each delta."""
+    lockstep = Lockstep(chunks=6)
+    events: list[dict[str, Any]] = []
+    with _lockstep_gateway(lockstep) as url, client(url) as http:
+        with http.stream("POST", "/sessions/live/messages", json={"message": "go"}) as response:
+            assert response.status_code == 200
+            for event in _events(response):
+                events.append(event)
+                if _lets_the_agent_go_on(event):
+                    lockstep.seen()
+    kinds = [event["type"] for event in events]
     assert kinds[0] == "run_started" and kinds[-1] == "run_completed" and kinds.count("text_delta") == 6
-    deltas = [at for at, event in arrivals if event["type"] == "text_delta"]
-    assert arrivals[-1][0] - deltas[0] >= 0.35  # the first chunk was shown ~0.5 s before the run ended
-    assert sum(1 for a, b in zip(deltas, deltas[1:]) if b - a >= 0.05) >= 4  # one by one, not in a burst
-    assert arrivals[0][0] < deltas[0] - 0.05  # run_started came before the remote agent said anything
+    assert "".join(e["text"] for e in events if e["type"] == "text_delta") == "".join(f"chunk-{i} " for i in range(6))
 
 
-def test_after_a_dropped_connection_the_missing_events_are_replayed_then_followed(slow_gateway: str) -> None:
-    with client(slow_gateway) as http:
-        seen: list[dict] = []
-        with http.stream("POST", "/sessions/drop/messages", json={"message": "stream 8 0.1"}) as response:
+def test_after_a_dropped_connection_the_missing_events_are_replayed_then_followed() -> None:
+    """The agent goes on only as the test reads its chunks, so the run can end only if the resumed stream follows it live."""
+    lockstep = Lockstep(chunks=8)
+    with _lockstep_gateway(lockstep) as url, client(url) as http:
+        seen: list[dict[str, Any]] = []
+        with http.stream("POST", "/sessions/drop/messages", json={"message": "go"}) as response:
             run_id = response.headers["x-run-id"]
-            for _, event in timed_lines_until(response, lambda e: e["type"] == "text_delta", count=2):
+            for event in _events(response):
                 seen.append(event)
+                if _lets_the_agent_go_on(event):
+                    lockstep.seen()
+                if [e["type"] for e in seen].count("text_delta") == 2:
+                    break  # leaving the block drops the connection mid-run
         runs = {r["run_id"]: r for r in http.get("/runs").json()["runs"]}
         assert runs[run_id]["closed"] is False  # the run went on without its client
         last = seen[-1]["seq"]
+        rest: list[dict[str, Any]] = []
         with http.stream("GET", f"/runs/{run_id}/events", params={"after_seq": last, "follow": 1}) as resumed:
-            rest = timed_lines(resumed)
-    events = seen + [event for _, event in rest]
+            for event in _events(resumed):
+                rest.append(event)
+                if _lets_the_agent_go_on(event):
+                    lockstep.seen()
+    events = seen + rest
     assert [event["seq"] for event in events] == list(range(len(events)))  # no gap, no duplicate
     assert events[-1]["type"] == "run_completed"
     assert "".join(e["text"] for e in events if e["type"] == "text_delta") == "".join(f"chunk-{i} " for i in range(8))
-    assert rest[-1][0] - rest[0][0] >= 0.2  # the tail was followed live, not read after the fact
-
-
-def timed_lines_until(
-    response: httpx.Response, wanted: Callable[[dict[str, Any]], bool], count: int
-) -> list[tuple[float, dict[str, Any]]]:
-    """Read lines until ``count`` of them matched ``wanted``; the rest stay unread (the connection is dropped)."""
-    out: list[tuple[float, dict[str, Any]]] = []
-    matched = 0
-    for line in response.iter_lines():
-        if not line:
-            continue
-        event = orjson.loads(line)
-        out.append((time.monotonic(), event))
-        matched += wanted(event)
-        if matched >= count:
-            break
-    return out
 
 
 @pytest.fixture(scope="module")

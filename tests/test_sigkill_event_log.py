@@ -13,6 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from waiting import until
 
 from gateway.event_log import SQLiteEventLog
 from gateway.event_log.base import INTERRUPTED
@@ -117,10 +118,11 @@ def test_a_run_cut_off_by_a_kill_is_closed_by_the_next_log_and_its_follower_ends
                 async for event in log.follow("killed-run"):
                     followed.append(event.type)
 
-            with anyio.fail_after(5):
+            stored = len(await log.read("killed-run"))
+            with anyio.fail_after(10):
                 async with anyio.create_task_group() as task_group:
                     task_group.start_soon(follow)
-                    await anyio.sleep(0.1)
+                    await until(lambda: len(followed) == stored, "the follower to catch up and wait for more")
                     assert await log.close_abandoned_runs() == ["killed-run"]
             assert followed[-1] == "run_failed" and followed[0] == "agent_tool_invoked"
             last = (await log.read("killed-run"))[-1]

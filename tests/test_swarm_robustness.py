@@ -122,7 +122,7 @@ async def test_cancelling_a_turn_mid_tool_releases_the_session_and_records_the_f
         await started.wait()
         group.cancel_scope.cancel()
     assert await _last_event(runner) == "run_failed"
-    with anyio.fail_after(2):
+    with anyio.fail_after(10):
         response = await runner.run_async("s", "two")
     assert response.content == "second turn"
     session = await runner.session_store.load("s")
@@ -156,15 +156,15 @@ async def test_a_remote_member_that_falls_silent_times_out_and_frees_the_session
         silent = await runner.register_remote(uri)
         silent.streaming, silent.timeout_s, silent.idle_timeout_s = streaming, 0.3, 0.3
         triage.add_handoff(silent)
-        with anyio.fail_after(5), pytest.raises(AgentToolTimeout) as caught:
+        with anyio.fail_after(10), pytest.raises(AgentToolTimeout) as caught:
             await runner.run_async("s", "help")
         assert caught.value.reason == ("idle_timeout" if streaming else "timeout")
         assert await _last_event(runner) == "run_failed"
         session = await runner.session_store.load("s")
         assert (session.active_agent, session.history) == (None, [{"role": "user", "content": "help"}])
-        with anyio.fail_after(2):  # the remote task is cancelled in both modes (the runner mints its id)
+        with anyio.fail_after(10):  # the remote task is cancelled in both modes (the runner mints its id)
             await cancelled.wait()
-        with anyio.fail_after(2):
+        with anyio.fail_after(10):
             triage.remove_handoff("silent")
             assert (await runner.run_async("s", "hello")).content == "Front desk."
 

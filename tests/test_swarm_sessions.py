@@ -5,12 +5,13 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from waiting import DEADLINE_S, until
 
 from gateway import Agent, MemorySessionStore, Runner, SessionConflictError, SQLiteSessionStore, tool
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
@@ -149,7 +150,8 @@ async def test_two_turns_on_one_session_in_one_process_queue_up_and_both_land(st
     async with anyio.create_task_group() as group:
         group.start_soon(runner.run_async, "shared", "one")
         group.start_soon(runner.run_async, "shared", "two")
-        await anyio.sleep(0.05)
+        await until(lambda: started != [], "a turn to reach its tool")
+        await anyio.wait_all_tasks_blocked()  # the other turn waits too, on the session
         assert len(started) == 1
         release.set()
     session = await store.load("shared")
@@ -174,13 +176,9 @@ async def test_two_processes_racing_on_one_session_never_lose_an_update_silently
 
     async with anyio.create_task_group() as group:
         group.start_soon(turn, runners[0], "one")
-        with anyio.fail_after(10):
-            while started != ["one"]:
-                await anyio.sleep(0.01)
+        await until(lambda: started == ["one"], "the first turn to reach its tool")
         group.start_soon(turn, runners[1], "two")
-        with anyio.fail_after(10):
-            while started != ["one", "two"]:
-                await anyio.sleep(0.01)
+        await until(lambda: started == ["one", "two"], "the second turn to reach its tool")
         release.set()
     assert isinstance(outcomes["one"], SessionConflictError)
     assert outcomes["two"].content == "finished two done"
@@ -195,6 +193,12 @@ async def test_two_processes_racing_on_one_session_never_lose_an_update_silently
 async def test_closing_a_sqlite_store_does_not_block_the_event_loop(tmp_path: Path) -> None:
     store = SQLiteSessionStore(tmp_path / "s.db")
     ticks = 0
+    in_call, release = threading.Event(), threading.Event()
+
+    def held(conn: object) -> None:
+        """A call in the middle of waiting on the file, until the test lets it go."""
+        in_call.set()
+        release.wait(DEADLINE_S)
 
     async def tick() -> None:
         nonlocal ticks
@@ -202,17 +206,19 @@ async def test_closing_a_sqlite_store_does_not_block_the_event_loop(tmp_path: Pa
             await anyio.sleep(0.01)
             ticks += 1
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(tick)
-        group.start_soon(store._db.run, lambda conn: time.sleep(0.6))  # a call in the middle of waiting on the file
-        await anyio.sleep(0.05)
-        group.start_soon(store.close)
-        await anyio.sleep(0.3)
-        assert ticks >= 5  # the loop kept running while close waited for the call
-        assert not store._db.closed
-        with anyio.fail_after(2):
-            while not store._db.closed:
-                await anyio.sleep(0.01)
-        group.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(tick)
+            group.start_soon(store._db.run, held)
+            await until(in_call.is_set, "the held call to start")
+            group.start_soon(store.close)
+            ticks_at_close = ticks
+            await until(lambda: ticks >= ticks_at_close + 5, "the loop to keep running while close waits")
+            assert not store._db.closed, "close waits for the call before it"
+            release.set()
+            await until(lambda: store._db.closed, "close to finish once the call is done")
+            group.cancel_scope.cancel()
+    finally:
+        release.set()
 
 
