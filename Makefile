@@ -16,7 +16,10 @@ demo: $(STAMP)
 	$(BIN)/python -m examples.demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -n 4
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all

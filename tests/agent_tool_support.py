@@ -16,14 +16,14 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from agent_server import create_app
-from agent_server.testing import Probe, scripted_agent
 from servers import serve_app
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from agent_server import create_app
+from agent_server.testing import Probe, scripted_agent
 from gateway import Gateway
 from gateway.events import Event
 
@@ -62,7 +62,9 @@ def status(task_id: str, seq: int, state: str, *, final: bool = False, cost: flo
 
 def artifact(task_id: str, seq: int, text: str, cost: float = 0.0) -> bytes:
     part = {"type": "text", "text": text}
-    return line({"seq": seq, "id": task_id, "type": "artifact", "artifact": {"parts": [part], "append": True}, "cost_usd": cost})
+    return line(
+        {"seq": seq, "id": task_id, "type": "artifact", "artifact": {"parts": [part], "append": True}, "cost_usd": cost}
+    )
 
 
 class FaultyAgent:
@@ -128,7 +130,9 @@ class FaultyAgent:
             yield line({"raw": "legit"})
             yield status(task_id, 2, "completed", final=True)
         elif command in ("text_cost", "negative_cost"):
-            yield artifact(task_id, 2, "costly").replace(b'"cost_usd":0.0', b'"cost_usd":' + (b'"free"' if command == "text_cost" else b"-1"))
+            yield artifact(task_id, 2, "costly").replace(
+                b'"cost_usd":0.0', b'"cost_usd":' + (b'"free"' if command == "text_cost" else b"-1")
+            )
             yield status(task_id, 3, "completed", final=True)
         elif command == "final_cost":
             yield status(task_id, 2, "completed", final=True, cost=1.0)

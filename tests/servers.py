@@ -39,7 +39,9 @@ def serve_app(
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, name=f"uvicorn-{port}", daemon=True)
     try:
         thread.start()
-        wait_until(lambda: server.started or not thread.is_alive(), f"uvicorn to start on port {port}", startup_timeout_s)
+        wait_until(
+            lambda: server.started or not thread.is_alive(), f"uvicorn to start on port {port}", startup_timeout_s
+        )
         if not server.started:
             raise RuntimeError(f"uvicorn did not start on port {port}")
         yield f"http://127.0.0.1:{port}"
@@ -48,4 +50,6 @@ def serve_app(
         thread.join(timeout=STOP_TIMEOUT_S)
         listener.close()
     if thread.is_alive():
-        raise RuntimeError(f"uvicorn on port {port} did not stop within {STOP_TIMEOUT_S:g} s: a request is still running")
+        raise RuntimeError(
+            f"uvicorn on port {port} did not stop within {STOP_TIMEOUT_S:g} s: a request is still running"
+        )

@@ -148,7 +148,9 @@ async def test_resubscribe_plain_and_enveloped(client: httpx.AsyncClient) -> Non
     assert await _lines(client, "/tasks/resubscribe", {"id": "rs1", "afterSeq": 4}) == []
 
 
-async def test_agent_card_from_request_url_or_public_url(client: httpx.AsyncClient, base_url: str, small_url: str) -> None:
+async def test_agent_card_from_request_url_or_public_url(
+    client: httpx.AsyncClient, base_url: str, small_url: str
+) -> None:
     card = (await client.get("/.well-known/agent.json")).json()
     assert card["name"] == "scripted" and card["url"] == base_url
     assert card["description"].startswith("Does what") and card["capabilities"]["streaming"] is True
@@ -159,7 +161,9 @@ async def test_agent_card_from_request_url_or_public_url(client: httpx.AsyncClie
 # ---- content types
 
 
-@pytest.mark.parametrize("content_type", ["application/json", "application/json; charset=utf-8", "application/vnd.a2a+json"])
+@pytest.mark.parametrize(
+    "content_type", ["application/json", "application/json; charset=utf-8", "application/vnd.a2a+json"]
+)
 async def test_json_content_types_are_accepted(client: httpx.AsyncClient, content_type: str) -> None:
     body = b'{"message":{"parts":[{"text":"echo ok"}]}}'
     response = await client.post("/tasks/send", content=body, headers={"content-type": content_type})
@@ -173,7 +177,9 @@ async def test_other_content_types_get_415(client: httpx.AsyncClient, content_ty
     _assert_error(response, 415, -32005, content_type, "application/json")
 
 
-async def test_a_body_without_a_content_type_gets_415_since_any_web_page_could_send_it(client: httpx.AsyncClient) -> None:
+async def test_a_body_without_a_content_type_gets_415_since_any_web_page_could_send_it(
+    client: httpx.AsyncClient,
+) -> None:
     response = await client.post("/tasks/send", content=b'{"message":{"parts":[{"text":"echo ok"}]}}')
     assert "content-type" not in response.request.headers
     _assert_error(response, 415, -32005, "without a Content-Type header", "application/json")
@@ -264,13 +270,17 @@ def _read_response(sock: socket.socket) -> bytes:
     while b"\r\n\r\n" not in answer:
         answer += sock.recv(65536)
     head, _, body = answer.partition(b"\r\n\r\n")
-    length = int(next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")).split(b":")[1])
+    length = int(
+        next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")).split(b":")[1]
+    )
     while len(body) < length:
         body += sock.recv(65536)
     return head + b"\r\n\r\n" + body
 
 
-async def test_a_client_that_leaves_mid_body_is_refused_not_logged_as_a_failure(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_client_that_leaves_mid_body_is_refused_not_logged_as_a_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """The connection closes before the declared body is in: a 400 nobody reads, not a 500 with a traceback."""
     app = create_app(scripted_agent())
     messages = [{"type": "http.request", "body": b'{"message": ', "more_body": True}]
@@ -283,8 +293,17 @@ async def test_a_client_that_leaves_mid_body_is_refused_not_logged_as_a_failure(
         sent.append(message)
 
     headers = [(b"content-type", b"application/json"), (b"content-length", b"100")]
-    scope = {"type": "http", "method": "POST", "path": "/tasks/send", "raw_path": b"/tasks/send", "query_string": b"",
-             "headers": headers, "http_version": "1.1", "scheme": "http", "root_path": ""}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/tasks/send",
+        "raw_path": b"/tasks/send",
+        "query_string": b"",
+        "headers": headers,
+        "http_version": "1.1",
+        "scheme": "http",
+        "root_path": "",
+    }
     await app(scope, receive, send)
     assert sent[0]["status"] == 400
     assert b"went away before sending the whole body" in sent[1]["body"]
@@ -344,7 +363,9 @@ async def test_twenty_streams_at_once_stay_isolated(client: httpx.AsyncClient) -
     results: dict[int, list[dict[str, Any]]] = {}
 
     async def one(i: int) -> None:
-        results[i] = await _lines(client, "/tasks/sendSubscribe", _send_body(f"stream {i % 3 + 2} 0.02 0.{i:02d}", f"c{i}"))
+        results[i] = await _lines(
+            client, "/tasks/sendSubscribe", _send_body(f"stream {i % 3 + 2} 0.02 0.{i:02d}", f"c{i}")
+        )
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
@@ -373,10 +394,10 @@ async def test_deeply_nested_json_is_refused_and_never_breaks_a_task(client: htt
         _assert_error(await client.get(f"/tasks/deep{depth}"), 404, -32001)
     ok = b'{"a":' * 40 + b"1" + b"}" * 40
     fine = await client.post(
-            "/tasks/send",
-            content=b'{"message":{"parts":[{"text":"echo ok"},{"type":"data","data":%s}]}}' % ok,
-            headers={"content-type": "application/json"},
-        )
+        "/tasks/send",
+        content=b'{"message":{"parts":[{"text":"echo ok"},{"type":"data","data":%s}]}}' % ok,
+        headers={"content-type": "application/json"},
+    )
     assert fine.status_code == 200
     assert (await client.get(f"/tasks/{fine.json()['id']}")).status_code == 200
 
@@ -390,7 +411,9 @@ async def test_deeply_nested_json_is_refused_and_never_breaks_a_task(client: htt
         (b"null", "got null"),
     ],
 )
-async def test_a_body_that_is_not_an_object_says_what_it_got(client: httpx.AsyncClient, body: bytes, fragment: str) -> None:
+async def test_a_body_that_is_not_an_object_says_what_it_got(
+    client: httpx.AsyncClient, body: bytes, fragment: str
+) -> None:
     response = await client.post("/tasks/send", content=body, headers={"content-type": "application/json"})
     _assert_error(response, 400, -32600, "must be a JSON object", fragment)
 

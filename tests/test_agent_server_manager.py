@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from waiting import until
 
@@ -61,7 +62,7 @@ async def _manager(handler: Any = None, **options: Any) -> AsyncIterator[TaskMan
 
 
 async def _collect(events: AsyncIterator[StreamEvent]) -> list[StreamEvent]:
-    async with aclosing(events) as stream:  # type: ignore[type-var]
+    async with aclosing(events) as stream:
         return [event async for event in stream]
 
 
@@ -223,7 +224,7 @@ async def test_a_send_to_a_working_or_finished_task_is_refused_with_409() -> Non
         first = await manager.send(_send("echo one", "busy"))
         with pytest.raises(ProtocolError) as finished:
             await manager.send(_send("echo two", "busy"))
-        async with aclosing(manager.subscribe(_send("sleep 30", "running"))) as events:  # type: ignore[type-var]
+        async with aclosing(manager.subscribe(_send("sleep 30", "running"))) as events:
             await events.__anext__()
             with pytest.raises(ProtocolError) as working:
                 await manager.send(_send("echo again", "running"))
@@ -239,7 +240,7 @@ async def test_leaving_running_cancels_tasks_and_they_end_canceled() -> None:
     store = MemoryTaskStore()
     with anyio.fail_after(10):
         async with _manager(probe=probe, store=store) as manager:
-            async with aclosing(manager.subscribe(_send("sleep 30", "s1"))) as events:  # type: ignore[type-var]
+            async with aclosing(manager.subscribe(_send("sleep 30", "s1"))) as events:
                 await events.__anext__()
     task = await store.load_task("s1")
     assert task is not None and task.status.state is TaskState.CANCELED
@@ -250,7 +251,7 @@ async def test_leaving_running_cancels_tasks_and_they_end_canceled() -> None:
 
 async def test_closing_a_stream_early_leaves_the_task_running() -> None:
     async with _manager() as manager:
-        async with aclosing(manager.subscribe(_send("stream 5 0.01", "k1"))) as events:  # type: ignore[type-var]
+        async with aclosing(manager.subscribe(_send("stream 5 0.01", "k1"))) as events:
             await events.__anext__()
         with anyio.fail_after(10):
             rest = await _collect(await manager.resubscribe("k1", after_seq=0))
@@ -261,7 +262,7 @@ async def test_closing_a_stream_early_leaves_the_task_running() -> None:
 async def test_with_cancel_on_disconnect_closing_the_stream_cancels_the_task() -> None:
     probe = Probe()
     async with _manager(probe=probe, cancel_on_disconnect=True) as manager:
-        async with aclosing(manager.subscribe(_send("sleep 30", "d1"))) as events:  # type: ignore[type-var]
+        async with aclosing(manager.subscribe(_send("sleep 30", "d1"))) as events:
             await events.__anext__()
         await until(
             lambda: _state_is_not(manager, "d1", TaskState.WORKING), "the dropped stream's task to stop working"
@@ -272,7 +273,7 @@ async def test_with_cancel_on_disconnect_closing_the_stream_cancels_the_task() -
 
 async def test_resubscribe_mid_run_gives_stored_then_live_events_without_gap_or_duplicate() -> None:
     async with _manager() as manager:
-        async with aclosing(manager.subscribe(_send("stream 8 0.01", "r1"))) as events:  # type: ignore[type-var]
+        async with aclosing(manager.subscribe(_send("stream 8 0.01", "r1"))) as events:
             head = [await events.__anext__() for _ in range(3)]
         tail = await _collect(await manager.resubscribe("r1", after_seq=head[-1].seq))
         everything = await _collect(await manager.resubscribe("r1"))
@@ -316,7 +317,7 @@ async def test_many_tasks_run_concurrently_and_stay_isolated() -> None:
         await all_started.wait()
         count, cost = ctx.text.split()
         for k in range(int(count)):
-            await anyio.sleep(0)  # the other tasks' chunks come in between
+            await anyio.lowlevel.checkpoint()  # the other tasks' chunks come in between
             yield TextChunk(f"chunk-{k} ", cost_usd=float(cost))
 
     async with _manager(together) as manager:
@@ -393,8 +394,8 @@ async def test_the_researcher_example_streams_at_a_steady_pace_and_stops_promptl
     async with _manager(make_researcher(chunks=1000, interval_s=interval, cost_per_chunk_usd=0.01)) as manager:
         with anyio.fail_after(10):  # 1000 chunks take 20 s: only the cancel ends the task this soon
             subscribed = anyio.current_time()
-            async with aclosing(manager.subscribe(_send("tides", "res"))) as events:  # type: ignore[type-var]
-                async for event in events:
+            async with aclosing(manager.subscribe(_send("tides", "res"))) as events:
+                async for _ in events:
                     arrivals.append(anyio.current_time())
                     if len(arrivals) == 6:
                         task = await manager.cancel("res")
@@ -417,7 +418,7 @@ async def test_an_agent_that_swallows_cancellation_still_gets_canceled() -> None
             yield "still here"
 
     async with _manager(stubborn) as manager:
-        async with aclosing(manager.subscribe(_send("go", "st"))) as events:  # type: ignore[type-var]
+        async with aclosing(manager.subscribe(_send("go", "st"))) as events:
             await events.__anext__()
             with anyio.fail_after(10):
                 task = await manager.cancel("st")
@@ -449,7 +450,7 @@ async def test_an_agent_result_nested_too_deep_fails_the_task_and_it_stays_reada
 async def test_resubscribe_refuses_an_after_seq_past_the_last_event_before_any_event() -> None:
     async with _manager() as manager:
         await manager.send(_send("echo x", "p1"))
-        async with aclosing(manager.subscribe(_send("sleep 30", "p2"))) as events:  # type: ignore[type-var]
+        async with aclosing(manager.subscribe(_send("sleep 30", "p2"))) as events:
             await events.__anext__()
             with anyio.fail_after(10):
                 with pytest.raises(ProtocolError) as running:
@@ -477,7 +478,7 @@ async def test_an_async_generator_that_swallows_the_cancel_and_returns_still_end
             return  # the mistake: not re-raising
 
     async with _manager(quitter) as manager:
-        async with aclosing(manager.subscribe(_send("go", "q1"))) as events:  # type: ignore[type-var]
+        async with aclosing(manager.subscribe(_send("go", "q1"))) as events:
             await events.__anext__()
             await events.__anext__()  # "started"
             with anyio.fail_after(10):
@@ -501,7 +502,7 @@ async def test_an_agent_that_swallows_the_shutdown_cancel_still_ends_canceled() 
     store = MemoryTaskStore()
     with anyio.fail_after(10):
         async with _manager(quitter, store=store) as manager:
-            async with aclosing(manager.subscribe(_send("go", "q2"))) as events:  # type: ignore[type-var]
+            async with aclosing(manager.subscribe(_send("go", "q2"))) as events:
                 await events.__anext__()
                 await events.__anext__()
     task = await store.load_task("q2")
@@ -530,9 +531,9 @@ def _left_to_the_finalizer() -> Iterator[list[str]]:
 async def test_closing_streams_early_closes_the_inner_generators_too() -> None:
     with _left_to_the_finalizer() as unclosed:
         async with _manager() as manager:
-            async with aclosing(manager.subscribe(_send("stream 50 0.01", "c1"))) as events:  # type: ignore[type-var]
+            async with aclosing(manager.subscribe(_send("stream 50 0.01", "c1"))) as events:
                 await events.__anext__()
-            async with aclosing(await manager.resubscribe("c1", after_seq=-1)) as events:  # type: ignore[type-var]
+            async with aclosing(await manager.resubscribe("c1", after_seq=-1)) as events:
                 for _ in range(3):
                     await events.__anext__()
             await manager.cancel("c1")

@@ -14,7 +14,7 @@ import pytest
 
 from agent_server import MemoryTaskStore, SQLiteTaskStore, StoreFull, TaskStore, open_store
 from agent_server.stores import SQLiteDatabase, StoreSpec, parse_store_spec
-from protocol import ArtifactEvent, Artifact, StatusEvent, Task, TaskState, TaskStatus, TextPart
+from protocol import Artifact, ArtifactEvent, StatusEvent, Task, TaskState, TaskStatus, TextPart
 
 pytestmark = pytest.mark.anyio
 
@@ -177,7 +177,7 @@ async def test_open_store_specs(tmp_path: Path) -> None:
     await store.aclose()
     assert isinstance(store, SQLiteTaskStore) and store.path == tmp_path / "x.db"
     for bad in ("redis://x", "sqlite:", ""):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="store"):
             open_store(bad)
 
 
@@ -221,7 +221,9 @@ async def test_a_busy_sqlite_store_queues_calls_without_taking_the_shared_worker
             for n in range(50):
                 task_group.start_soon(store.save_task, _task(f"t{n}"))
             try:
-                await anyio.wait_all_tasks_blocked()  # one save waits on SQLite's busy timeout, the rest queue behind it
+                await (
+                    anyio.wait_all_tasks_blocked()
+                )  # one save waits on SQLite's busy timeout, the rest queue behind it
                 borrowed = limiter.borrowed_tokens
                 with anyio.move_on_after(3) as waited:  # well inside the 5 s busy timeout that holds the saves
                     await anyio.to_thread.run_sync(lambda: "a sync tool")
@@ -251,9 +253,8 @@ def test_parse_store_spec_is_the_one_parser_of_store_specs(tmp_path: Path) -> No
 def test_a_sqlite_database_that_cannot_be_set_up_closes_its_connection(tmp_path: Path) -> None:
     not_a_database = tmp_path / "notes.db"
     not_a_database.write_text("hello, not a database")
-    with _tracked_connections() as opened:
-        with pytest.raises(sqlite3.DatabaseError):
-            SQLiteDatabase(not_a_database, schema="CREATE TABLE t (x)")
+    with _tracked_connections() as opened, pytest.raises(sqlite3.DatabaseError):
+        SQLiteDatabase(not_a_database, schema="CREATE TABLE t (x)")
     assert len(opened) == 1 and _is_closed(opened[0])
 
 

@@ -149,7 +149,9 @@ async def test_input_required_then_resume_on_the_same_task_id(client: httpx.Asyn
 
 
 async def test_a_handoff_line_and_metadata_handoff(client: httpx.AsyncClient) -> None:
-    async with client.stream("POST", "/tasks/sendSubscribe", json=_send_body("handoff billing unpaid", "ho")) as response:
+    async with client.stream(
+        "POST", "/tasks/sendSubscribe", json=_send_body("handoff billing unpaid", "ho")
+    ) as response:
         lines = [line async for line in _lines(response)]
     _assert_contiguous(lines)
     assert [line["type"] for line in lines] == ["status", "artifact", "handoff", "status"]
@@ -209,8 +211,12 @@ async def test_sync_and_streaming_agent_tools_get_the_same_artifacts_as_the_task
             gateway.add_agent_tool("streaming", uri, mode="streaming")
             sync = await gateway.call_tool("sync", "go", run_id="r-sync")
             streamed = await gateway.call_tool("streaming", "go", run_id="r-stream")
-    assert streamed.artifacts == sync.artifacts == [
-        Artifact(index=0, parts=[TextPart(text="ab"), DataPart(data={"n": 1}), TextPart(text="c")]),
-        Artifact(index=1, name="notes", last_chunk=True, parts=[TextPart(text="xy")]),
-        Artifact(index=2, parts=[TextPart(text="final")]),
-    ]
+    assert (
+        streamed.artifacts
+        == sync.artifacts
+        == [
+            Artifact(index=0, parts=[TextPart(text="ab"), DataPart(data={"n": 1}), TextPart(text="c")]),
+            Artifact(index=1, name="notes", last_chunk=True, parts=[TextPart(text="xy")]),
+            Artifact(index=2, parts=[TextPart(text="final")]),
+        ]
+    )

@@ -11,14 +11,22 @@ import time
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 
-import pytest
 import httpx
 import orjson
+import pytest
 import respx
 from agent_tool_support import FaultyAgent, call_events, finalized_async_generators, progress_texts, types_of
 from servers import serve_app
 
-from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionError, PeerHTTPError, PeerProtocolError, PeerLimits
+from gateway import (
+    AgentToolTimeout,
+    BudgetExceeded,
+    Gateway,
+    PeerConnectionError,
+    PeerHTTPError,
+    PeerLimits,
+    PeerProtocolError,
+)
 from gateway.event_log import MemoryEventLog
 from gateway.events import Event
 
@@ -119,7 +127,9 @@ async def test_a_50_mb_line_fails_the_call_with_cancel_and_memory_stays_near_the
     assert progress_texts(events) == ["partial "]
     terminated = events[-1].fields
     assert events[-1].type == "agent_tool_terminated" and terminated["reason"] == "line_too_long"
-    assert LINE_LIMIT < terminated["line_bytes"] < 2 * LINE_LIMIT, "cut as the line crossed the limit, not read to its end"
+    assert LINE_LIMIT < terminated["line_bytes"] < 2 * LINE_LIMIT, (
+        "cut as the line crossed the limit, not read to its end"
+    )
     assert terminated["cancel_acknowledged"] is True
     assert caught.value.partial.task_id in agent.canceled
 
@@ -147,7 +157,9 @@ async def test_a_cancel_the_peer_answers_late_or_with_an_error_is_not_acknowledg
         started = time.monotonic()
         with pytest.raises(AgentToolTimeout) as caught:
             await gateway.call_tool("silent", command, run_id="r")
-        assert time.monotonic() - started < 10, "idle timeout, then at most the cancel's own deadline, not the 30 s answer"
+        assert time.monotonic() - started < 10, (
+            "idle timeout, then at most the cancel's own deadline, not the 30 s answer"
+        )
         assert caught.value.partial is not None and caught.value.partial.text == "partial "
         assert caught.value.partial.task_id in agent.canceled
         events = await call_events(gateway, "r")

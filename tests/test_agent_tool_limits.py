@@ -14,8 +14,7 @@ from functools import partial
 
 import anyio
 import pytest
-from agent_tool_support import PROBE, call_events, progress_texts, silent_server, types_of
-from agent_tool_support import agent, scripted_url  # noqa: F401 (fixtures)
+from agent_tool_support import PROBE, agent, call_events, progress_texts, scripted_url, silent_server, types_of  # noqa: F401 (fixtures)
 from servers import free_port
 
 from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionError, PeerLimits
@@ -23,7 +22,9 @@ from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionErr
 pytestmark = pytest.mark.anyio
 
 
-async def test_idle_timeout_ends_the_call_promptly_and_the_remote_task_ends_canceled(agent: tuple[Gateway, str]) -> None:
+async def test_idle_timeout_ends_the_call_promptly_and_the_remote_task_ends_canceled(
+    agent: tuple[Gateway, str],
+) -> None:
     gateway, uri = agent
     idle = 0.3
     gateway.add_agent_tool("sleeper", uri, mode="streaming", streaming={"idle_timeout_secs": idle})
@@ -46,11 +47,11 @@ async def test_idle_timeout_ends_the_call_promptly_and_the_remote_task_ends_canc
 
 async def test_a_stream_that_keeps_talking_outlives_the_idle_timeout_and_timeout_ms(agent: tuple[Gateway, str]) -> None:
     gateway, uri = agent
-    gateway.add_agent_tool("talker", uri, mode="streaming", timeout_ms=300, streaming={"idle_timeout_secs": 0.5})
+    gateway.add_agent_tool("talker", uri, mode="streaming", timeout_ms=300, streaming={"idle_timeout_secs": 1.5})
     started = time.monotonic()
-    result = await gateway.call_tool("talker", "stream 10 0.1 0")  # a line every 0.1 s: 5 times within the idle timeout
-    assert time.monotonic() - started >= 0.9, "ten lines 0.1 s apart: well past the idle timeout and timeout_ms"
-    assert result.state == "completed" and result.text.count("chunk-") == 10
+    result = await gateway.call_tool("talker", "stream 20 0.1 0")  # a line every 0.1 s: 15 within the idle timeout
+    assert time.monotonic() - started >= 1.9, "20 lines 0.1 s apart: well past the idle timeout and timeout_ms"
+    assert result.state == "completed" and result.text.count("chunk-") == 20
 
 
 async def test_budget_stops_on_the_chunk_that_crosses_it_and_the_remote_task_ends_canceled(

@@ -8,10 +8,9 @@ from __future__ import annotations
 import gc
 
 import pytest
-from agent_server.testing import scripted_agent
-from agent_tool_support import call_events, finalized_async_generators, progress_texts, types_of
-from agent_tool_support import agent, scripted_url  # noqa: F401 (fixtures)
+from agent_tool_support import agent, call_events, finalized_async_generators, progress_texts, scripted_url, types_of  # noqa: F401 (fixtures)
 
+from agent_server.testing import scripted_agent
 from gateway import (
     AgentTaskFailed,
     AgentToolResult,
@@ -30,7 +29,9 @@ from protocol import Message
 pytestmark = pytest.mark.anyio
 
 
-async def test_sync_returns_the_tasks_whole_output_and_records_invoked_then_completed(agent: tuple[Gateway, str]) -> None:
+async def test_sync_returns_the_tasks_whole_output_and_records_invoked_then_completed(
+    agent: tuple[Gateway, str],
+) -> None:
     gateway, uri = agent
     gateway.add_agent_tool("writer", uri)
     result = await gateway.call_tool("writer", "stream 3 0.001 0.01", run_id="r-sync")
@@ -77,7 +78,12 @@ async def test_conversational_keeps_one_task_and_session_and_stops_at_completed(
     assert result.text == "what colour?\ngot: what colour?", "each reply is the next turn's input"
     task = await gateway.peer(uri).get(result.task_id or "")
     assert task.session_id == result.session_id
-    assert [m.text for m in task.history or []] == ["ask what colour?", "what colour?", "what colour?", "got: what colour?"]
+    assert [m.text for m in task.history or []] == [
+        "ask what colour?",
+        "what colour?",
+        "what colour?",
+        "got: what colour?",
+    ]
     events = await call_events(gateway, "r-conv")
     assert types_of(events) == ["invoked", "progress", "progress", "completed"]
     turns = [(e.fields["turn"], e.fields["state"], e.fields["text"]) for e in events if e.type == "agent_tool_progress"]
@@ -155,7 +161,9 @@ async def test_an_agent_that_fails_fails_the_call_with_its_message(agent: tuple[
         assert types_of(events)[-1] == "error" and events[-1].fields["reason"] == "task_failed"
 
 
-async def test_inside_a_run_the_tool_records_into_the_current_run_and_serves_a_model(agent: tuple[Gateway, str]) -> None:
+async def test_inside_a_run_the_tool_records_into_the_current_run_and_serves_a_model(
+    agent: tuple[Gateway, str],
+) -> None:
     gateway, uri = agent
     tool = gateway.add_agent_tool("echoer", uri, description="Echoes.")
     assert isinstance(tool, Tool)
@@ -213,7 +221,6 @@ async def test_an_unregistered_local_agent_is_a_recorded_connection_error() -> N
         assert caught.value.reason == "connection_error"
         events = await gateway.event_log.read("r-ghost")
         assert [e.type for e in events] == ["agent_tool_invoked", "agent_tool_error"]
-
 
 
 async def test_a_stream_closes_the_generators_it_opens(agent: tuple[Gateway, str]) -> None:

@@ -17,7 +17,9 @@ from gateway.config import load_config
 from gateway.service import create_gateway_app
 
 ADMIN, ALICE, BOB = "admin-secret", "alice-secret", "bob-secret"
-TOKENS = TokenTable({ADMIN: Principal("ops", "admin"), ALICE: Principal("alice", "chat"), BOB: Principal("bob", "chat")})
+TOKENS = TokenTable(
+    {ADMIN: Principal("ops", "admin"), ALICE: Principal("alice", "chat"), BOB: Principal("bob", "chat")}
+)
 PUBLIC = {("GET", "/health"), ("GET", "/.well-known/agent.json")}
 
 
@@ -139,7 +141,9 @@ def test_tasks_of_the_gateways_own_binding_belong_to_their_token_too(gateway: st
         httpx.Client(base_url=gateway, timeout=10, headers=_as(ALICE)) as alice,
         httpx.Client(base_url=gateway, timeout=10, headers=_as(BOB)) as bob,
     ):
-        sent = alice.post("/tasks/send", json={"id": "alice-task", "sessionId": "alice-chat", "message": {"parts": [{"text": "hi"}]}})
+        sent = alice.post(
+            "/tasks/send", json={"id": "alice-task", "sessionId": "alice-chat", "message": {"parts": [{"text": "hi"}]}}
+        )
         assert sent.status_code == 200 and sent.json()["status"]["state"] == "completed", sent.text
         assert alice.get("/tasks/alice-task").status_code == 200
         assert error_of(bob.get("/tasks/alice-task"))["code"] == -32001
@@ -168,7 +172,12 @@ def test_the_admin_token_comes_from_the_environment_and_named_tokens_from_the_co
     with serve_app(app) as url, httpx.Client(base_url=url, timeout=10) as http:
         assert http.get("/agents").status_code == 401
         assert http.get("/agents", headers=_as("root-token")).status_code == 200
-        assert http.post("/tools", json={"name": "x", "agent": "http://127.0.0.1:9"}, headers=_as("carol-token")).status_code == 403
+        assert (
+            http.post(
+                "/tools", json={"name": "x", "agent": "http://127.0.0.1:9"}, headers=_as("carol-token")
+            ).status_code
+            == 403
+        )
         turn = http.post("/sessions/c/messages", json={"message": "hi"}, headers=_as("carol-token"))
         assert turn.status_code == 200
 
@@ -176,7 +185,9 @@ def test_the_admin_token_comes_from_the_environment_and_named_tokens_from_the_co
 def test_a_named_token_whose_variable_is_unset_stops_the_start(tmp_path: object) -> None:
     config_file = tmp_path / "gateway.toml"  # type: ignore[operator]
     config_file.write_text('[[security.tokens]]\nname = "dave"\ntoken_env = "DAVE_TOKEN_NOT_SET"\n')
-    with pytest.raises(ValueError, match=r"security.tokens\[0\].token_env: the environment variable DAVE_TOKEN_NOT_SET is not set"):
+    with pytest.raises(
+        ValueError, match=r"security.tokens\[0\].token_env: the environment variable DAVE_TOKEN_NOT_SET is not set"
+    ):
         create_gateway_app(load_config(config_file))
 
 
@@ -193,7 +204,9 @@ def test_a_web_page_of_another_origin_is_refused_and_gets_no_cors_headers(script
             assert "allowed_origins" in error_of(response)["message"]
         assert http.get("/tools").json() == {"tools": []}
     with serve_app(create_app(scripted_agent())) as url:
-        refused = httpx.post(f"{url}/tasks/send", json={"message": {"parts": [{"text": "echo x"}]}}, headers={"origin": "null"})
+        refused = httpx.post(
+            f"{url}/tasks/send", json={"message": {"parts": [{"text": "echo x"}]}}, headers={"origin": "null"}
+        )
         assert refused.status_code == 403
 
 

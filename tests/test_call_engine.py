@@ -35,7 +35,9 @@ def faulty() -> Iterator[tuple[FaultyAgent, str]]:
 def _summary(events: list[Event]) -> list[tuple[str, Any, Any]]:
     """The call's events as (type, reason, cancel_sent): what must not depend on who called."""
     return [
-        (e.type, e.fields.get("reason"), e.fields.get("cancel_sent")) for e in events if e.type.startswith("agent_tool_")
+        (e.type, e.fields.get("reason"), e.fields.get("cancel_sent"))
+        for e in events
+        if e.type.startswith("agent_tool_")
     ]
 
 

@@ -50,7 +50,7 @@ def test_sync_prints_the_calls_events_as_ndjson_when_piped(agent_url: str) -> No
 
 
 def test_streaming_lines_come_out_as_the_chunks_arrive() -> None:
-    """The agent makes each chunk only once the command has printed the line before it: flushed one by one, not at exit."""
+    """The agent makes each chunk once the command has printed the line before it: flushed one by one, not at exit."""
     lockstep = Lockstep(chunks=5)
     with agent_server(lockstep.agent()) as url:
         process = subprocess.Popen(
@@ -145,7 +145,17 @@ def test_the_terminal_renderer_rewrites_one_progress_line_then_prints_the_answer
     for index in range(3):
         renderer.event(_progress(index, 0.001 * (index + 1)))
     assert renderer.line().startswith("\\ streaming http://agent · 3 chunks · $0.0030 · ")
-    result = AgentToolResult("c", "call", "http://agent", "streaming", "run_1", state="completed", text="the answer", chunks=3, cost_usd=0.003)
+    result = AgentToolResult(
+        "c",
+        "call",
+        "http://agent",
+        "streaming",
+        "run_1",
+        state="completed",
+        text="the answer",
+        chunks=3,
+        cost_usd=0.003,
+    )
     renderer.finish(result, None)
     text = out.getvalue()
     assert text.count("\r\x1b[2K") == 5  # four redraws, one clear before the answer
@@ -158,6 +168,8 @@ def test_the_terminal_renderer_shows_what_arrived_before_a_failure() -> None:
     renderer = ProgressRenderer(out, "http://agent", "streaming")
     renderer.event(_progress(0, 0.002))
     error = BudgetExceeded(0.004, 0.003)
-    error.partial = AgentToolResult("c", "call", "http://agent", "streaming", "run_1", text="partial ", chunks=1, cost_usd=0.004)
+    error.partial = AgentToolResult(
+        "c", "call", "http://agent", "streaming", "run_1", text="partial ", chunks=1, cost_usd=0.004
+    )
     renderer.finish(None, error)
     assert "partial \n[budget_exceeded · 1 chunks · $0.0040 · " in out.getvalue()

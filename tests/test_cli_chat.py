@@ -40,7 +40,12 @@ def _chat(gateway_url: str, stdin: str, *extra: str) -> subprocess.CompletedProc
 
 
 def test_chat_shows_the_handoff_and_who_answers_then_quits(gateway_url: str) -> None:
-    done = _chat(gateway_url, "I was charged twice and need a refund\nthanks, one more thing\n/quit\nnever sent\n", "--session", "c1")
+    done = _chat(
+        gateway_url,
+        "I was charged twice and need a refund\nthanks, one more thing\n/quit\nnever sent\n",
+        "--session",
+        "c1",
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "[triage -> billing] I was charged twice and need a refund",

@@ -21,18 +21,20 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def gateway_url() -> Iterator[str]:
     """The scripted remote agent answers first, so ``stream N INTERVAL`` makes a slow run."""
-    with agent_server() as agent_url:
-        with gateway_server(remote_first_service(agent_url)) as url:
-            yield url
+    with agent_server() as agent_url, gateway_server(remote_first_service(agent_url)) as url:
+        yield url
 
 
 def test_follow_prints_a_live_run_from_the_start_until_it_ends() -> None:
     """The remote agent makes each chunk only once the command has printed the line before it (run_started, then
     each delta): the run ends only if the command prints it live."""
     lockstep = Lockstep(chunks=6)
-    with agent_server(lockstep.agent()) as agent_url, gateway_server(
-        remote_first_service(agent_url, "lockstep")
-    ) as url, client(url) as http, http.stream("POST", "/sessions/ev/messages", json={"message": "go"}) as run:
+    with (
+        agent_server(lockstep.agent()) as agent_url,
+        gateway_server(remote_first_service(agent_url, "lockstep")) as url,
+        client(url) as http,
+        http.stream("POST", "/sessions/ev/messages", json={"message": "go"}) as run,
+    ):
         run_id = run.headers["x-run-id"]
         process = subprocess.Popen(
             [sys.executable, "-m", "gateway", "events", run_id, "--follow", "--gateway", url],
@@ -59,7 +61,9 @@ def test_follow_prints_a_live_run_from_the_start_until_it_ends() -> None:
     assert events == streamed  # exactly what the client of the session saw
 
 
-def test_without_follow_it_prints_what_is_stored_from_a_seq(gateway_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_follow_it_prints_what_is_stored_from_a_seq(
+    gateway_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     with client(gateway_url) as http:
         response = http.post("/sessions/ev2/messages", json={"message": "stream 2 0.01"})
         run_id = response.headers["x-run-id"]
@@ -67,7 +71,9 @@ def test_without_follow_it_prints_what_is_stored_from_a_seq(gateway_url: str, ca
     assert main(["events", run_id, "--gateway", gateway_url]) == 0
     assert [orjson.loads(line) for line in capsys.readouterr().out.splitlines()] == stored
     assert main(["events", run_id, "--gateway", gateway_url, "--after-seq", "2"]) == 0
-    assert [orjson.loads(line)["seq"] for line in capsys.readouterr().out.splitlines()] == [e["seq"] for e in stored[3:]]
+    assert [orjson.loads(line)["seq"] for line in capsys.readouterr().out.splitlines()] == [
+        e["seq"] for e in stored[3:]
+    ]
 
 
 def test_an_unknown_run_and_an_unreachable_gateway_exit_1_with_a_message(

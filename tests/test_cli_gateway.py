@@ -54,11 +54,15 @@ def test_it_serves_the_configured_swarm_and_terminates_cleanly(tmp_path: Path) -
             process.kill()
             pytest.fail(f"the gateway did not stop on SIGTERM: {process.communicate()[1]}")
     assert process.returncode == 0, stderr
-    assert f"switchboard gateway 'desk' on http://127.0.0.1:{port}" in stderr and "Application shutdown complete" in stderr
+    assert (
+        f"switchboard gateway 'desk' on http://127.0.0.1:{port}" in stderr and "Application shutdown complete" in stderr
+    )
     assert {p.name for p in (tmp_path / "data").iterdir()} >= {"events.db", "sessions.db"}
 
 
-def test_a_bad_configuration_exits_2_naming_file_key_and_reason(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_configuration_exits_2_naming_file_key_and_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "gateway.toml"
     config.write_text('[[tools]]\nname = "t"\nagent = "http://127.0.0.1:9"\nmode = "fast"\n', encoding="utf-8")
     assert main(["gateway", "--config", str(config)]) == 2
@@ -68,7 +72,9 @@ def test_a_bad_configuration_exits_2_naming_file_key_and_reason(tmp_path: Path, 
     )
 
 
-def test_check_prints_the_effective_configuration(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_prints_the_effective_configuration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     config = tmp_path / "gateway.toml"
     config.write_text("[limits]\nmax_tool_iterations = 4\n", encoding="utf-8")
     monkeypatch.setenv("SWITCHBOARD_PORT", "9400")
@@ -81,7 +87,8 @@ def test_check_prints_the_effective_configuration(tmp_path: Path, capsys: pytest
 def test_an_unreachable_remote_agent_stops_the_start_with_one_clear_line(tmp_path: Path) -> None:
     config = tmp_path / "gateway.toml"
     config.write_text(
-        f'[gateway]\nport = {free_port()}\nstartup_wait_secs = 0.8\n\n[stores]\nsessions = "memory"\nevents = "memory"\n\n'
+        f"[gateway]\nport = {free_port()}\nstartup_wait_secs = 0.8\n\n"
+        '[stores]\nsessions = "memory"\nevents = "memory"\n\n'
         '[[agents]]\nname = "triage"\nhandoffs = ["billing"]\n\n[[agents]]\nname = "billing"\nurl = "http://127.0.0.1:1"\n',
         encoding="utf-8",
     )
@@ -89,7 +96,9 @@ def test_an_unreachable_remote_agent_stops_the_start_with_one_clear_line(tmp_pat
     _, stderr = process.communicate(timeout=20)
     assert process.returncode == 1
     last = stderr.rstrip().splitlines()[-1]
-    assert last.startswith("switchboard gateway: could not start: cannot fetch the agent card from http://127.0.0.1:1: cannot reach")
+    assert last.startswith(
+        "switchboard gateway: could not start: cannot fetch the agent card from http://127.0.0.1:1: cannot reach"
+    )
     assert last.endswith("over 0.8 s)")
     assert "remote agent http://127.0.0.1:1 not reachable yet (attempt 1: " in stderr
 
@@ -138,7 +147,10 @@ def test_a_store_path_under_a_file_exits_2_naming_the_key(
     monkeypatch.setenv(variable, value.format(file=a_file))
     assert main(["gateway", *(["--check"] if check else [])]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"switchboard gateway: invalid configuration:\nconfiguration: {key}: ") and "Traceback" not in err
+    assert (
+        err.startswith(f"switchboard gateway: invalid configuration:\nconfiguration: {key}: ")
+        and "Traceback" not in err
+    )
     assert f"{a_file} is a file, not a directory" in err
 
 
@@ -164,7 +176,9 @@ def test_a_store_that_cannot_be_opened_is_a_config_error_and_closes_what_was_ope
     config = validate_config({"gateway": {"data_dir": str(tmp_path)}})
     with pytest.raises(ConfigError) as caught:
         build_service(config, "gw.toml")
-    assert str(caught.value).startswith("gw.toml: gateway.data_dir: cannot open the events store: cannot open the event log")
+    assert str(caught.value).startswith(
+        "gw.toml: gateway.data_dir: cannot open the events store: cannot open the event log"
+    )
     assert closed == [str(tmp_path / "sessions.db")]
 
 
@@ -195,7 +209,11 @@ def test_the_gateway_refuses_to_serve_a_non_loopback_address_without_a_token(tmp
     env = {key: value for key, value in os.environ.items() if key != "SWITCHBOARD_ADMIN_TOKEN"}
     done = subprocess.run(
         [sys.executable, "-m", "gateway", "gateway", "--config", str(config)],
-        cwd=ROOT, capture_output=True, text=True, env=env, timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
     )
     assert done.returncode == 2
     assert "refusing to serve the gateway on 0.0.0.0 without a token" in done.stderr

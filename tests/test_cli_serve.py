@@ -68,7 +68,7 @@ def _wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
 
 
 def _cancel_once_streaming(server_url: str, lines: list[dict[str, Any]]) -> None:
-    """After three chunks, check the task is still working, then cancel it; a stream read whole at the end never gets here."""
+    """After three chunks, check the task works, then cancel it; a stream read whole at the end never gets here."""
     if lines[-1]["type"] == "artifact" and [line["type"] for line in lines].count("artifact") == 3:
         task_id = lines[0]["id"]
         assert httpx.get(f"{server_url}/tasks/{task_id}", timeout=10).json()["status"]["state"] == "working"
@@ -127,7 +127,9 @@ def test_bad_targets_get_a_clear_error(
     assert message in capsys.readouterr().err
 
 
-def test_a_bad_store_spec_gets_a_clear_error(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_store_spec_gets_a_clear_error(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.chdir(ROOT)
     assert main(["serve", "examples.echo:agent", "--store", "redis://x"]) == 2
     assert 'use "memory" or "sqlite:PATH"' in capsys.readouterr().err
@@ -171,7 +173,9 @@ def test_no_subcommand_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert "serve" in capsys.readouterr().err
 
 
-def test_serve_refuses_a_non_loopback_address_without_a_token(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_serve_refuses_a_non_loopback_address_without_a_token(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("SWITCHBOARD_AGENT_TOKEN", raising=False)
     assert main(["serve", "examples/echo.py:agent", "--host", "0.0.0.0", "--port", "1"]) == 2
     err = capsys.readouterr().err
@@ -182,8 +186,21 @@ def test_serve_with_a_token_requires_it_on_every_call_but_the_card(monkeypatch: 
     port = free_port()
     env = {**os.environ, "MY_AGENT_TOKEN": "t0ken", "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "gateway", "serve", "examples/echo.py:agent", "--port", str(port), "--token-env", "MY_AGENT_TOKEN"],
-        cwd=ROOT, stderr=subprocess.PIPE, text=True, env=env,
+        [
+            sys.executable,
+            "-m",
+            "gateway",
+            "serve",
+            "examples/echo.py:agent",
+            "--port",
+            str(port),
+            "--token-env",
+            "MY_AGENT_TOKEN",
+        ],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     url = f"http://127.0.0.1:{port}"
     try:

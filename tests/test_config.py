@@ -101,14 +101,17 @@ def test_an_unknown_key_is_refused_with_file_key_and_the_keys_allowed_there(tmp_
     path = _write(tmp_path, "[gateway]\nprot = 9000\n")
     assert _problems(path) == [
         f"{path}: gateway.prot: unknown key 'prot' "
-        "(expected one of: host, port, name, description, public_url, data_dir, log_level, max_body_bytes, startup_wait_secs, max_connections, header_timeout_secs, body_timeout_secs)"
+        "(expected one of: host, port, name, description, public_url, data_dir, log_level, max_body_bytes, "
+        "startup_wait_secs, max_connections, header_timeout_secs, body_timeout_secs)"
     ]
 
 
 def test_an_unknown_key_inside_a_list_entry_names_its_index(tmp_path: Path) -> None:
     path = _write(tmp_path, '[[agents]]\nname = "a"\n\n[[agents]]\nname = "b"\ninstruction = "typo"\n')
     (line,) = _problems(path)
-    assert line.startswith(f"{path}: agents[1].instruction: unknown key 'instruction' (expected one of: name, description, url, ")
+    assert line.startswith(
+        f"{path}: agents[1].instruction: unknown key 'instruction' (expected one of: name, description, url, "
+    )
 
 
 def test_a_bad_mode_is_refused_with_the_modes_there_are(tmp_path: Path) -> None:
@@ -124,10 +127,15 @@ def test_bad_values_are_all_reported_at_once(tmp_path: Path) -> None:
     )
     path = _write(tmp_path, text)
     problems = _problems(path)
-    assert f"{path}: gateway.port: Input should be a valid integer, unable to parse string as an integer (got 'high')" in problems
+    assert (
+        f"{path}: gateway.port: Input should be a valid integer, unable to parse string as an integer (got 'high')"
+        in problems
+    )
     assert f"{path}: limits.max_tool_iterations: Input should be greater than or equal to 0 (got -1)" in problems
     assert f"{path}: stores.events: unknown store 'redis' (expected memory, sqlite or sqlite:PATH)" in problems
-    assert any(p.startswith(f"{path}: agents[0].model: unknown model 'claude' (expected offline or openai:") for p in problems)
+    assert any(
+        p.startswith(f"{path}: agents[0].model: unknown model 'claude' (expected offline or openai:") for p in problems
+    )
     assert f"{path}: tools[0].name: tool name 'bad name' is not valid (1-64 letters, digits, '_' or '-')" in problems
     assert any(p.startswith(f"{path}: tools[0].agent: invalid agent URI 'ftp://x'") for p in problems)
     assert len(problems) == 6
@@ -204,13 +212,18 @@ def test_command_line_overrides_win_over_the_environment(tmp_path: Path) -> None
 def test_a_bad_environment_value_names_the_variable_key_and_reason(tmp_path: Path) -> None:
     problems = _problems(
         _valid(tmp_path),
-        environ={"SWITCHBOARD_PORT": "high", "SWITCHBOARD__TOOLS__RESEARCH__MODE": "fast", "SWITCHBOARD__GATEWAY__PROT": "1"},
+        environ={
+            "SWITCHBOARD_PORT": "high",
+            "SWITCHBOARD__TOOLS__RESEARCH__MODE": "fast",
+            "SWITCHBOARD__GATEWAY__PROT": "1",
+        },
     )
     assert problems == [
         "environment variable SWITCHBOARD_PORT: gateway.port: Input should be a valid integer, "
         "unable to parse string as an integer (got 'high')",
         "environment variable SWITCHBOARD__GATEWAY__PROT: gateway.prot: unknown key 'prot' "
-        "(expected one of: host, port, name, description, public_url, data_dir, log_level, max_body_bytes, startup_wait_secs, max_connections, header_timeout_secs, body_timeout_secs)",
+        "(expected one of: host, port, name, description, public_url, data_dir, log_level, max_body_bytes, "
+        "startup_wait_secs, max_connections, header_timeout_secs, body_timeout_secs)",
         "environment variable SWITCHBOARD__TOOLS__RESEARCH__MODE: tools[0].mode: unknown mode 'fast' "
         "(expected sync, streaming, conversational)",
     ]
@@ -231,7 +244,9 @@ def test_validate_config_takes_plain_data() -> None:
         validate_config({"limits": {"max_handoffs_per_turn": "many"}}, "inline")
 
 
-def test_building_reports_an_unset_api_key_variable_and_an_unimportable_tool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_building_reports_an_unset_api_key_variable_and_an_unimportable_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("SWITCHBOARD_TEST_KEY", raising=False)
     config = validate_config(
         {
@@ -245,11 +260,14 @@ def test_building_reports_an_unset_api_key_variable_and_an_unimportable_tool(tmp
     with pytest.raises(ConfigError) as caught:
         build_service(config, "gw.toml")
     assert str(caught.value).startswith("gw.toml: agents[1].tools[0]: cannot import 'no_such_package.module:func': ")
-    config = validate_config({"agents": [{"name": "a", "model": "openai:gpt-4o-mini", "api_key_env": "SWITCHBOARD_TEST_KEY"}]})
+    config = validate_config(
+        {"agents": [{"name": "a", "model": "openai:gpt-4o-mini", "api_key_env": "SWITCHBOARD_TEST_KEY"}]}
+    )
     with pytest.raises(ConfigError) as caught:
         build_service(config, "gw.toml")
     assert str(caught.value) == (
-        "gw.toml: agents[0].api_key_env: the environment variable SWITCHBOARD_TEST_KEY is not set (it should hold the API key)"
+        "gw.toml: agents[0].api_key_env: the environment variable SWITCHBOARD_TEST_KEY is not set "
+        "(it should hold the API key)"
     )
 
 
@@ -297,8 +315,7 @@ def test_resolve_uris_defaults_to_true_and_reaches_the_runner() -> None:
 def test_the_defaults_of_limits_and_tools_are_the_librarys() -> None:
     import inspect
 
-    from gateway.defaults import IDLE_TIMEOUT_S as DEFAULT_IDLE_TIMEOUT_S
-    from gateway.defaults import TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS
+    from gateway.defaults import IDLE_TIMEOUT_S as DEFAULT_IDLE_TIMEOUT_S, TOOL_TIMEOUT_MS as DEFAULT_TIMEOUT_MS
     from gateway.swarm import Runner
 
     config = validate_config({"tools": [{"name": "t", "agent": "http://127.0.0.1:1"}]})

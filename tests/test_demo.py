@@ -53,7 +53,14 @@ def test_the_demo_scenario_passes_every_step_and_stops_every_service() -> None:
     assert [e["turn"] for e in conversational if e["type"] == "agent_tool_progress"] == [1, 2, 3]
 
     services = _SERVICE_LINE.findall(out.getvalue())
-    assert {name for name, _, _ in services} == {"billing", "tech", "editor", "researcher", "slow_researcher", "gateway"}
+    assert {name for name, _, _ in services} == {
+        "billing",
+        "tech",
+        "editor",
+        "researcher",
+        "slow_researcher",
+        "gateway",
+    }
     assert not any(_running(pid) for _, _, pid in services)
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import anyio
 import orjson
@@ -67,7 +67,7 @@ async def test_concurrent_appends_to_one_run_never_share_a_seq(log: EventLog) ->
 
 
 async def test_follow_gives_stored_then_live_events_and_ends_when_the_run_closes(log: EventLog) -> None:
-    """Neither log polls within the test (memory never does, SQLite's poll is an hour): the append wakes the follower."""
+    """Neither log polls in the test (memory never does, SQLite's poll is an hour): the append wakes the follower."""
     await log.append(_event("r", 0))
     seen: list[int] = []
     got = [anyio.Event() for _ in range(3)]

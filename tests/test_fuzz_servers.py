@@ -136,7 +136,11 @@ class Shot:
     def describe(self) -> str:
         if self.raw is not None:
             return f"[{self.kind}] raw {self.raw[:300]!r}{'...' if len(self.raw) > 300 else ''} ({len(self.raw)} bytes)"
-        body = "" if self.body is None else f" body={self.body[:300]!r}{'...' if len(self.body) > 300 else ''} ({len(self.body)} bytes)"
+        body = (
+            ""
+            if self.body is None
+            else f" body={self.body[:300]!r}{'...' if len(self.body) > 300 else ''} ({len(self.body)} bytes)"
+        )
         headers = f" headers={self.headers!r}" if self.headers else ""
         return f"[{self.kind}] {self.method} {self.path}{headers}{body}"
 
@@ -171,7 +175,21 @@ def json_post(path: str, obj: Any, rng: random.Random, kind: str, **extra: Any) 
 
 # -- values -----------------------------------------------------------------------------------
 
-WORDS = ["hello", "refund", "order", "ORD-1234", "billing", "tests", "text", "scripted", "tide", "#42", "ünïcödé", "日本語", "🙂"]
+WORDS = [
+    "hello",
+    "refund",
+    "order",
+    "ORD-1234",
+    "billing",
+    "tests",
+    "text",
+    "scripted",
+    "tide",
+    "#42",
+    "ünïcödé",
+    "日本語",
+    "🙂",
+]
 SAFE_COMMANDS = ["echo", "fail", "ask", "data", "bogus", "", "ECHO", "Echo"]
 
 
@@ -205,9 +223,38 @@ def safe_text(rng: random.Random) -> str:
 
 def number(rng: random.Random) -> Any:
     return rng.choice(
-        [0, 1, -1, 2, 2**31, 2**53 + 1, 2**63, 2**64, 2**70, -(2**70), 10**30, 0.5, -0.0, 1e308, 5e-324,
-         Raw("-0"), Raw("1e400"), Raw("-1e400"), Raw("1e-400"), Raw("NaN"), Raw("Infinity"), Raw("-Infinity"),
-         Raw("01"), Raw("1."), Raw(".5"), Raw("0x10"), Raw("+1"), Raw(str(2**70)), Raw("1" * 500), Raw("1E2")]
+        [
+            0,
+            1,
+            -1,
+            2,
+            2**31,
+            2**53 + 1,
+            2**63,
+            2**64,
+            2**70,
+            -(2**70),
+            10**30,
+            0.5,
+            -0.0,
+            1e308,
+            5e-324,
+            Raw("-0"),
+            Raw("1e400"),
+            Raw("-1e400"),
+            Raw("1e-400"),
+            Raw("NaN"),
+            Raw("Infinity"),
+            Raw("-Infinity"),
+            Raw("01"),
+            Raw("1."),
+            Raw(".5"),
+            Raw("0x10"),
+            Raw("+1"),
+            Raw(str(2**70)),
+            Raw("1" * 500),
+            Raw("1E2"),
+        ]
     )
 
 
@@ -230,7 +277,9 @@ def nasty(rng: random.Random, depth_here: int = 0) -> Any:
     if roll == 4:
         return junk_text(rng, 200)
     if roll == 5:
-        return Raw(rng.choice(['"\\ud800"', '"\\udc00x"', '"\\ud800\\ud800"', '"\\u00"', '"\\x41"', '"\\uZZZZ"', "'single'"]))
+        return Raw(
+            rng.choice(['"\\ud800"', '"\\udc00x"', '"\\ud800\\ud800"', '"\\u00"', '"\\x41"', '"\\uZZZZ"', "'single'"])
+        )
     if roll == 6:
         # just below, at and just above the nesting limit, counting where the value sits
         room = MAX_JSON_DEPTH - depth_here
@@ -244,8 +293,22 @@ def nasty(rng: random.Random, depth_here: int = 0) -> Any:
     if roll == 9:
         return rng.choice([{f"k{i}": i for i in range(50)}, _BIG_OBJECT])
     if roll == 10:
-        return rng.choice(["../../etc/passwd", "%00", "%2e%2e%2f", "<script>alert(1)</script>", "${jndi:x}", "\u202egnp.exe",
-                           "x\n", "a\r\n", "\nx", "t\tu", "local://a%0A", "http://127.0.0.1:1/%0A"])
+        return rng.choice(
+            [
+                "../../etc/passwd",
+                "%00",
+                "%2e%2e%2f",
+                "<script>alert(1)</script>",
+                "${jndi:x}",
+                "\u202egnp.exe",
+                "x\n",
+                "a\r\n",
+                "\nx",
+                "t\tu",
+                "local://a%0A",
+                "http://127.0.0.1:1/%0A",
+            ]
+        )
     if roll == 11:
         return Raw(rng.choice(["", ",", "[1,]", "{,}", "[", "{", "]", '"unterminated', "tru", "nul", "undefined"]))
     if roll == 12:
@@ -260,8 +323,29 @@ def nasty(rng: random.Random, depth_here: int = 0) -> Any:
 def odd_id(rng: random.Random) -> Any:
     """A JSON-RPC id, good or bad."""
     return rng.choice(
-        [1, 0, -1, "a", "", "日本", 1.5, -0.0, 2**70, None, True, False, [], {}, [1], {"id": 1},
-         Raw("1e400"), Raw("NaN"), Raw("-0"), "x" * 5000, Raw('"\\ud800"')]
+        [
+            1,
+            0,
+            -1,
+            "a",
+            "",
+            "日本",
+            1.5,
+            -0.0,
+            2**70,
+            None,
+            True,
+            False,
+            [],
+            {},
+            [1],
+            {"id": 1},
+            Raw("1e400"),
+            Raw("NaN"),
+            Raw("-0"),
+            "x" * 5000,
+            Raw('"\\ud800"'),
+        ]
     )
 
 
@@ -282,7 +366,9 @@ def mutate_bytes(body: bytes, rng: random.Random) -> bytes:
         elif op == 3:
             del data[pos:]
         elif op == 4:
-            data[pos:pos] = rng.choice([b'"', b"{", b"}", b"[", b"]", b",", b":", b"\\", b"\x00", b"\xff", b"\xed\xa0\x80", b"\xc3"])
+            data[pos:pos] = rng.choice(
+                [b'"', b"{", b"}", b"[", b"]", b",", b":", b"\\", b"\x00", b"\xff", b"\xed\xa0\x80", b"\xc3"]
+            )
         elif op == 5:
             start = rng.randrange(len(data) + 1)
             data[pos:pos] = data[start : start + rng.randrange(1, 32)]
@@ -396,7 +482,10 @@ class Fuzzer:
         return part
 
     def message(self) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "user", "parts": [self.part() for _ in range(self.rng.choice([1, 1, 1, 2, 3]))]}
+        message: dict[str, Any] = {
+            "role": "user",
+            "parts": [self.part() for _ in range(self.rng.choice([1, 1, 1, 2, 3]))],
+        }
         if self.rng.random() < 0.1:
             message["metadata"] = {"trace": self.rng.choice(WORDS)}
         return message
@@ -416,7 +505,9 @@ class Fuzzer:
             elif roll < 0.7:
                 params["id"] = rng.choice(self.known.tasks)
             if rng.random() < 0.4:
-                params["sessionId"] = self.fresh("session") if rng.random() < 0.7 else rng.choice(["s1", "shared", "日本"])
+                params["sessionId"] = (
+                    self.fresh("session") if rng.random() < 0.7 else rng.choice(["s1", "shared", "日本"])
+                )
             if rng.random() < 0.2:
                 params["metadata"] = {"caller": "fuzz", "n": rng.randrange(100)}
             if rng.random() < 0.2:
@@ -446,7 +537,9 @@ class Fuzzer:
         if roll < 0.78:
             body = {"url": rng.choice([url, url + "/", "http://127.0.0.1:1", url.replace("127.0.0.1", "localhost")])}
             if rng.random() < 0.7:
-                body["name"] = rng.choice(["fz_agent", "fz-" + rng.choice(WORDS), REMOTE, "triage"]) + str(rng.randrange(3))
+                body["name"] = rng.choice(["fz_agent", "fz-" + rng.choice(WORDS), REMOTE, "triage"]) + str(
+                    rng.randrange(3)
+                )
             if rng.random() < 0.3:
                 body["description"] = rng.choice(WORDS)
             if rng.random() < 0.3:
@@ -456,7 +549,9 @@ class Fuzzer:
             return "/agents", "agent", body
         body = {
             "name": rng.choice(["fz_tool", "fz-tool", TOOL, "t" * 64]) + rng.choice(["0", "1", "2", "\n", " "]),
-            "agent": rng.choice([url, "http://127.0.0.1:1", "mcp+http://127.0.0.1:1/mcp#t", "local://triage", "mcp+stdio:echo#t"]),
+            "agent": rng.choice(
+                [url, "http://127.0.0.1:1", "mcp+http://127.0.0.1:1/mcp#t", "local://triage", "mcp+stdio:echo#t"]
+            ),
         }
         for key, value in [
             ("mode", rng.choice(["sync", "streaming", "conversational"])),
@@ -506,7 +601,7 @@ class Fuzzer:
             (self.odd_path, 8),
             (self.query, 5),
         ]
-        makers, weights = zip(*kinds)
+        makers, weights = zip(*kinds, strict=False)
         return [self.rng.choices(makers, weights)[0]() for _ in range(count)]
 
     def a_body(self) -> tuple[str, str, dict[str, Any], str | None, str | None]:
@@ -548,11 +643,15 @@ class Fuzzer:
         if enveloped:
             body = {"jsonrpc": "2.0", "id": 1, "method": path[1:], "params": body}
         rpc_id = 1 if enveloped else UNKNOWN
-        return json_post(path, body, self.rng, kind, enveloped=enveloped, rpc_id=rpc_id, fresh_task=fresh, fresh_session=session)
+        return json_post(
+            path, body, self.rng, kind, enveloped=enveloped, rpc_id=rpc_id, fresh_task=fresh, fresh_session=session
+        )
 
     def wrong_fields(self) -> Shot:
         path, kind, body, fresh, session = self.a_body()
-        return json_post(path, mutate_structure(body, self.rng), self.rng, f"fields {kind}", fresh_task=fresh, fresh_session=session)
+        return json_post(
+            path, mutate_structure(body, self.rng), self.rng, f"fields {kind}", fresh_task=fresh, fresh_session=session
+        )
 
     def envelope(self) -> Shot:
         rng = self.rng
@@ -567,11 +666,24 @@ class Fuzzer:
                 envelope["id"] = odd_id(rng)
             elif key == "method":
                 envelope["method"] = rng.choice(
-                    [f"tasks/{rng.choice(self.BINDING)}", "tasks/send", "", None, 5, [], "TASKS/SEND", "tasks/send ",
-                     "rpc.discover", "tasks/" + "x" * 1000, {"m": 1}]
+                    [
+                        f"tasks/{rng.choice(self.BINDING)}",
+                        "tasks/send",
+                        "",
+                        None,
+                        5,
+                        [],
+                        "TASKS/SEND",
+                        "tasks/send ",
+                        "rpc.discover",
+                        "tasks/" + "x" * 1000,
+                        {"m": 1},
+                    ]
                 )
             elif key == "params":
-                envelope["params"] = rng.choice([None, [], [params], "x", 5, {}, nested(70), Pairs([("id", 1), ("id", "x")])])
+                envelope["params"] = rng.choice(
+                    [None, [], [params], "x", 5, {}, nested(70), Pairs([("id", 1), ("id", "x")])]
+                )
             else:
                 envelope[rng.choice(["result", "error", "ID", "Method"])] = nasty(rng, 1)
         if rng.random() < 0.1:
@@ -621,30 +733,82 @@ class Fuzzer:
         for _ in range(rng.randrange(1, 4)):
             roll = rng.randrange(9)
             if roll <= 2:
-                headers.append(("content-type", rng.choice(
-                    ["application/json", "APPLICATION/JSON", "application/json; charset=utf-8", "application/json;charset=latin-1",
-                     "application/vnd.a2a+json", "application/+json", "application/json-patch+json", "text/plain", "text/json",
-                     "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "", ";", "application/json, text/plain",
-                     " application/json ", "application/jsonx", "*/*", "application/x-ndjson", b"application/json\xff"]
-                )))
+                headers.append(
+                    (
+                        "content-type",
+                        rng.choice(
+                            [
+                                "application/json",
+                                "APPLICATION/JSON",
+                                "application/json; charset=utf-8",
+                                "application/json;charset=latin-1",
+                                "application/vnd.a2a+json",
+                                "application/+json",
+                                "application/json-patch+json",
+                                "text/plain",
+                                "text/json",
+                                "application/x-www-form-urlencoded",
+                                "multipart/form-data; boundary=x",
+                                "",
+                                ";",
+                                "application/json, text/plain",
+                                " application/json ",
+                                "application/jsonx",
+                                "*/*",
+                                "application/x-ndjson",
+                                b"application/json\xff",
+                            ]
+                        ),
+                    )
+                )
             elif roll == 3:
-                headers.append(("authorization", rng.choice(
-                    ["Bearer", "Bearer ", "Bearer x", "Basic dXNlcjpwYXNz", "bearer  t0ken ", "x" * 4000, b"Bearer \xe9", "Token t"]
-                )))
+                headers.append(
+                    (
+                        "authorization",
+                        rng.choice(
+                            [
+                                "Bearer",
+                                "Bearer ",
+                                "Bearer x",
+                                "Basic dXNlcjpwYXNz",
+                                "bearer  t0ken ",
+                                "x" * 4000,
+                                b"Bearer \xe9",
+                                "Token t",
+                            ]
+                        ),
+                    )
+                )
             elif roll == 4:
-                origin = rng.choice(["https://evil.example", "null", "http://127.0.0.1", "", "file://", "http://[::1]:1"])
+                origin = rng.choice(
+                    ["https://evil.example", "null", "http://127.0.0.1", "", "file://", "http://[::1]:1"]
+                )
                 headers.append(("origin", origin))
             elif roll == 5:
                 headers.append(("accept", rng.choice(["text/html", "application/x-ndjson", "*/*;q=0", "", "garbage/"])))
             elif roll == 6:
-                name = rng.choice(["a2a-version", "traceparent", "x-forwarded-for", "host", "expect", "cookie", "content-encoding"])
-                headers.append((name, rng.choice(["1", "00-abc-01", "1.2.3.4", "evil.example", "100-continue", "a=b", "gzip", "x" * 8000])))
+                name = rng.choice(
+                    ["a2a-version", "traceparent", "x-forwarded-for", "host", "expect", "cookie", "content-encoding"]
+                )
+                headers.append(
+                    (
+                        name,
+                        rng.choice(
+                            ["1", "00-abc-01", "1.2.3.4", "evil.example", "100-continue", "a=b", "gzip", "x" * 8000]
+                        ),
+                    )
+                )
             elif roll == 7:
                 shot.chunked = True
                 shot.body = shot.body or b"{}"
                 shot.kind += " chunked"
             else:
-                headers.append(("x-" + "".join(rng.choices("abcXYZ019-_.!#$%&'*+^`|~", k=rng.randrange(1, 12))), junk_text(rng, 20)))
+                headers.append(
+                    (
+                        "x-" + "".join(rng.choices("abcXYZ019-_.!#$%&'*+^`|~", k=rng.randrange(1, 12))),
+                        junk_text(rng, 20),
+                    )
+                )
         headers = [(name, header_value(value)) for name, value in headers]
         replaces = any(name == "content-type" for name, _ in headers) and rng.random() < 0.6
         shot.headers = [h for h in shot.headers if not (replaces and h[0] == "content-type")] + headers
@@ -654,19 +818,42 @@ class Fuzzer:
         rng = self.rng
         options = [f"/tasks/{quote(self.task_id(), safe='')}", "/.well-known/agent.json"]
         if rng.random() < 0.3:
-            options[0] += f"?historyLength={rng.choice(['0', '2', '-1', 'x', '1e3', '2.0', '99999999999999999999', ''])}"
+            options[0] += (
+                f"?historyLength={rng.choice(['0', '2', '-1', 'x', '1e3', '2.0', '99999999999999999999', ''])}"
+            )
         if self.gateway:
             options += [
-                "/health", "/", "/agents", "/tools", "/runs", f"/agents/{rng.choice(self.known.agents)}",
-                f"/tools/{rng.choice(self.known.tools)}", f"/sessions/{rng.choice(self.known.sessions)}",
-                f"/runs/{rng.choice(self.known.runs)}/events", f"/runs/{rng.choice(self.known.runs)}/events?follow=1",
+                "/health",
+                "/",
+                "/agents",
+                "/tools",
+                "/runs",
+                f"/agents/{rng.choice(self.known.agents)}",
+                f"/tools/{rng.choice(self.known.tools)}",
+                f"/sessions/{rng.choice(self.known.sessions)}",
+                f"/runs/{rng.choice(self.known.runs)}/events",
+                f"/runs/{rng.choice(self.known.runs)}/events?follow=1",
             ]
         return rng.choice(options)
 
     def odd_method(self) -> Shot:
         rng = self.rng
         method = rng.choice(
-            ["PUT", "PATCH", "OPTIONS", "HEAD", "TRACE", "DELETE", "CONNECT", "FOO", "BREW", "PROPFIND", "get", "post", "M-SEARCH"]
+            [
+                "PUT",
+                "PATCH",
+                "OPTIONS",
+                "HEAD",
+                "TRACE",
+                "DELETE",
+                "CONNECT",
+                "FOO",
+                "BREW",
+                "PROPFIND",
+                "get",
+                "post",
+                "M-SEARCH",
+            ]
         )
         if rng.random() < 0.5:
             shot = self.valid_post()
@@ -682,9 +869,26 @@ class Fuzzer:
 
     def odd_path(self) -> Shot:
         rng = self.rng
-        bases = ["/tasks/send", "/tasks/get", "/tasks/x", "/.well-known/agent.json", "/tasks", "/", "/tasks/sendSubscribe"]
+        bases = [
+            "/tasks/send",
+            "/tasks/get",
+            "/tasks/x",
+            "/.well-known/agent.json",
+            "/tasks",
+            "/",
+            "/tasks/sendSubscribe",
+        ]
         if self.gateway:
-            bases += ["/agents", "/tools", f"/tools/{TOOL}/call", "/sessions/s/messages", "/runs", "/health", "/sessions/s", "/runs/r/events"]
+            bases += [
+                "/agents",
+                "/tools",
+                f"/tools/{TOOL}/call",
+                "/sessions/s/messages",
+                "/runs",
+                "/health",
+                "/sessions/s",
+                "/runs/r/events",
+            ]
         base = rng.choice(bases)
         roll = rng.randrange(9)
         if roll == 0:
@@ -694,18 +898,40 @@ class Fuzzer:
         elif roll == 2:
             path = "".join(f"%{ord(c):02X}" if c not in "/" and rng.random() < 0.5 else c for c in base)
         elif roll == 3:
-            path = base + "/" + rng.choice(["%2e%2e", "%2E%2E/%2e%2e/etc/passwd", "%2F", "%00", "%ff%fe", "%", "%zz", "%u2215"])
+            path = (
+                base
+                + "/"
+                + rng.choice(["%2e%2e", "%2E%2E/%2e%2e/etc/passwd", "%2F", "%00", "%ff%fe", "%", "%zz", "%u2215"])
+            )
         elif roll == 4:
             path = base + "/" + "a" * rng.choice([1000, 8000, 60_000])
         elif roll == 5:
-            path = base + "/" + quote(rng.choice(["日本語", "é", "🙂", "\u202e", "\x00", " ", "\ud7ff", "x\n", "x\r\n"]), safe="")
+            path = (
+                base
+                + "/"
+                + quote(rng.choice(["日本語", "é", "🙂", "\u202e", "\x00", " ", "\ud7ff", "x\n", "x\r\n"]), safe="")
+            )
         elif roll == 6:
             path = base.replace("/tasks/", "/tasks/%2F") if "/tasks/" in base else base + "%2F"
         elif roll == 7:
-            path = rng.choice(["/tasks/{task_id}", "/tasks/" + "/" * 50, "/sessions//messages", "/tools//call", "/agents/%20",
-                               "/runs//events", "/sessions/" + "s" * 129, "/sessions/a%2Fb", "/tasks/send;x", "/favicon.ico"])
+            path = rng.choice(
+                [
+                    "/tasks/{task_id}",
+                    "/tasks/" + "/" * 50,
+                    "/sessions//messages",
+                    "/tools//call",
+                    "/agents/%20",
+                    "/runs//events",
+                    "/sessions/" + "s" * 129,
+                    "/sessions/a%2Fb",
+                    "/tasks/send;x",
+                    "/favicon.ico",
+                ]
+            )
         else:
-            path = base + rng.choice(["?", "?=", "?&&&", "?a", "%23frag", "?x=" + "y" * 5000, "?%zz=1", "?historyLength=1&historyLength=x"])
+            path = base + rng.choice(
+                ["?", "?=", "?&&&", "?a", "%23frag", "?x=" + "y" * 5000, "?%zz=1", "?historyLength=1&historyLength=x"]
+            )
         method = rng.choice(["GET", "POST", "POST", "DELETE"]) if self.gateway else rng.choice(["GET", "POST"])
         if method == "DELETE" and ("/agents" in path or "/tools" in path or "/sessions" in path):
             method = "GET"  # a DELETE that lands on a real name would remove it; aim odd DELETEs elsewhere
@@ -718,11 +944,40 @@ class Fuzzer:
 
     def query(self) -> Shot:
         rng = self.rng
-        junk = ["", "-1", "-2", "0", "1", "x", "1.5", "1e3", "99999999999999999999999", "9" * 5000, "%00", "%ff", "true", "yes",
-                "on", "off", "NaN", " 1", "1 ", "٣", "１", "1_0", "+1", "0x10", "-0", "[]", "1&x=2"]
+        junk = [
+            "",
+            "-1",
+            "-2",
+            "0",
+            "1",
+            "x",
+            "1.5",
+            "1e3",
+            "99999999999999999999999",
+            "9" * 5000,
+            "%00",
+            "%ff",
+            "true",
+            "yes",
+            "on",
+            "off",
+            "NaN",
+            " 1",
+            "1 ",
+            "٣",
+            "１",
+            "1_0",
+            "+1",
+            "0x10",
+            "-0",
+            "[]",
+            "1&x=2",
+        ]
         if self.gateway:
             run = rng.choice(self.known.runs)
-            path = rng.choice([f"/runs/{run}/events", f"/runs/{run}/events", "/runs", f"/tasks/{self.task_id()}", "/runs/nope/events"])
+            path = rng.choice(
+                [f"/runs/{run}/events", f"/runs/{run}/events", "/runs", f"/tasks/{self.task_id()}", "/runs/nope/events"]
+            )
         else:
             path = f"/tasks/{quote(self.task_id(), safe='')}"
         names = ["after_seq", "limit", "follow", "historyLength", "unknown", "after_seq", "follow"]
@@ -741,7 +996,9 @@ class Fuzzer:
         body, path = shot.body or b"{}", shot.path.encode()
         json_type = b"Content-Type: application/json\r\n"
 
-        def request(method: bytes, target: bytes, headers: bytes = b"", content: bytes = b"", close: bool = True) -> bytes:
+        def request(
+            method: bytes, target: bytes, headers: bytes = b"", content: bytes = b"", close: bool = True
+        ) -> bytes:
             head = method + b" " + target + b" HTTP/1.1\r\n" + f"Host: 127.0.0.1:{port}\r\n".encode() + headers
             return head + (b"Connection: close\r\n" if close else b"") + b"\r\n" + content
 
@@ -751,10 +1008,22 @@ class Fuzzer:
         roll = rng.randrange(12)
         half_close = False
         if roll == 0:
-            dots = [b"/tasks/../.well-known/agent.json", b"/tasks/./send", b"/../../etc/passwd", b"/./health", b"/agents/../tools"]
+            dots = [
+                b"/tasks/../.well-known/agent.json",
+                b"/tasks/./send",
+                b"/../../etc/passwd",
+                b"/./health",
+                b"/agents/../tools",
+            ]
             raw = request(b"GET", rng.choice(dots))
         elif roll == 1:
-            non_ascii = [b"/tasks/\xc3\xa9", b"/tasks/\xff\xfe", b"/sessions/\xe2\x82\xac/messages", b"/agents/\xed\xa0\x80", b"/\x80"]
+            non_ascii = [
+                b"/tasks/\xc3\xa9",
+                b"/tasks/\xff\xfe",
+                b"/sessions/\xe2\x82\xac/messages",
+                b"/agents/\xed\xa0\x80",
+                b"/\x80",
+            ]
             raw = request(b"GET", rng.choice(non_ascii))
         elif roll == 2:  # a Content-Length shorter than the body
             raw = request(b"POST", path, json_type + length(max(len(body) - rng.randrange(1, 10), 0)), body)
@@ -762,7 +1031,12 @@ class Fuzzer:
             raw = request(b"POST", path, json_type + length(len(body) + rng.randrange(1, 100)), body, close=False)
             half_close = True
         elif roll == 4:
-            raw = request(b"POST", path, json_type + length(rng.choice([b"-1", b"abc", b"+5", b"1e3", b"9" * 30, b"5, 6", b""])), body)
+            raw = request(
+                b"POST",
+                path,
+                json_type + length(rng.choice([b"-1", b"abc", b"+5", b"1e3", b"9" * 30, b"5, 6", b""])),
+                body,
+            )
         elif roll == 5:
             raw = request(b"POST", path, json_type + length(len(body)) + length(len(body) + 1), body)
         elif roll == 6:
@@ -771,19 +1045,42 @@ class Fuzzer:
             raw = request(b"POST", path, json_type + b"Transfer-Encoding: chunked\r\n", chunks + ending)
             half_close = ending != b"0\r\n\r\n"
         elif roll == 7:
-            raw = request(b"POST", path, b"Content-Type: application/json\xff\xfe\r\nX-Bytes: \x80\x81\r\n" + length(len(body)), body)
+            raw = request(
+                b"POST",
+                path,
+                b"Content-Type: application/json\xff\xfe\r\nX-Bytes: \x80\x81\r\n" + length(len(body)),
+                body,
+            )
         elif roll == 8:
-            raw = b"GET /tasks/x HTTP/1.0\r\n\r\n" if rng.random() < 0.5 else request(b"GET", b"http://127.0.0.1/tasks/x")
+            raw = (
+                b"GET /tasks/x HTTP/1.0\r\n\r\n" if rng.random() < 0.5 else request(b"GET", b"http://127.0.0.1/tasks/x")
+            )
         elif roll == 9:
-            odd = [(b"OPTIONS", b"*"), (b"G@T", b"/tasks/x"), (b"GET", b"/tasks/x HTTP/9.9"), (b"GET", b""), (b"GET ", b"/tasks/x")]
+            odd = [
+                (b"OPTIONS", b"*"),
+                (b"G@T", b"/tasks/x"),
+                (b"GET", b"/tasks/x HTTP/9.9"),
+                (b"GET", b""),
+                (b"GET ", b"/tasks/x"),
+            ]
             raw = request(*rng.choice(odd))
         elif roll == 10:
             raw = request(b"GET", b"/" + b"a" * rng.choice([20_000, 70_000]))
         else:
-            raw = request(b"POST", path, json_type + b"X-Big: " + b"v" * rng.choice([100, 20_000]) + b"\r\n" + length(len(body)), body)
-        method, target = (raw.split(b" ", 2) + [b"", b""])[:2]
+            raw = request(
+                b"POST",
+                path,
+                json_type + b"X-Big: " + b"v" * rng.choice([100, 20_000]) + b"\r\n" + length(len(body)),
+                body,
+            )
+        method, target = ([*raw.split(b" ", 2), b"", b""])[:2]
         return Shot(
-            f"raw {roll}", method.decode("latin-1"), target.decode("latin-1"), enveloped=shot.enveloped, raw=raw, half_close=half_close
+            f"raw {roll}",
+            method.decode("latin-1"),
+            target.decode("latin-1"),
+            enveloped=shot.enveloped,
+            raw=raw,
+            half_close=half_close,
         )
 
 
@@ -797,7 +1094,12 @@ _PRINTABLE = "".join(chr(c) for c in range(0x21, 0x7F))
 async def send_one(http: httpx.AsyncClient, base: str, shot: Shot) -> Answer:
     parts = urlsplit(base)
     try:
-        url = httpx.URL(scheme="http", host=parts.hostname or "", port=parts.port, raw_path=quote(shot.path, safe=_PRINTABLE).encode())
+        url = httpx.URL(
+            scheme="http",
+            host=parts.hostname or "",
+            port=parts.port,
+            raw_path=quote(shot.path, safe=_PRINTABLE).encode(),
+        )
     except httpx.InvalidURL as exc:
         return Answer(None, {}, b"", f"client refused to send it: {exc!r}")
     content: Any = shot.body
@@ -941,7 +1243,9 @@ def _reports_upstream(answer: Answer) -> bool:
     return answer.status == 502 and error.get("code") in UPSTREAM_FAILURE_CODES and not broke
 
 
-_GATEWAY_BUGS = frozenset({"TypeError", "KeyError", "AttributeError", "ValueError", "AssertionError", "IndexError", "RuntimeError"})
+_GATEWAY_BUGS = frozenset(
+    {"TypeError", "KeyError", "AttributeError", "ValueError", "AssertionError", "IndexError", "RuntimeError"}
+)
 """A run that failed with one of these broke in the gateway's own code, whatever the status says."""
 
 
@@ -971,7 +1275,11 @@ def _check_error_body(shot: Shot, answer: Answer) -> str | None:
     if not isinstance(body, dict) or not isinstance(body.get("error"), dict):
         return f"a {answer.status} without an error object"
     error = body["error"]
-    if not isinstance(error.get("code"), int) or not isinstance(error.get("message"), str) or not error["message"].strip():
+    if (
+        not isinstance(error.get("code"), int)
+        or not isinstance(error.get("message"), str)
+        or not error["message"].strip()
+    ):
         return f"a {answer.status} whose error lacks a code or a message"
     extra = set(body) - {"error"}
     if extra:
@@ -980,7 +1288,7 @@ def _check_error_body(shot: Shot, answer: Answer) -> str | None:
             return f"a {answer.status} error body with keys {sorted(body)}"
         sent = shot.rpc_id
         valid_id = sent is None or (isinstance(sent, str | int | float) and not isinstance(sent, bool | Raw))
-        if valid_id and sent == sent and body["id"] != sent:
+        if valid_id and sent == sent and body["id"] != sent:  # noqa: PLR0124 - NaN is not equal to itself
             return f"an enveloped error that answers id {body['id']!r} to id {sent!r}"
     return None
 
@@ -996,13 +1304,17 @@ class ServerErrors(logging.Handler):
         self.records: list[logging.LogRecord] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        if record.msg not in EXPECTED_LOGS and record.name.startswith(("agent_server", "gateway", "uvicorn", "starlette")):
+        if record.msg not in EXPECTED_LOGS and record.name.startswith(
+            ("agent_server", "gateway", "uvicorn", "starlette")
+        ):
             self.records.append(record)
 
     def report(self) -> list[str]:
         with self.lock:  # type: ignore[union-attr]
             records = list(self.records)
-        return [f"logged by {r.name}: {r.getMessage()}" + (f" {r.exc_info[1]!r}" if r.exc_info else "") for r in records]
+        return [
+            f"logged by {r.name}: {r.getMessage()}" + (f" {r.exc_info[1]!r}" if r.exc_info else "") for r in records
+        ]
 
 
 @pytest.fixture
@@ -1038,7 +1350,9 @@ def fail_if(found: list[str], header: str) -> None:
     if found:
         shown = "\n".join(found[:60])
         more = f"\n... and {len(found) - 60} more" if len(found) > 60 else ""
-        pytest.fail(f"{header}: {len(found)} offenders (SWITCHBOARD_FUZZ_SEED={SEED} sends the same requests):\n{shown}{more}")
+        pytest.fail(
+            f"{header}: {len(found)} offenders (SWITCHBOARD_FUZZ_SEED={SEED} sends the same requests):\n{shown}{more}"
+        )
 
 
 # -- the servers ------------------------------------------------------------------------------
@@ -1072,7 +1386,9 @@ def gateway_in_front_of(scripted_url: str) -> Iterator[str]:
         session_store=MemorySessionStore(),
     )
     with serve_app(create_gateway_app(service)) as url:
-        created = httpx.post(f"{url}/tools", json={"name": TOOL, "agent": scripted_url, "timeout_ms": 10_000}, timeout=10)
+        created = httpx.post(
+            f"{url}/tools", json={"name": TOOL, "agent": scripted_url, "timeout_ms": 10_000}, timeout=10
+        )
         assert created.status_code == 201, created.text
         yield url
 
@@ -1116,21 +1432,31 @@ async def check_fresh_ids(base: str, shots: list[Shot], answers: list[Answer], *
     found = []
     for (shot, answer, expected), lookup, got in zip(checks, lookups, await fire(lookups, base), strict=True):
         if got.status not in expected:
-            found.append(f"{lookup.path} answers {got.status} after {shot.describe()} -> {answer.status} {answer.body[:300]!r}")
+            found.append(
+                f"{lookup.path} answers {got.status} after {shot.describe()} -> {answer.status} {answer.body[:300]!r}"
+            )
     return found
 
 
 # -- the tests --------------------------------------------------------------------------------
 
 
-async def test_an_agent_server_answers_thousands_of_bad_requests_with_4xx(scripted_url: str, server_errors: ServerErrors) -> None:
+async def test_an_agent_server_answers_thousands_of_bad_requests_with_4xx(
+    scripted_url: str, server_errors: ServerErrors
+) -> None:
     with httpx.Client(base_url=scripted_url, timeout=10) as http:
         reference = [task_after(http, "echo keep me"), task_after(http, "ask keep me waiting?")]
-        targets = [task_after(http, "echo target")["id"], task_after(http, "ask what?")["id"], task_after(http, "fail target")["id"]]
+        targets = [
+            task_after(http, "echo target")["id"],
+            task_after(http, "ask what?")["id"],
+            task_after(http, "fail target")["id"],
+        ]
         before = [http.get(f"/tasks/{task['id']}").json() for task in reference]
 
         fuzzer = Fuzzer(random.Random(SEED), Known(tasks=targets), gateway=False, tag="a")
-        shots = fuzzer.shots(REQUESTS_PER_SERVER) + fuzzer.raw_shots(RAW_REQUESTS_PER_SERVER, urlsplit(scripted_url).port or 80)
+        shots = fuzzer.shots(REQUESTS_PER_SERVER) + fuzzer.raw_shots(
+            RAW_REQUESTS_PER_SERVER, urlsplit(scripted_url).port or 80
+        )
         started = time.monotonic()
         answers = await fire(shots, scripted_url)
         seconds = time.monotonic() - started
@@ -1148,7 +1474,9 @@ async def test_an_agent_server_answers_thousands_of_bad_requests_with_4xx(script
     fail_if(found + server_errors.report(), summary(shots, answers, seconds))
 
 
-async def test_a_gateway_answers_thousands_of_bad_requests_with_4xx(gateway_url: str, server_errors: ServerErrors) -> None:
+async def test_a_gateway_answers_thousands_of_bad_requests_with_4xx(
+    gateway_url: str, server_errors: ServerErrors
+) -> None:
     with httpx.Client(base_url=gateway_url, timeout=10) as http:
         sessions = []
         for index in range(2):
@@ -1165,11 +1493,17 @@ async def test_a_gateway_answers_thousands_of_bad_requests_with_4xx(gateway_url:
         tools_before = {t["name"]: t for t in http.get("/tools").json()["tools"]}
         runs = [run["run_id"] for run in http.get("/runs").json()["runs"]]
         known = Known(
-            tasks=targets, sessions=sessions, runs=runs or ["none"], agents=[*agents_before, "ghost", "a%2Fb"],
-            tools=[*tools_before, "ghost"], agent_url=http.get(f"/agents/{REMOTE}").json()["url"],
+            tasks=targets,
+            sessions=sessions,
+            runs=runs or ["none"],
+            agents=[*agents_before, "ghost", "a%2Fb"],
+            tools=[*tools_before, "ghost"],
+            agent_url=http.get(f"/agents/{REMOTE}").json()["url"],
         )
         fuzzer = Fuzzer(random.Random(SEED + 1), known, gateway=True, tag="g")
-        shots = fuzzer.shots(REQUESTS_PER_SERVER) + fuzzer.raw_shots(RAW_REQUESTS_PER_SERVER, urlsplit(gateway_url).port or 80)
+        shots = fuzzer.shots(REQUESTS_PER_SERVER) + fuzzer.raw_shots(
+            RAW_REQUESTS_PER_SERVER, urlsplit(gateway_url).port or 80
+        )
         started = time.monotonic()
         answers = await fire(shots, gateway_url)
         seconds = time.monotonic() - started
@@ -1192,16 +1526,25 @@ async def test_a_gateway_answers_thousands_of_bad_requests_with_4xx(gateway_url:
 
 
 def check_registry(
-    http: httpx.Client, shots: list[Shot], answers: list[Answer], agents_before: dict[str, Any], tools_before: dict[str, Any]
+    http: httpx.Client,
+    shots: list[Shot],
+    answers: list[Answer],
+    agents_before: dict[str, Any],
+    tools_before: dict[str, Any],
 ) -> list[str]:
     """Agents and tools are what they were, plus what a 201 said it created, minus what a 200 said it removed."""
-    expected_agents, expected_tools = Counter({name: 1 for name in agents_before}), Counter({name: 1 for name in tools_before})
+    expected_agents, expected_tools = (
+        Counter(dict.fromkeys(agents_before, 1)),
+        Counter(dict.fromkeys(tools_before, 1)),
+    )
     for shot, answer in zip(shots, answers, strict=True):
         method = shot.method.upper()  # httpx sends "post" as POST
         if answer.status not in (200, 201) or method not in ("POST", "DELETE"):
             continue
         path = unquote(shot.path.split("?")[0])  # the server routes /%74ools as /tools
-        body = orjson.loads(answer.body) if answer.headers.get("content-type", "").startswith("application/json") else {}
+        body = (
+            orjson.loads(answer.body) if answer.headers.get("content-type", "").startswith("application/json") else {}
+        )
         if method == "POST" and path == "/agents":
             expected_agents[body["name"]] += 1
         elif method == "POST" and path == "/tools":
@@ -1214,7 +1557,9 @@ def check_registry(
     tools_after = {t["name"]: t for t in http.get("/tools").json()["tools"]}
     found = []
     if set(agents_after) != {name for name, count in expected_agents.items() if count > 0}:
-        found.append(f"agents {sorted(agents_after)}, expected {sorted(n for n, c in expected_agents.items() if c > 0)}")
+        found.append(
+            f"agents {sorted(agents_after)}, expected {sorted(n for n, c in expected_agents.items() if c > 0)}"
+        )
     if set(tools_after) != {name for name, count in expected_tools.items() if count > 0}:
         found.append(f"tools {sorted(tools_after)}, expected {sorted(n for n, c in expected_tools.items() if c > 0)}")
     for name, info in agents_before.items():
@@ -1230,4 +1575,8 @@ def check_tool_runs(http: httpx.Client, answers: list[Answer], runs_before: set[
     """Every tool call run in the log was announced to its caller (x-run-id): a refused call started none."""
     announced = runs_before | {answer.headers["x-run-id"] for answer in answers if "x-run-id" in answer.headers}
     runs = http.get("/runs", params={"limit": 1000}).json()["runs"]
-    return [f"tool call run {run} was started by a request not told so" for run in runs if run["tool"] and run["run_id"] not in announced]
+    return [
+        f"tool call run {run} was started by a request not told so"
+        for run in runs
+        if run["tool"] and run["run_id"] not in announced
+    ]

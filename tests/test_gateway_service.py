@@ -63,12 +63,27 @@ def test_registering_without_handoff_sources_adds_no_transfer(api: httpx.Client,
     [
         ({"url": "ftp://127.0.0.1:1"}, 400, -32602, "'ftp://127.0.0.1:1' is not an http:// or https:// URL"),
         ({"url": "http://"}, 400, -32602, "invalid agent URI 'http://': it names no host"),
-        ({"url": "http://127.0.0.1:1"}, 502, -32012, "cannot fetch the agent card from http://127.0.0.1:1: cannot reach"),
+        (
+            {"url": "http://127.0.0.1:1"},
+            502,
+            -32012,
+            "cannot fetch the agent card from http://127.0.0.1:1: cannot reach",
+        ),
         ({}, 400, -32602, "invalid body: url: is required"),
         ({"url": 5}, 400, -32602, "invalid body: url: Input should be a valid string (got 5)"),
-        ({"url": "http://x", "nmae": "a"}, 400, -32602, "invalid body: nmae: unknown key 'nmae' (expected one of: url, name"),
+        (
+            {"url": "http://x", "nmae": "a"},
+            400,
+            -32602,
+            "invalid body: nmae: unknown key 'nmae' (expected one of: url, name",
+        ),
         ({"url": "http://x", "name": "a/b"}, 400, -32602, "invalid body: name: agent name 'a/b' may not contain '/'"),
-        ({"url": "http://127.0.0.1:1", "handoff_from": ["ghost"]}, 400, -32602, "handoff_from names 'ghost', which is not a local agent"),
+        (
+            {"url": "http://127.0.0.1:1", "handoff_from": ["ghost"]},
+            400,
+            -32602,
+            "handoff_from names 'ghost', which is not a local agent",
+        ),
         ({"url": "http://127.0.0.1:1", "name": "triage"}, 409, -32011, "an agent named 'triage' is already registered"),
     ],
 )
@@ -136,20 +151,36 @@ def test_define_list_get_and_remove_an_agent_tool(api: httpx.Client, scripted_ur
 @pytest.mark.parametrize(
     ("body", "status", "fragment"),
     [
-        ({"name": "t1", "agent": "http://127.0.0.1:9", "mode": "fast"}, 400, "mode: unknown mode 'fast' (expected sync, streaming, conversational)"),
+        (
+            {"name": "t1", "agent": "http://127.0.0.1:9", "mode": "fast"},
+            400,
+            "mode: unknown mode 'fast' (expected sync, streaming, conversational)",
+        ),
         ({"name": "t1", "agent": "gopher://x"}, 400, "agent: invalid agent URI 'gopher://x'"),
         ({"name": "no spaces", "agent": "http://127.0.0.1:9"}, 400, "name: tool name 'no spaces' is not valid"),
-        ({"name": "t1", "agent": "http://127.0.0.1:9", "max_cost_usd": -1}, 400, "max_cost_usd: Input should be greater than or equal to 0"),
-        ({"name": "t1", "agent": "http://127.0.0.1:9", "attach_to": ["ghost"]}, 400, "attach_to names 'ghost', which is not a local agent"),
+        (
+            {"name": "t1", "agent": "http://127.0.0.1:9", "max_cost_usd": -1},
+            400,
+            "max_cost_usd: Input should be greater than or equal to 0",
+        ),
+        (
+            {"name": "t1", "agent": "http://127.0.0.1:9", "attach_to": ["ghost"]},
+            400,
+            "attach_to names 'ghost', which is not a local agent",
+        ),
     ],
 )
-def test_defining_a_tool_refuses_bad_bodies(api: httpx.Client, body: dict[str, object], status: int, fragment: str) -> None:
+def test_defining_a_tool_refuses_bad_bodies(
+    api: httpx.Client, body: dict[str, object], status: int, fragment: str
+) -> None:
     response = api.post("/tools", json=body)
     assert response.status_code == status and fragment in error_of(response)["message"], response.text
     assert api.get("/tools/t1").status_code == 404
 
 
-def test_a_tool_name_or_session_id_ending_in_a_newline_is_refused_and_leaves_nothing(api: httpx.Client, scripted_url: str) -> None:
+def test_a_tool_name_or_session_id_ending_in_a_newline_is_refused_and_leaves_nothing(
+    api: httpx.Client, scripted_url: str
+) -> None:
     """``$`` also matches before a final newline: such names were taken, then broke the answer's headers."""
     tool = api.post("/tools", json={"name": "nl\n", "agent": scripted_url})
     assert tool.status_code == 400 and "tool name 'nl\\n' is not valid" in error_of(tool)["message"]
@@ -194,7 +225,9 @@ def test_calling_a_tool_streaming_answers_its_events_as_ndjson(api: httpx.Client
     assert [e["accumulated_cost_usd"] for e in artifacts] == pytest.approx([0.002, 0.004, 0.006])
 
 
-def test_a_failed_sync_call_is_502_with_the_partial_result_and_a_timeout_504(api: httpx.Client, scripted_url: str) -> None:
+def test_a_failed_sync_call_is_502_with_the_partial_result_and_a_timeout_504(
+    api: httpx.Client, scripted_url: str
+) -> None:
     api.post("/tools", json={"name": "capped", "agent": scripted_url, "mode": "streaming", "max_cost_usd": 0.0015})
     capped = api.post("/tools/capped/call", json={"input": "stream 5 0.01 0.001"})
     assert capped.status_code == 502
@@ -227,7 +260,9 @@ def test_a_tool_whose_agent_is_down_fails_with_the_run_to_read(api: httpx.Client
 
 
 def test_a_message_streams_the_runs_events_and_the_session_keeps_them(api: httpx.Client) -> None:
-    response = api.post("/sessions/s-basic/messages", json={"message": "hello there", "context_variables": {"tier": "gold"}})
+    response = api.post(
+        "/sessions/s-basic/messages", json={"message": "hello there", "context_variables": {"tier": "gold"}}
+    )
     assert response.status_code == 200 and response.headers["content-type"] == "application/x-ndjson"
     events = lines_of(response)
     run_id = response.headers["x-run-id"]
@@ -246,7 +281,11 @@ def test_a_message_with_stream_false_answers_one_json_summary(api: httpx.Client)
     response = api.post("/sessions/s-json/messages", json={"message": "hi", "stream": False})
     assert response.status_code == 200
     body = response.json()
-    assert body["active_agent_name"] == "triage" and "hi" in body["content"] and body["run_id"] == response.headers["x-run-id"]
+    assert (
+        body["active_agent_name"] == "triage"
+        and "hi" in body["content"]
+        and body["run_id"] == response.headers["x-run-id"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -255,7 +294,11 @@ def test_a_message_with_stream_false_answers_one_json_summary(api: httpx.Client)
         ("/sessions/bad%20id/messages", {"message": "x"}, "session id 'bad id' is not valid"),
         ("/sessions/s1/messages", {"message": ""}, "invalid body: message: String should have at least 1 character"),
         ("/sessions/s1/messages", {"text": "x"}, "message: is required"),
-        ("/sessions/s1/messages", {"message": "x", "context_variables": [1]}, "context_variables: Input should be a valid dictionary"),
+        (
+            "/sessions/s1/messages",
+            {"message": "x", "context_variables": [1]},
+            "context_variables: Input should be a valid dictionary",
+        ),
     ],
 )
 def test_a_bad_message_is_refused(api: httpx.Client, path: str, body: dict[str, object], fragment: str) -> None:
@@ -298,7 +341,9 @@ def test_unknown_paths_and_methods_get_json_errors(api: httpx.Client) -> None:
 def test_the_gateway_serves_the_a2a_binding_on_the_same_port(api: httpx.Client) -> None:
     card = api.get("/.well-known/agent.json").json()
     assert card["name"] == "switchboard" and "triage" in [s["name"] for s in card["skills"]]
-    task = api.post("/tasks/send", json={"sessionId": "a2a-1", "message": {"parts": [{"text": "hello binding"}]}}).json()
+    task = api.post(
+        "/tasks/send", json={"sessionId": "a2a-1", "message": {"parts": [{"text": "hello binding"}]}}
+    ).json()
     assert task["status"]["state"] == "completed" and "hello binding" in task["artifacts"][0]["parts"][0]["text"]
     assert api.get("/sessions/a2a-1").json()["history"][0]["content"] == "hello binding"
     assert api.get(f"/tasks/{task['id']}").json()["id"] == task["id"]

@@ -1,4 +1,4 @@
-"""Agents added and removed at run time, and the service's refusals at shutdown (in process, real servers on loopback)."""
+"""Agents added and removed at run time, and the service's refusals at shutdown (in process, servers on loopback)."""
 
 from __future__ import annotations
 
@@ -58,9 +58,11 @@ def test_a_card_name_that_cannot_be_a_path_segment_is_refused_with_a_hint() -> N
     async def answer(ctx: TaskContext) -> str:
         return "ok"
 
-    with agent_server(HostedAgent("EU/billing", answer)) as agent_url, gateway_server(triage_service()) as url, client(
-        url
-    ) as http:
+    with (
+        agent_server(HostedAgent("EU/billing", answer)) as agent_url,
+        gateway_server(triage_service()) as url,
+        client(url) as http,
+    ):
         refused = http.post("/agents", json={"url": agent_url})
         assert refused.status_code == 400
         error = error_of(refused)

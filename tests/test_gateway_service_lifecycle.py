@@ -71,17 +71,18 @@ async def test_the_wait_is_bounded_and_the_failure_says_how_long_it_tried() -> N
 
 @pytest.mark.anyio
 async def test_an_answer_that_is_not_an_agent_is_not_waited_for(caplog: pytest.LogCaptureFixture) -> None:
-    with agent_server() as url:
-        with pytest.raises(AgentUnreachable) as caught:
-            async with remote_first_service(url + "/not-here", startup_wait_s=10):
-                pass
+    with agent_server() as url, pytest.raises(AgentUnreachable) as caught:
+        async with remote_first_service(url + "/not-here", startup_wait_s=10):
+            pass
     assert caught.value.data["status"] == 404
-    assert "tried" not in caught.value.message and not [r for r in caplog.records if "not reachable yet" in r.getMessage()]
+    assert "tried" not in caught.value.message and not [
+        r for r in caplog.records if "not reachable yet" in r.getMessage()
+    ]
 
 
 @contextmanager
 def _gateway_process(tmp_path: Path, agent_url: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """`switchboard gateway` in a subprocess with the agent at ``agent_url`` as remote agent and tool; killed if left running."""
+    """`switchboard gateway` in a subprocess, the agent at ``agent_url`` as remote agent and tool; killed if left on."""
     port = free_port()
     config = tmp_path / "gateway.toml"
     config.write_text(
@@ -127,9 +128,10 @@ def test_sigterm_ends_the_runs_going_so_their_streams_end_and_nothing_is_cut(tmp
         caller.start()
         try:
             wait_until(lambda: _tool_run_started(url, "slow_tool"), "the sync tool call's run in GET /runs")
-            with client(url) as http, http.stream(
-                "POST", "/sessions/going/messages", json={"message": "stream 100 0.1"}
-            ) as response:
+            with (
+                client(url) as http,
+                http.stream("POST", "/sessions/going/messages", json={"message": "stream 100 0.1"}) as response,
+            ):
                 lines = response.iter_lines()
                 first = orjson.loads(next(lines))
                 process.send_signal(signal.SIGTERM)

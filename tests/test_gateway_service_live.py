@@ -42,7 +42,10 @@ def slow_gateway(scripted_url: str) -> Iterator[str]:
 @contextmanager
 def _lockstep_gateway(lockstep: Lockstep) -> Iterator[str]:
     """A gateway whose starting agent is remote and streams in lockstep with what the test reads."""
-    with agent_server(lockstep.agent()) as agent_url, gateway_server(remote_first_service(agent_url, "lockstep")) as url:
+    with (
+        agent_server(lockstep.agent()) as agent_url,
+        gateway_server(remote_first_service(agent_url, "lockstep")) as url,
+    ):
         yield url
 
 
@@ -72,7 +75,7 @@ def test_a_messages_events_arrive_while_the_run_is_going() -> None:
 
 
 def test_after_a_dropped_connection_the_missing_events_are_replayed_then_followed() -> None:
-    """The agent goes on only as the test reads its chunks, so the run can end only if the resumed stream follows it live."""
+    """The agent goes on only as the test reads its chunks: the run ends only if the resumed stream follows it live."""
     lockstep = Lockstep(chunks=8)
     with _lockstep_gateway(lockstep) as url, client(url) as http:
         seen: list[dict[str, Any]] = []
@@ -140,7 +143,10 @@ def test_with_sqlite_stores_runs_and_sessions_survive_a_restart(tmp_path: Path) 
     with serve_app(create_gateway_app(config)) as url, client(url) as http:
         assert lines_of(http.get(f"/runs/{run_id}/events")) == events
         assert http.get("/sessions/kept").json()["history"][0]["content"] == "remember me"
-        assert http.post("/sessions/kept/messages", json={"message": "again", "stream": False}).json()["active_agent_name"] == "solo"
+        assert (
+            http.post("/sessions/kept/messages", json={"message": "again", "stream": False}).json()["active_agent_name"]
+            == "solo"
+        )
 
 
 def test_a_failed_run_ends_its_stream_with_run_failed_and_its_summary_is_a_502(slow_gateway: str) -> None:
@@ -151,4 +157,8 @@ def test_a_failed_run_ends_its_stream_with_run_failed_and_its_summary_is_a_502(s
         summary = http.post("/sessions/failing/messages", json={"message": "fail again", "stream": False})
     assert summary.status_code == 502
     error = summary.json()["error"]
-    assert error["code"] == -32014 and "again" in error["message"] and error["data"]["run_id"] == summary.headers["x-run-id"]
+    assert (
+        error["code"] == -32014
+        and "again" in error["message"]
+        and error["data"]["run_id"] == summary.headers["x-run-id"]
+    )

@@ -27,7 +27,7 @@ from mcp_servers.http_server import build_app
 from servers import serve_app
 from waiting import until
 
-from gateway import AgentTaskFailed, AgentToolTimeout, Gateway, PeerConnectionError, PeerProtocolError, PeerLimits
+from gateway import AgentTaskFailed, AgentToolTimeout, Gateway, PeerConnectionError, PeerLimits, PeerProtocolError
 from gateway.peers.mcp import STREAM_BUFFER
 from protocol import DataPart, FilePart, Message, StatusEvent, TaskSendParams
 
@@ -46,7 +46,10 @@ def http_url() -> Iterator[str]:
 def server(request: pytest.FixtureRequest, http_url: str, tmp_path: Path) -> tuple[str, str, Path]:
     """(transport, URI of the MCP server without its #TOOL, directory where stdio cancels are marked)."""
     if request.param == "stdio":
-        query = f"args=-m+tests.mcp_servers.stdio_server&cwd={quote(str(ROOT))}&env=SWITCHBOARD_MCP_MARKERS={quote(str(tmp_path))}"
+        query = (
+            f"args=-m+tests.mcp_servers.stdio_server&cwd={quote(str(ROOT))}"
+            f"&env=SWITCHBOARD_MCP_MARKERS={quote(str(tmp_path))}"
+        )
         return "stdio", f"mcp+stdio:{quote(sys.executable)}?{query}", tmp_path
     return "http", f"mcp+{http_url}/mcp", tmp_path
 
@@ -91,7 +94,9 @@ async def test_sync_streaming_and_conversational_modes(gateway: Gateway, server:
     assert by_arguments.text == "counted 2 for goats" and by_arguments.chunks == 3
 
 
-async def test_idle_timeout_sends_mcp_cancellation_that_reaches_the_tool(gateway: Gateway, server: tuple[str, str, Path]) -> None:
+async def test_idle_timeout_sends_mcp_cancellation_that_reaches_the_tool(
+    gateway: Gateway, server: tuple[str, str, Path]
+) -> None:
     transport, base, markers = server
     gateway.add_agent_tool("hang", base + "#hang", mode="streaming", streaming={"idle_timeout_secs": 0.3})
     with pytest.raises(AgentToolTimeout) as caught:
@@ -208,13 +213,17 @@ async def test_a_result_that_cannot_be_read_is_a_bad_answer_not_an_exception_gro
     # Straight through the Peer too: its errors are AgentToolErrors, never a group.
     peer = gateway.peer(f"mcp+{http_url}/mcp#bad_image")
     params = TaskSendParams(message=Message.user("x"))
-    with pytest.raises(PeerProtocolError):
+
+    async def call() -> None:
         if mode == "sync":
             await peer.send(params)
-        else:
-            async with peer.subscribe(params) as stream:
-                async for _ in stream:
-                    pass
+            return
+        async with peer.subscribe(params) as stream:
+            async for _ in stream:
+                pass
+
+    with pytest.raises(PeerProtocolError, match="cannot be read"):
+        await call()
 
 
 async def test_a_slow_consumer_holds_the_stream_back_in_a_bounded_buffer(gateway: Gateway, http_url: str) -> None:
@@ -228,15 +237,21 @@ async def test_a_slow_consumer_holds_the_stream_back_in_a_bounded_buffer(gateway
             if len(seen) == 1:
                 # The server goes on while nothing is read: the buffer fills, then its next item waits for room.
                 receive = stream.ag_frame.f_locals["receive"]  # type: ignore[attr-defined]
+
+                def held_back(receive: Any = receive) -> bool:
+                    stats = receive.statistics()
+                    return stats.current_buffer_used == STREAM_BUFFER and stats.tasks_waiting_send > 0
+
                 await until(
-                    lambda: receive.statistics().current_buffer_used == STREAM_BUFFER
-                    and receive.statistics().tasks_waiting_send > 0,
+                    held_back,
                     "a full buffer with the next item held back",
                 )
     assert isinstance(seen[-1], StatusEvent) and seen[-1].final and seen[-1].status.state.value == "completed"
 
 
-async def test_inner_async_generators_are_closed_not_left_to_the_gc(gateway: Gateway, server: tuple[str, str, Path]) -> None:
+async def test_inner_async_generators_are_closed_not_left_to_the_gc(
+    gateway: Gateway, server: tuple[str, str, Path]
+) -> None:
     _, base, _ = server
     gateway.add_agent_tool("count", base + "#count", mode="streaming")
     gateway.add_agent_tool("hang", base + "#hang", mode="streaming", streaming={"idle_timeout_secs": 0.2})

@@ -145,9 +145,15 @@ async def test_request_body_drops_keys_openai_rejects(respx_mock: respx.MockRout
     route = respx_mock.post(URL).mock(return_value=httpx.Response(200, json=_json("chat_completion.json")))
     history = [
         *MESSAGES,
-        {"role": "assistant", "content": None, "sender": "Triage", "name": "Triage", "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "lookup_order", "arguments": "{}"}}
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "sender": "Triage",
+            "name": "Triage",
+            "tool_calls": [
+                {"id": "call_1", "type": "function", "function": {"name": "lookup_order", "arguments": "{}"}}
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "name": "lookup_order", "content": "shipped"},
     ]
     async with _model(sleeps) as model:
@@ -273,9 +279,7 @@ async def test_retry_on_503_backs_off_exponentially(respx_mock: respx.MockRouter
 
 
 async def test_stream_retries_before_the_stream_starts(respx_mock: respx.MockRouter, sleeps: _Sleeps) -> None:
-    route = respx_mock.post(URL).mock(
-        side_effect=[httpx.Response(502, text="Bad Gateway"), _sse("stream_text.sse")]
-    )
+    route = respx_mock.post(URL).mock(side_effect=[httpx.Response(502, text="Bad Gateway"), _sse("stream_text.sse")])
     async with _model(sleeps, backoff_base_s=0.01) as model:
         items = await _collect(model)
     assert route.call_count == 2
@@ -439,7 +443,7 @@ async def test_stream_over_loopback_yields_text_before_the_response_ends(sleeps:
         async def body() -> AsyncIterator[bytes]:
             yield events[0] + b"\n\n" + events[1] + b"\n\n"
             with anyio.move_on_after(5):
-                while not first_seen.is_set():
+                while not first_seen.is_set():  # noqa: ASYNC110 - set by the client's thread
                     await anyio.sleep(0.01)
             released_by_client.append(first_seen.is_set())
             for event in events[2:]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gateway.errors import ScriptExhaustedError
 from gateway.models import (
     ChatMessage,
     ChatModel,
@@ -16,7 +17,6 @@ from gateway.models import (
     ToolCall,
     ToolSpec,
 )
-from gateway.errors import ScriptExhaustedError
 
 pytestmark = pytest.mark.anyio
 

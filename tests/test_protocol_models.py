@@ -7,12 +7,12 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from protocol import (
-    AgentCard,
-    Artifact,
-    DataPart,
-    ArtifactEvent,
     MAX_JSON_DEPTH,
     MAX_LISTED_PROBLEMS,
+    AgentCard,
+    Artifact,
+    ArtifactEvent,
+    DataPart,
     EnvelopedProtocolError,
     ErrorCode,
     FileContent,
@@ -71,7 +71,9 @@ def test_stream_events_keep_cost_usd_snake_case_and_parse_by_type() -> None:
     ).to_wire()
     assert line["cost_usd"] == 0.25 and line["type"] == "artifact" and line["artifact"]["append"] is True
     assert isinstance(parse_stream_event(line), ArtifactEvent)
-    status = parse_stream_event({"seq": 2, "id": "t", "type": "status", "status": {"state": "completed"}, "final": True})
+    status = parse_stream_event(
+        {"seq": 2, "id": "t", "type": "status", "status": {"state": "completed"}, "final": True}
+    )
     assert isinstance(status, StatusEvent) and status.final
     handoff = parse_stream_event({"seq": 3, "id": "t", "type": "handoff", "handoff": {"target": "billing"}})
     assert isinstance(handoff, HandoffEvent) and handoff.handoff.target == "billing"
@@ -226,9 +228,7 @@ def test_merge_artifact_appends_by_index_and_joins_adjacent_text() -> None:
     artifacts = merged_artifacts(
         [_text("a"), _text("b"), Artifact(index=0, append=True, parts=[DataPart(data={"n": 1})]), _text("c")]
     )
-    assert artifacts == [
-        Artifact(index=0, parts=[TextPart(text="ab"), DataPart(data={"n": 1}), TextPart(text="c")])
-    ]
+    assert artifacts == [Artifact(index=0, parts=[TextPart(text="ab"), DataPart(data={"n": 1}), TextPart(text="c")])]
     assert artifacts[0].append is None
 
 

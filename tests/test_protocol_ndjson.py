@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from protocol import DecodedLine, MalformedLine, NDJSONDecoder, OversizedLine, SkippedBytes, aiter_ndjson, encode_line
 

@@ -40,7 +40,8 @@ def curl_blocks() -> list[list[str]]:
 def _run(commands: list[str], ports: dict[str, int], cwd: Path) -> list[tuple[str, str]]:
     """Run one block in one shell; returns (command, its output) pairs."""
     script = ["set -euo pipefail"]
-    for index, command in enumerate(commands):
+    for index, written in enumerate(commands):
+        command = written
         for readme_port, port in ports.items():
             command = command.replace(f"127.0.0.1:{readme_port}", f"127.0.0.1:{port}")
         script += [f"echo '@@ {index}'", command, "echo"]
@@ -65,19 +66,38 @@ def _json_lines(output: str) -> list[dict[str, Any]]:
 
 def test_the_readme_has_curl_examples_for_every_binding_endpoint() -> None:
     text = " ".join(c for block in curl_blocks() for c in block)
-    for path in ("/tasks/send ", "/tasks/sendSubscribe", "/tasks/get", "/tasks/t1", "/tasks/resubscribe",
-                 "/.well-known/agent.json", "/agents", "/tools", "/sessions/", "/runs"):
+    for path in (
+        "/tasks/send ",
+        "/tasks/sendSubscribe",
+        "/tasks/get",
+        "/tasks/t1",
+        "/tasks/resubscribe",
+        "/.well-known/agent.json",
+        "/agents",
+        "/tools",
+        "/sessions/",
+        "/runs",
+    ):
         assert path in text, path
 
 
 def test_every_readme_curl_example_works_against_live_servers(tmp_path: Path) -> None:
     ports = {"8001": free_port(), "8002": free_port(), "8080": free_port()}
     with service_group(tmp_path, tmp_path) as group:
-        for name, target, readme_port in (("echo", "echo.py:agent", "8001"), ("researcher", "researcher.py:agent", "8002")):
+        for name, target, readme_port in (
+            ("echo", "echo.py:agent", "8001"),
+            ("researcher", "researcher.py:agent", "8002"),
+        ):
             port = ports[readme_port]
-            group.start(name, ["serve", f"{ROOT / 'examples' / target}", "--port", str(port)],
-                        f"http://127.0.0.1:{port}", "/.well-known/agent.json")
-        group.start("gateway", ["gateway", "--port", str(ports["8080"])], f"http://127.0.0.1:{ports['8080']}", "/health")
+            group.start(
+                name,
+                ["serve", f"{ROOT / 'examples' / target}", "--port", str(port)],
+                f"http://127.0.0.1:{port}",
+                "/.well-known/agent.json",
+            )
+        group.start(
+            "gateway", ["gateway", "--port", str(ports["8080"])], f"http://127.0.0.1:{ports['8080']}", "/health"
+        )
         group.wait_ready()
         results = [pair for block in curl_blocks() for pair in _run(block, ports, tmp_path)]
 

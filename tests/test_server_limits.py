@@ -204,8 +204,7 @@ def _refusal_heard(request: urllib.request.Request, status: int) -> dict[str, An
 def test_past_the_drain_bound_the_connection_closes_once_the_answer_is_out(drain_bound_url: str) -> None:
     """Only 256 KiB of an unread body are drained: the 413 comes, then the close, long before the 30 s body timeout."""
     head = (
-        "POST /tasks/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {11 * MIB}\r\n\r\n"
+        f"POST /tasks/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {11 * MIB}\r\n\r\n"
     )
     with _connect(drain_bound_url, head.encode(), timeout=10) as sock:
         _send_quietly(sock, b"x" * MIB, everything=True)
@@ -339,14 +338,18 @@ def _error_of(answer: bytes) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("next_body_bytes", [1000, 300_000])
-def test_the_request_after_a_drained_refusal_on_one_connection_is_answered(default_url: str, next_body_bytes: int) -> None:
+def test_the_request_after_a_drained_refusal_on_one_connection_is_answered(
+    default_url: str, next_body_bytes: int
+) -> None:
     """The drain finishes the refused request; the next one, already sent behind it, is served, not cut."""
     too_large = b"x" * (DEFAULT_MAX_BODY_BYTES + 1000)
     with httpx.Client(base_url=default_url, limits=httpx.Limits(max_connections=1), timeout=30) as http:
         refused = http.post("/tasks/send", content=too_large, headers={"content-type": "application/json"})
         assert refused.status_code == 413
         after = http.post(
-            "/tasks/cancel", content=b'{"id":"' + b"b" * next_body_bytes + b'"}', headers={"content-type": "application/json"}
+            "/tasks/cancel",
+            content=b'{"id":"' + b"b" * next_body_bytes + b'"}',
+            headers={"content-type": "application/json"},
         )
         assert after.status_code == 404 and after.json()["error"]["code"] == -32001
 
@@ -354,7 +357,7 @@ def test_the_request_after_a_drained_refusal_on_one_connection_is_answered(defau
 def test_a_refusal_of_a_body_never_asked_for_says_connection_close_and_the_next_request_is_served(
     default_url: str,
 ) -> None:
-    """``Expect: 100-continue`` sent with the body anyway: the answer closes the connection, lingering, without a reset."""
+    """``Expect: 100-continue`` sent with the body anyway: the answer closes the connection, lingering, no reset."""
     with httpx.Client(base_url=default_url, limits=httpx.Limits(max_connections=1), timeout=30) as http:
         for _ in range(20):
             refused = http.post(

@@ -241,7 +241,11 @@ async def test_unregistered_target_raises_and_the_session_keeps_only_the_message
     with pytest.raises(AgentHandoffError, match="Ghost"):
         await runner.run_async("s", "help")
     session = await runner.session_store.load("s")
-    assert (session.active_agent, session.open_run, session.history) == (None, None, [{"role": "user", "content": "help"}])
+    assert (session.active_agent, session.open_run, session.history) == (
+        None,
+        None,
+        [{"role": "user", "content": "help"}],
+    )
     [run_id] = await runner.event_log.list_runs()
     assert (await runner.event_log.read(run_id))[-1].type == "run_failed"
 

@@ -90,7 +90,7 @@ def test_same_names_give_the_same_tool_names_in_every_run() -> None:
 
 def test_description_names_the_target_and_summarizes_its_instructions() -> None:
     billing = Agent("Billing", "You handle refunds,\n   invoices and charges.")
-    [transfer] = [t for t in _router(billing).get_all_tools()]
+    [transfer] = list(_router(billing).get_all_tools())
     assert transfer.description == (
         "Hand off the dialogue to 'Billing'. Target agent specialty: You handle refunds, invoices and charges."
     )

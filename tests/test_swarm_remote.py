@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from agent_server import Handoff as HandoffLine
-from agent_server import HostedAgent, InputRequired, TaskContext, TextChunk, create_app
+from agent_server import Handoff as HandoffLine, HostedAgent, InputRequired, TaskContext, TextChunk, create_app
 from gateway import Agent, AgentHandoffError, Gateway, Handoff, HostAllowlist, Runner, tool
 from gateway.errors import AgentTaskFailed, PeerConnectionError
 from gateway.models import ModelResponse, ScriptedModel, ToolCall

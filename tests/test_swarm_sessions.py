@@ -160,7 +160,7 @@ async def test_two_turns_on_one_session_in_one_process_queue_up_and_both_land(st
 
 
 async def test_two_processes_racing_on_one_session_never_lose_an_update_silently(tmp_path: Path) -> None:
-    """The first turn saves as it starts; a second process starts on that state, so the first one's end loses the race."""
+    """The first turn saves as it starts; a second process starts on that state, so the first one's end loses."""
     path = tmp_path / "shared.db"
     release = anyio.Event()
     started: list[str] = []
@@ -220,5 +220,3 @@ async def test_closing_a_sqlite_store_does_not_block_the_event_loop(tmp_path: Pa
             group.cancel_scope.cancel()
     finally:
         release.set()
-
-

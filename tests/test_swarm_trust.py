@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from agent_server import Handoff as HandoffLine
-from agent_server import HostedAgent, TaskContext, create_app
+from agent_server import Handoff as HandoffLine, HostedAgent, TaskContext, create_app
 from gateway import Agent, AgentHandoffError, Gateway, HostAllowlist, Runner
 from gateway.models import ModelResponse, ToolCall
 from gateway.models.base import ChatMessage, ToolSpec
@@ -81,7 +80,10 @@ def remotes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str
     calls = Calls()
     pwned = tmp_path_factory.mktemp("trust") / "pwned"
     targets: dict[str, str] = {"stdio": f"mcp+stdio:touch?args={pwned}#x"}
-    with serve_app(create_app(_expert(calls))) as expert_url, serve_app(create_app(_front(calls, targets))) as front_url:
+    with (
+        serve_app(create_app(_expert(calls))) as expert_url,
+        serve_app(create_app(_front(calls, targets))) as front_url,
+    ):
         targets["expert"] = expert_url
         yield {"front": front_url, "expert": expert_url}, calls, pwned
 
@@ -167,7 +169,11 @@ async def test_a_forgotten_agent_found_by_uri_is_not_reconnected(remotes: tuple[
     assert calls.count("expert") == before
     assert (second.active_agent_name, second.content) == ("desk", "Desk: how can I help?")
     (changed,) = second.events_of("agent_changed")
-    assert (changed.fields["previous"], changed.fields["agent"], changed.fields["cause"]) == ("expert", "desk", "removed")
+    assert (changed.fields["previous"], changed.fields["agent"], changed.fields["cause"]) == (
+        "expert",
+        "desk",
+        "removed",
+    )
     assert (await runner.session_store.load("s-forget")).active_agent_uri is None
 
 

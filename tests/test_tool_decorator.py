@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 import threading
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel
@@ -40,7 +40,7 @@ def create_ticket(
     urgent: bool,
     tags: list[str],
     extra: dict,
-    note: Optional[str],
+    note: str | None,
     assignee: str | None = None,
     channel: Literal["email", "phone"] = "email",
     priority: Priority = Priority.LOW,

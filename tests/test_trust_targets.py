@@ -185,7 +185,9 @@ def test_a_token_env_through_the_api_is_refused() -> None:
 
 
 @pytest.mark.parametrize(("card_name", "name"), [("Ünïcode 日本", None), ("desk", "日本語")])
-def test_agent_names_outside_latin_1_are_registered_with_a_percent_encoded_location(card_name: str, name: str | None) -> None:
+def test_agent_names_outside_latin_1_are_registered_with_a_percent_encoded_location(
+    card_name: str, name: str | None
+) -> None:
     with (
         serve_app(create_app(_speaker(card_name))) as agent_url,
         gateway_server(triage_service()) as url,
@@ -216,7 +218,11 @@ def test_an_agent_card_over_its_limit_is_refused_and_nothing_is_registered() -> 
 
 def test_registration_by_url_still_works_on_the_scripted_agent() -> None:
     """The refusals above are specific: a plain agent registers and answers."""
-    with agent_server() as agent_url, gateway_server(triage_service()) as url, httpx.Client(base_url=url, timeout=10) as http:
+    with (
+        agent_server() as agent_url,
+        gateway_server(triage_service()) as url,
+        httpx.Client(base_url=url, timeout=10) as http,
+    ):
         assert http.post("/agents", json={"url": agent_url, "name": "helper"}).status_code == 201
 
 
@@ -237,8 +243,15 @@ def test_with_an_explicit_allowlist_the_api_registers_agents_only_on_those_hosts
 
 @pytest.mark.parametrize("token", ["\u202egnp.exe", "with space", "tab\there", ""])
 def test_a_token_a_header_cannot_carry_is_refused_before_anything_is_registered(token: str) -> None:
-    with agent_server() as agent_url, gateway_server(triage_service()) as url, httpx.Client(base_url=url, timeout=10) as http:
-        for path, body in (("/agents", {"url": agent_url, "token": token}), ("/tools", {"name": "t", "agent": agent_url, "token": token})):
+    with (
+        agent_server() as agent_url,
+        gateway_server(triage_service()) as url,
+        httpx.Client(base_url=url, timeout=10) as http,
+    ):
+        for path, body in (
+            ("/agents", {"url": agent_url, "token": token}),
+            ("/tools", {"name": "t", "agent": agent_url, "token": token}),
+        ):
             response = http.post(path, json=body)
             assert response.status_code == 400, response.text
         assert [a["name"] for a in http.get("/agents").json()["agents"]] == ["triage"]

@@ -52,9 +52,10 @@ def test_a_turn_killed_mid_answer_leaves_the_message_and_the_mark_and_the_next_t
         )
         with _gateway(config) as first:
             wait_for_health(url, first)
-            with client(url) as http, http.stream(
-                "POST", "/sessions/s1/messages", json={"message": "stream 1000 0.05 0"}
-            ) as response:
+            with (
+                client(url) as http,
+                http.stream("POST", "/sessions/s1/messages", json={"message": "stream 1000 0.05 0"}) as response,
+            ):
                 run_id = response.headers["x-run-id"]
                 for line in response.iter_lines():
                     if line and orjson.loads(line)["type"] == "text_delta":

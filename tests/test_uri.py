@@ -43,7 +43,9 @@ def test_mcp_stdio_uri_spawns_a_command_and_names_the_tool() -> None:
 
 def test_mcp_http_uri_keeps_the_server_url_and_takes_the_tool_from_the_fragment() -> None:
     target = parse_agent_uri("mcp+http://127.0.0.1:9000/mcp#echo")
-    assert target == MCPHttpTarget(uri="mcp+http://127.0.0.1:9000/mcp#echo", tool="echo", url="http://127.0.0.1:9000/mcp")
+    assert target == MCPHttpTarget(
+        uri="mcp+http://127.0.0.1:9000/mcp#echo", tool="echo", url="http://127.0.0.1:9000/mcp"
+    )
     secure = parse_agent_uri("mcp+https://tools.example.com/v1/mcp?key=1#web_search")
     assert isinstance(secure, MCPHttpTarget)
     assert secure.url == "https://tools.example.com/v1/mcp?key=1" and secure.tool == "web_search"

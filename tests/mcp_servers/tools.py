@@ -58,7 +58,9 @@ def build_server() -> MCPServer:
     @server.tool(description="Return the text as an embedded binary resource.")
     async def blob(text: str) -> mcp_types.EmbeddedResource:
         data = base64.b64encode(text.encode()).decode()
-        resource = mcp_types.BlobResourceContents(uri="file:///blob.bin", mime_type="application/octet-stream", blob=data)
+        resource = mcp_types.BlobResourceContents(
+            uri="file:///blob.bin", mime_type="application/octet-stream", blob=data
+        )
         return mcp_types.EmbeddedResource(type="resource", resource=resource)
 
     @server.tool(description="Return an image whose data is not base64.")
