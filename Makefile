@@ -19,6 +19,7 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	# 4 workers on 2 cores: most of the suite waits on real servers, deadlines and subprocesses
 	$(BIN)/python -m pytest -n 4
 
 bench: $(STAMP)
