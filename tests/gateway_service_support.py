@@ -13,8 +13,9 @@ import httpx
 import orjson
 import pytest
 from servers import serve_app
+from waiting import PROCESS_S
 
-from agent_server import HostedAgent, TaskContext, TextChunk, create_app
+from agent_server import HostedAgent, ServerLimits, TaskContext, TextChunk, create_app
 from agent_server.testing import scripted_agent
 from gateway import Agent, MemoryEventLog, MemorySessionStore
 from gateway.service import GatewayService, RemoteSpec, create_gateway_app
@@ -32,9 +33,9 @@ def billing_agent(pause_s: float = 0.0) -> HostedAgent:
 
 
 @contextmanager
-def agent_server(agent: HostedAgent | None = None) -> Iterator[str]:
+def agent_server(agent: HostedAgent | None = None, limits: ServerLimits | None = None) -> Iterator[str]:
     """An agent server on loopback; by default the scripted agent (its messages are commands)."""
-    with serve_app(create_app(agent or scripted_agent("scripted"))) as url:
+    with serve_app(create_app(agent or scripted_agent("scripted")), limits=limits) as url:
         yield url
 
 
@@ -65,7 +66,7 @@ def gateway_server(service: GatewayService) -> Iterator[str]:
 
 def wait_for_health(url: str, process: subprocess.Popen[str]) -> dict[str, Any]:
     """``GET /health`` of a gateway started as a process, once it answers; fails the test if the process exits."""
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + PROCESS_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             pytest.fail(f"the gateway exited with {process.returncode}: {process.communicate()[1]}")

@@ -14,6 +14,7 @@ import orjson
 import pytest
 from gateway_service_support import agent_server
 from lockstep import Lockstep
+from waiting import PROCESS_S
 
 from gateway.agent_result import AgentToolResult
 from gateway.cli import main
@@ -32,7 +33,7 @@ def agent_url() -> Iterator[str]:
 
 def _call(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gateway", "call", *args], cwd=ROOT, capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "gateway", "call", *args], cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S
     )
 
 
@@ -68,7 +69,7 @@ def test_streaming_lines_come_out_as_the_chunks_arrive() -> None:
                 events.append(orjson.loads(line))
                 if events[-1]["type"] == "agent_tool_invoked" or events[-1].get("kind") == "artifact":
                     lockstep.seen()
-            assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
+            assert process.wait(timeout=PROCESS_S) == 0, process.stderr.read() if process.stderr else ""
         finally:
             if process.poll() is None:
                 process.kill()

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 from gateway_service_support import agent_server, billing_agent, gateway_server, triage_service
+from waiting import PROCESS_S
 
 from gateway.cli import main
 from gateway.cli_commands.chat_cmd import ChatView
@@ -35,7 +36,7 @@ def _chat(gateway_url: str, stdin: str, *extra: str) -> subprocess.CompletedProc
         input=stdin,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=PROCESS_S,
     )
 
 

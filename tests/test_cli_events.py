@@ -12,6 +12,7 @@ import orjson
 import pytest
 from gateway_service_support import agent_server, client, gateway_server, lines_of, remote_first_service
 from lockstep import Lockstep
+from waiting import PROCESS_S
 
 from gateway.cli import main
 
@@ -50,7 +51,7 @@ def test_follow_prints_a_live_run_from_the_start_until_it_ends() -> None:
                 events.append(orjson.loads(line))
                 if events[-1]["type"] in ("run_started", "text_delta"):
                     lockstep.seen()
-            assert process.wait(timeout=30) == 0, process.stderr.read() if process.stderr else ""
+            assert process.wait(timeout=PROCESS_S) == 0, process.stderr.read() if process.stderr else ""
         finally:
             if process.poll() is None:
                 process.kill()

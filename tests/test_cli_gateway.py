@@ -14,6 +14,7 @@ import httpx
 import pytest
 from gateway_service_support import wait_for_health
 from servers import free_port
+from waiting import PROCESS_S
 
 from gateway.cli import main
 
@@ -93,7 +94,7 @@ def test_an_unreachable_remote_agent_stops_the_start_with_one_clear_line(tmp_pat
         encoding="utf-8",
     )
     process = _start(config)
-    _, stderr = process.communicate(timeout=20)
+    _, stderr = process.communicate(timeout=PROCESS_S)
     assert process.returncode == 1
     last = stderr.rstrip().splitlines()[-1]
     assert last.startswith(

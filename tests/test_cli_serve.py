@@ -16,6 +16,7 @@ import httpx
 import orjson
 import pytest
 from servers import free_port
+from waiting import PROCESS_S
 
 import agent_server
 from agent_server import ServerLimits
@@ -55,7 +56,7 @@ def server_url() -> Iterator[str]:
 
 
 def _wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + PROCESS_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"switchboard serve exited: {process.stdout.read().decode()}")  # type: ignore[union-attr]
@@ -204,7 +205,7 @@ def test_serve_with_a_token_requires_it_on_every_call_but_the_card(monkeypatch: 
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + PROCESS_S
         while True:
             try:
                 card = httpx.get(f"{url}/.well-known/agent.json", timeout=1)

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from waiting import PROCESS_S
 
 from examples.demo import run_demo
 
@@ -72,7 +73,7 @@ _WITH_CTRL_C = (
 is ignored (a shell's background job), which a child would inherit."""
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(300)
 def test_ctrl_c_stops_every_process_the_demo_started() -> None:
     demo = subprocess.Popen(
         [sys.executable, "-c", _WITH_CTRL_C, "examples.demo"],
@@ -83,7 +84,7 @@ def test_ctrl_c_stops_every_process_the_demo_started() -> None:
     )
     assert demo.stdout is not None
     seen: list[str] = []
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + PROCESS_S
     while time.monotonic() < deadline:
         line = demo.stdout.readline()
         seen.append(line)
@@ -92,7 +93,7 @@ def test_ctrl_c_stops_every_process_the_demo_started() -> None:
     services = _SERVICE_LINE.findall("".join(seen))
     assert len(services) == 6, "".join(seen)
     demo.send_signal(signal.SIGINT)
-    rest, _ = demo.communicate(timeout=20)
+    rest, _ = demo.communicate(timeout=PROCESS_S)
     assert demo.returncode == 130, rest
     assert "interrupted" in rest
     assert not any(_running(pid) for _, _, pid in services)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-TIMEOUT_S = 30
+TIMEOUT_S = 120
 
 EXPECTED: dict[str, list[str | re.Pattern[str]]] = {
     "support_swarm": [

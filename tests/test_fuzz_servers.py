@@ -37,19 +37,22 @@ import pytest
 from gateway_service_support import agent_server
 from servers import serve_app
 
+from agent_server import ServerLimits
 from gateway import Agent, Gateway, MemoryEventLog, MemorySessionStore
 from gateway.allowed_hosts import HostAllowlist
 from gateway.service import GatewayService, RemoteSpec, create_gateway_app
 from protocol import MAX_JSON_DEPTH
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(600)]
 
 SEED = int(os.environ.get("SWITCHBOARD_FUZZ_SEED", "20250607"))
 REQUESTS_PER_SERVER = 5000
 RAW_REQUESTS_PER_SERVER = 200
 CONCURRENCY = 8
-REQUEST_DEADLINE_S = 15.0
+REQUEST_DEADLINE_S = 60.0
 """Far above any request here (they take milliseconds); one that takes longer is reported as hanging."""
+PATIENT = ServerLimits(header_timeout_s=60.0, body_timeout_s=60.0)
+"""The servers' read timeouts are not under test here: on a starved machine they must not cut a request."""
 MAX_READ_BYTES = 4 << 20
 GATEWAY_BODY_LIMIT = 1 << 20
 AGENT_BODY_LIMIT = 10 * 1024 * 1024
@@ -1360,7 +1363,7 @@ def fail_if(found: list[str], header: str) -> None:
 
 @pytest.fixture(scope="module")
 def scripted_url() -> Iterator[str]:
-    with agent_server() as url:
+    with agent_server(limits=PATIENT) as url:
         yield url
 
 
@@ -1385,9 +1388,9 @@ def gateway_in_front_of(scripted_url: str) -> Iterator[str]:
         gateway=gateway,
         session_store=MemorySessionStore(),
     )
-    with serve_app(create_gateway_app(service)) as url:
+    with serve_app(create_gateway_app(service), limits=PATIENT) as url:
         created = httpx.post(
-            f"{url}/tools", json={"name": TOOL, "agent": scripted_url, "timeout_ms": 10_000}, timeout=10
+            f"{url}/tools", json={"name": TOOL, "agent": scripted_url, "timeout_ms": 60_000}, timeout=60
         )
         assert created.status_code == 201, created.text
         yield url

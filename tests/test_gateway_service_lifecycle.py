@@ -18,7 +18,7 @@ import orjson
 import pytest
 from gateway_service_support import agent_server, client, remote_first_service, wait_for_health
 from servers import free_port, serve_app
-from waiting import wait_until
+from waiting import PROCESS_S, wait_until
 
 from agent_server import create_app
 from agent_server.testing import scripted_agent
@@ -138,7 +138,7 @@ def test_sigterm_ends_the_runs_going_so_their_streams_end_and_nothing_is_cut(tmp
                 rest = [orjson.loads(line) for line in lines if line]
         finally:
             caller.join(20)
-        _, stderr = process.communicate(timeout=15)
+        _, stderr = process.communicate(timeout=PROCESS_S)
     assert not caller.is_alive()
     assert first["type"] == "run_started"
     # A final line at all says the stream was ended by the gateway, not cut by uvicorn's graceful timeout.
@@ -158,7 +158,7 @@ def test_sigterm_ends_the_tasks_of_the_gateways_own_binding_canceled_with_a_fina
             first = orjson.loads(next(lines))
             process.send_signal(signal.SIGTERM)
             rest = [orjson.loads(line) for line in lines if line]
-        _, stderr = process.communicate(timeout=15)
+        _, stderr = process.communicate(timeout=PROCESS_S)
     assert first["type"] == "status" and first["status"]["state"] == "working"
     final = rest[-1]
     # A final line at all says the stream was ended by the gateway, not cut by uvicorn's graceful timeout.

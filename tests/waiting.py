@@ -14,6 +14,8 @@ import anyio
 
 DEADLINE_S = 10.0
 POLL_S = 0.01
+PROCESS_S = 90.0
+"""How long a Python process may take to start, or to run a short job, when the machine is starved."""
 
 
 async def until(condition: Callable[[], bool | Awaitable[bool]], what: str, timeout_s: float = DEADLINE_S) -> None:
