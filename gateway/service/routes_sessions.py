@@ -1,8 +1,9 @@
-"""``/sessions/{id}``: post a user message and receive the run's events as NDJSON, live; read or forget a session."""
+"""``/sessions``: the caller's sessions; post a user message and receive the run's events live; read or forget one."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -15,7 +16,7 @@ from protocol import ErrorCode, ProtocolError
 from .bodies import MessageBody
 from .core import GatewayService
 from .errors import ApiErrorCode
-from .http import api_route, body_limit, read_body, service_of
+from .http import api_route, body_limit, query_int, read_body, service_of
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}\Z")
 """Ends in ``\\Z``, not ``$``: ``$`` also matches before a final newline, which the x-session-id header cannot carry."""
@@ -68,6 +69,36 @@ async def _summary(service: GatewayService, run_id: str, session_id: str, header
     return json_response(summary, headers=headers)
 
 
+async def _list(request: Request) -> Response:
+    """The sessions of the caller's ``runs`` newest runs (default 200), newest first; read from the event log.
+
+    Each: ``{"session_id", "last_run_id", "last_started_ms", "runs", "last_message", "closed"}``, where
+    ``runs`` counts its turns among those runs and ``closed`` says whether its last turn ended.
+    """
+    service = service_of(request)
+    limit = query_int(request, "runs", 200, minimum=1, maximum=1000)
+    sessions: dict[str, dict[str, Any]] = {}
+    for run_id in await service.list_runs(limit, principal_of(request)):
+        first = await service.event_log.read(run_id, -1, limit=1)
+        if not first or first[0].type != EventType.RUN_STARTED.value:
+            continue
+        fields = first[0].fields
+        session_id = str(fields.get("session_id"))
+        entry = sessions.get(session_id)
+        if entry is None:
+            sessions[session_id] = {
+                "session_id": session_id,
+                "last_run_id": run_id,
+                "last_started_ms": first[0].timestamp_ms,
+                "last_message": fields.get("user_message"),
+                "closed": await service.event_log.is_closed(run_id),
+                "runs": 1,
+            }
+        else:
+            entry["runs"] += 1
+    return json_response({"sessions": list(sessions.values())})
+
+
 async def _get(request: Request) -> Response:
     """``open_run``: a turn that started and has not ended, ``running`` here or ``interrupted`` (its process ended)."""
     service = service_of(request)
@@ -96,6 +127,7 @@ async def _delete(request: Request) -> Response:
 
 
 routes = [
+    api_route("/sessions", _list, ["GET"], scope="chat"),
     api_route("/sessions/{session_id}/messages", _post_message, ["POST"], scope="chat"),
     api_route("/sessions/{session_id}", _get, ["GET"], scope="chat"),
     api_route("/sessions/{session_id}", _delete, ["DELETE"], scope="chat"),
