@@ -13,6 +13,7 @@ Paths (docs/gateway-service.md has bodies and examples)::
     GET  /runs                           runs in the event log, newest first
     GET  /runs/{run_id}/events           a run's events after a seq, then live with follow=1
     GET  /sessions                       sessions of the caller's recent runs, newest first
+    PUT  /sessions/{id}/agent            the agent that takes the session's next turn
     GET  /agents/{name}/reachable        whether a remote agent answers now (its card fetched)
     GET  /ui                             the operator's console (gateway/console/), on this API only
     POST /tasks/*, GET /tasks/{id}, GET /.well-known/agent.json
@@ -59,6 +60,7 @@ ENDPOINTS = (
     "GET /sessions",
     "POST /sessions/{id}/messages",
     "GET|DELETE /sessions/{id}",
+    "PUT /sessions/{id}/agent",
     "GET /runs",
     "GET /runs/{run_id}/events",
     "POST /tasks/send|sendSubscribe|get|cancel|resubscribe",

@@ -75,6 +75,12 @@ class MessageBody(_Body):
     stream: bool = True
 
 
+class SessionAgentBody(_Body):
+    """``PUT /sessions/{id}/agent``: the agent that takes the session's next turn."""
+
+    agent: str = Field(min_length=1, max_length=128)
+
+
 class ToolCallBody(_Body):
     """``POST /tools/{name}/call``. A string is a text message; an object a data part (MCP tools' arguments)."""
 

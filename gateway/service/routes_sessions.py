@@ -10,12 +10,13 @@ from starlette.responses import Response
 
 from agent_server.auth import principal_of
 from agent_server.http import NDJSONStreamResponse, error_response, json_response
+from gateway.errors import SessionConflictError
 from gateway.events import Event, EventType
 from protocol import ErrorCode, ProtocolError
 
-from .bodies import MessageBody
+from .bodies import MessageBody, SessionAgentBody
 from .core import GatewayService
-from .errors import ApiErrorCode
+from .errors import ApiErrorCode, Conflict, NotFound
 from .http import api_route, body_limit, query_int, read_body, service_of
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}\Z")
@@ -116,6 +117,34 @@ async def _get(request: Request) -> Response:
     )
 
 
+async def _set_agent(request: Request) -> Response:
+    """Hand the session to ``agent`` for its next turn (``switchboard chat``'s ``/agent`` and ``/reset``).
+
+    The history stays; a new session is started, owned by the caller. Waits for a turn going on in it.
+    """
+    session_id = _session_id(request)
+    body = await read_body(request, SessionAgentBody, body_limit(request))
+    service = service_of(request)
+    agents = service.members.agents()
+    if body.agent not in agents:
+        raise NotFound(f"no agent named {body.agent!r} (agents: {', '.join(sorted(agents)) or 'none'})")
+    caller = principal_of(request)
+    async with service.session_store.lock(session_id):
+        session = await service.session_store.load(session_id)
+        if session.version > 0:
+            session = await service.session(session_id, caller)
+        else:
+            session.owner = caller.name
+        session.active_agent = body.agent
+        session.active_agent_uri = None
+        session.handoff = None
+        try:
+            saved = await service.session_store.save(session)
+        except SessionConflictError as exc:
+            raise Conflict(f"{exc}; try again") from None
+    return json_response({"session_id": session_id, "active_agent": saved.active_agent, "version": saved.version})
+
+
 async def _delete(request: Request) -> Response:
     """Waits for a turn going on in the session, so that turn cannot save it back afterwards."""
     session_id = _session_id(request)
@@ -130,5 +159,6 @@ routes = [
     api_route("/sessions", _list, ["GET"], scope="chat"),
     api_route("/sessions/{session_id}/messages", _post_message, ["POST"], scope="chat"),
     api_route("/sessions/{session_id}", _get, ["GET"], scope="chat"),
+    api_route("/sessions/{session_id}/agent", _set_agent, ["PUT"], scope="chat"),
     api_route("/sessions/{session_id}", _delete, ["DELETE"], scope="chat"),
 ]
