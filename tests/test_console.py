@@ -52,10 +52,14 @@ def test_the_agents_page_lists_the_swarm_with_kinds_bindings_tools_and_reachabil
     with support_desk(tmp_path, lockstep) as url, browser_page(chromium, errors) as page:
         page.goto(f"{url}/ui/#/agents")
         page.wait_for_selector('#agents tr[data-agent="billing"] td.reach.ok')
-        rows = {row.get_attribute("data-agent"): row.inner_text() for row in page.query_selector_all("#agents tbody tr")}
+        rows = {
+            row.get_attribute("data-agent"): row.inner_text() for row in page.query_selector_all("#agents tbody tr")
+        }
         assert set(rows) == {"triage", "billing", "tech"}
         assert "starting" in rows["triage"] and "local" in rows["triage"]
-        assert "remote" in rows["billing"] and url.rsplit(":", 1)[0] in rows["billing"] and "A2A-NDJSON" in rows["billing"]
+        assert (
+            "remote" in rows["billing"] and url.rsplit(":", 1)[0] in rows["billing"] and "A2A-NDJSON" in rows["billing"]
+        )
         assert "research" in rows["tech"]
         page.goto(f"{url}/ui/#/tools")
         page.wait_for_selector('#tools tr[data-tool="research"]')
@@ -64,7 +68,9 @@ def test_the_agents_page_lists_the_swarm_with_kinds_bindings_tools_and_reachabil
     assert errors == []
 
 
-def test_a_chat_message_makes_a_run_whose_page_follows_it_live(tmp_path: Path, chromium: str, lockstep: Lockstep) -> None:
+def test_a_chat_message_makes_a_run_whose_page_follows_it_live(
+    tmp_path: Path, chromium: str, lockstep: Lockstep
+) -> None:
     """The research agent makes each chunk only once the page shows the one before: the page is live, not replayed."""
     errors: list[str] = []
     with support_desk(tmp_path, lockstep) as url, browser_page(chromium, errors) as page:
