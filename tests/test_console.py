@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -24,8 +23,8 @@ def chromium() -> str:
 
 
 @pytest.fixture
-def lockstep() -> Iterator[Lockstep]:
-    yield Lockstep(chunks=CHUNKS, timeout_s=30)
+def lockstep() -> Lockstep:
+    return Lockstep(chunks=CHUNKS, timeout_s=30)
 
 
 def _distinct_rows(png: bytes) -> int:
