@@ -46,11 +46,14 @@ class RegisterAgentBody(_Body):
 class DefineToolBody(ToolConfig):
     """``POST /tools``: a ``[[tools]]`` entry, plus the local agents whose model may call it and its ``token``.
 
+    ``attach_to`` left out: the starting agent (when it is local), as ``POST /agents`` gives
+    it the transfer to a new agent; ``[]``: no agent (the tool is only called directly).
+
     ``token_env`` is refused: it would let an API caller send any of the gateway's
     environment variables to an agent of its choice.
     """
 
-    attach_to: list[str] = Field(default_factory=list, fail_fast=True)
+    attach_to: list[str] | None = Field(None, fail_fast=True)
     token: Token | None = Field(None, repr=False)
 
     @field_validator("token_env")
