@@ -20,7 +20,10 @@ ADMIN, ALICE, BOB = "admin-secret", "alice-secret", "bob-secret"
 TOKENS = TokenTable(
     {ADMIN: Principal("ops", "admin"), ALICE: Principal("alice", "chat"), BOB: Principal("bob", "chat")}
 )
-PUBLIC = {("GET", "/health"), ("GET", "/.well-known/agent.json")}
+PUBLIC = {("GET", "/health"), ("GET", "/.well-known/agent.json")} | {
+    ("GET", path) for path in ("/ui", "/ui/", "/ui/console.js", "/ui/console.css")
+}
+"""The console's files hold no data: the page sends the token the user gives it (docs/console.md)."""
 
 
 def _as(token: str) -> dict[str, str]:
