@@ -12,8 +12,10 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from waiting import PROCESS_S
+
 ROOT = Path(__file__).resolve().parent.parent
-DEADLINE_S = 20.0
+DEADLINE_S = PROCESS_S
 
 
 class Terminal:

@@ -14,6 +14,7 @@ import pytest
 from gateway_service_support import agent_server, billing_agent, gateway_server, triage_service
 from lockstep import Lockstep
 from terminal import ROOT, Terminal
+from waiting import PROCESS_S
 
 from gateway.cli_commands.progress import CallLine, usd
 from gateway.service import RemoteSpec
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.timeout(60)
 
 def _switchboard(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "gateway", *args], cwd=ROOT, capture_output=True, text=True, timeout=30
+        [sys.executable, "-m", "gateway", *args], cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S
     )
 
 

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import yaml
+from waiting import PROCESS_S
 
 from examples._loopback import free_port
 from examples._processes import service_group
@@ -120,7 +121,9 @@ def test_the_compose_commands_serve_the_support_desk_behind_tokens_on_loopback(t
             for arg in services["gateway"]["healthcheck"]["test"][1:]
         ]
         assert (
-            subprocess.run([sys.executable if check[0] == "python" else check[0], *check[1:]], timeout=30).returncode
+            subprocess.run(
+                [sys.executable if check[0] == "python" else check[0], *check[1:]], timeout=PROCESS_S
+            ).returncode
             == 0
         )
 

@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from waiting import PROCESS_S
 
 from agent_server import HostedAgent, TaskContext, create_app
 from gateway.config import load_config
@@ -149,7 +150,7 @@ def test_an_mcp_stdio_command_written_with_its_arguments_is_told_about_args() ->
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=PROCESS_S,
     )
     assert done.returncode == 1
     assert "arguments go in the query" in done.stderr

@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
+from waiting import PROCESS_S
 
 from examples._loopback import free_port
 from examples._processes import service_group
@@ -156,7 +157,7 @@ def test_every_readme_python_snippet_runs_as_written(tmp_path: Path) -> None:
             script = tmp_path / f"snippet_{index}.py"
             script.write_text(_with_ports(block, ports))
             done = subprocess.run(
-                [sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False
+                [sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S, check=False
             )
             assert done.returncode == 0, f"README python block {index}:\n{block}\n{done.stderr}"
             outputs.append(done.stdout)
