@@ -85,11 +85,13 @@ def test_a_chat_message_makes_a_run_whose_page_follows_it_live(
         assert nodes == ["triage", "billing", "tech"]
         assert "this gateway" in (page.text_content('#graph g.node[data-agent="triage"]') or "")
         assert "127.0.0.1:" in (page.text_content('#graph g.node[data-agent="billing"]') or "")
-        for shown in range(CHUNKS):
-            lockstep.seen()  # the agent may make chunk `shown`: the page showed every chunk before it
-            page.wait_for_selector(f'{call}[data-chunks="{shown + 1}"], {call}[data-call-state="budget_exceeded"]')
+        page.wait_for_selector(f'{call}[data-chunks="1"]')  # the task's working status: no chunk is made yet
+        for made in range(CHUNKS):
+            lockstep.seen()  # the agent may make chunk `made`: the page showed every line before it
+            page.wait_for_selector(f'{call}[data-chunks="{made + 2}"], {call}[data-call-state="budget_exceeded"]')
             if page.get_attribute(call, "data-call-state") == "budget_exceeded":
                 break
+        assert made == 2, "chunk-0 and chunk-1 pass, chunk-2 crosses the budget"
         page.wait_for_selector('#run-state[data-run-state="completed"]')
         card = page.inner_text(call)
         assert "budget_exceeded; tasks/cancel acknowledged" in card
