@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench clean browser
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -13,9 +13,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python -m examples.demo
+	$(BIN)/python -m examples.demo $(ARGS)
 
-test: $(STAMP)
+# The console tests drive Debian's Chromium; install it where apt can (CI runs as root), else they skip and say why.
+browser:
+	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] \
+		&& { apt-get install -y -qq chromium >/dev/null 2>&1 \
+		     || { apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null; }; } \
+		|| echo "no chromium and no way to install it: the console tests will skip"; }
+
+test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy

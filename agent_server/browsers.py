@@ -6,10 +6,18 @@ rules stop it: a request carrying an ``Origin`` that is not in ``allowed_origins
 every POST body must be ``application/json`` (``http.check_content_type``), which a page
 cannot send to another origin without a CORS preflight. CORS headers are sent only for the
 allowed origins, and only when some are configured.
+
+A server that serves its own page (the gateway's console) may also accept requests from
+that page: ``own_origin`` allows an ``Origin`` equal to the request's own scheme and
+``Host`` when that host is a loopback address or ``localhost``. A page of another site
+cannot claim that origin (the browser sets it), and DNS rebinding cannot either: a
+rebound name arrives as its own ``Host``, which is not loopback. Off loopback, the page's
+origin is allowed by listing it (the gateway adds its ``public_url``).
 """
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Sequence
 
 from starlette.middleware import Middleware
@@ -27,13 +35,15 @@ _ALLOWED_HEADERS = ("authorization", "content-type", "a2a-version", "traceparent
 class OriginGuard:
     """ASGI middleware: 403 for a request whose ``Origin`` is not allowed."""
 
-    def __init__(self, app: ASGIApp, allowed_origins: Sequence[str] = ()) -> None:
+    def __init__(self, app: ASGIApp, allowed_origins: Sequence[str] = (), own_origin: bool = False) -> None:
         self.app = app
         self.allowed = frozenset(origin.rstrip("/") for origin in allowed_origins)
+        self.own_origin = own_origin
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        origin = HTTPConnection(scope).headers.get("origin") if scope["type"] == "http" else None
-        if origin is not None and origin.rstrip("/") not in self.allowed:
+        connection = HTTPConnection(scope) if scope["type"] == "http" else None
+        origin = connection.headers.get("origin") if connection is not None else None
+        if origin is not None and origin.rstrip("/") not in self.allowed and not self._is_own(origin, connection):
             hint = "add it to allowed_origins" if self.allowed else "no browser origin is allowed (allowed_origins)"
             error = ProtocolError(
                 ErrorCode.INVALID_REQUEST,
@@ -44,10 +54,31 @@ class OriginGuard:
             return
         await self.app(scope, receive, send)
 
+    def _is_own(self, origin: str, connection: HTTPConnection | None) -> bool:
+        """The server's own page on loopback: ``Origin`` is this request's scheme and ``Host``, a loopback host."""
+        if not self.own_origin or connection is None:
+            return False
+        host = connection.headers.get("host", "")
+        return origin == f"{connection.url.scheme}://{host}" and _is_loopback_host(host)
 
-def browser_middleware(allowed_origins: Sequence[str] = ()) -> list[Middleware]:
-    """The origin check, then CORS for the allowed origins (none when no origin is allowed), outermost first."""
-    middleware = [Middleware(OriginGuard, allowed_origins=allowed_origins)]
+
+def _is_loopback_host(host: str) -> bool:
+    """``127.0.0.1:8080``, ``[::1]:8080``, ``localhost:8080``, with or without the port."""
+    name = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
+    if name.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def browser_middleware(allowed_origins: Sequence[str] = (), own_origin: bool = False) -> list[Middleware]:
+    """The origin check, then CORS for the allowed origins (none when no origin is allowed), outermost first.
+
+    ``own_origin``: also accept the server's own page on loopback (see the module docstring).
+    """
+    middleware = [Middleware(OriginGuard, allowed_origins=allowed_origins, own_origin=own_origin)]
     if allowed_origins:
         middleware.append(
             Middleware(

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +37,11 @@ class ServiceGroup:
         self.log_dir = log_dir
         self.services: list[Service] = []
 
-    def start(self, name: str, args: Sequence[str], url: str, ready_path: str) -> Service:
-        """Run ``python -m gateway ARGS`` (a ``switchboard`` command) in the background."""
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    def start(
+        self, name: str, args: Sequence[str], url: str, ready_path: str, env: Mapping[str, str] | None = None
+    ) -> Service:
+        """Run ``python -m gateway ARGS`` (a ``switchboard`` command) in the background, ``env`` added to ours."""
+        env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
         with open(self.log_dir / f"{name}.log", "wb") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "gateway", *args], cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT, env=env

@@ -8,11 +8,14 @@ customer conversation and a few direct agent-tool calls show, as they happen:
 (billing -> tech), 3-5. agent-as-tool in sync, streaming and conversational mode,
 6. a budget cutoff and 7. an idle timeout, each with its tasks/cancel acknowledged.
 
-Every process is stopped at the end, also on Ctrl-C; the exit code is 1 if a step failed.
+It ends by printing the console's URL for the conversation's last run. Every process is
+stopped at the end, also on Ctrl-C; with ``--keep`` (``make demo ARGS=--keep``) they stay
+up until Ctrl-C, so the console can be opened. The exit code is 1 if a step failed.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import tempfile
 import time
@@ -105,6 +108,8 @@ class Demo:
         self.url = gateway_url
         self.out = out
         self.steps: list[Step] = []
+        self.last_turn: str | None = None
+        """The run of the conversation's last turn (the console's page printed at the end)."""
         self.client = httpx.Client(base_url=gateway_url, timeout=httpx.Timeout(30.0, connect=5.0))
 
     def run(self) -> list[Step]:
@@ -147,6 +152,8 @@ class Demo:
         view = ChatView(self.out)
         self._follow(step, f"/sessions/{SESSION}/messages", {"message": text}, view.event)
         view.end()
+        if step.events:
+            self.last_turn = step.events[0]["run_id"]
         self._finish(step, check)
 
     def _call(self, title: str, tool: str, text: str, check: Callable[[list[dict[str, Any]]], bool]) -> None:
@@ -267,35 +274,47 @@ def start_services(group: ServiceGroup, data_dir: Path) -> str:
     return gateway.url
 
 
-def run_demo(out: TextIO = sys.stdout) -> list[Step]:
+def run_demo(out: TextIO = sys.stdout, keep: bool = False) -> list[Step]:
+    """Start everything, run the steps, print the verdict and the console's URL; ``keep``: stay up until Ctrl-C."""
+    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="switchboard-demo-") as tmp, service_group(ROOT, Path(tmp)) as group:
-        started = time.monotonic()
         out.write("starting 5 agent services and the gateway on 127.0.0.1 ...\n")
         url = start_services(group, Path(tmp))
         for service in group.services:
             out.write(f"  {service.name:<16} {service.url}  (pid {service.process.pid})\n")
         out.write(f"ready in {time.monotonic() - started:.1f} s; session {SESSION!r}\n")
         out.flush()
+        demo = Demo(url, out)
         try:
-            return Demo(url, out).run()
+            steps = demo.run()
         except Exception:
             for service in group.services:
                 out.write(f"--- {service.name} log ---\n{group.log_of(service).read_text()[-2000:]}\n")
             raise
+        failed = [s.title for s in steps if not s.passed]
+        out.write(f"\n{len(steps) - len(failed)}/{len(steps)} steps ok in {time.monotonic() - started:.1f} s\n")
+        if failed:
+            out.write("failed: " + ", ".join(failed) + "\n")
+        page = f"runs/{demo.last_turn}" if demo.last_turn else f"sessions/{SESSION}"
+        out.write(f"console: {url}/ui/#/{page}\n")
+        if keep:
+            out.write("the services stay up (--keep); Ctrl-C stops them all\n")
+        out.flush()
+        while keep:
+            time.sleep(3600)
+        return steps
 
 
-def main() -> int:
-    started = time.monotonic()
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make demo", description="The support desk demo, on loopback.")
+    parser.add_argument("--keep", action="store_true", help="keep every service up until Ctrl-C (open the console)")
+    args = parser.parse_args(argv)
     try:
-        steps = run_demo()
+        steps = run_demo(keep=args.keep)
     except KeyboardInterrupt:
         print("\ninterrupted; every service was stopped.")
         return 130
-    failed = [s.title for s in steps if not s.passed]
-    print(f"\n{len(steps) - len(failed)}/{len(steps)} steps ok in {time.monotonic() - started:.1f} s")
-    if failed:
-        print("failed: " + ", ".join(failed))
-    return 1 if failed else 0
+    return 1 if any(not s.passed for s in steps) else 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ Each subcommand is a module of ``gateway/cli_commands/`` (``serve_cmd``, ``gatew
 adds its parser and sets ``run`` (a function of the parsed arguments returning the exit code)
 with ``set_defaults``; a new command is one such module plus its entry in ``COMMANDS``.
 A command raises ``UsageError`` (``cli_commands/client.py``) for a mistake in what the user
-typed: it is printed without a traceback and the exit code is 2.
+typed: it is printed without a traceback and the exit code is 2. ``CommandFailed`` (the
+command ran and could not do it: a server that cannot start, a call that failed) is one line
+too, with exit code 1, for every command.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .cli_commands import add_call, add_chat, add_events, add_gateway, add_serve
-from .cli_commands.client import UsageError
+from .cli_commands.client import CommandFailed, UsageError
 
 Subparsers = Any  # argparse's _SubParsersAction, which is private
 Command = Callable[[Subparsers], None]
@@ -36,16 +38,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"switchboard {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except CommandFailed as exc:
+        print(f"switchboard {args.command}: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="switchboard", description="Run AI agents as network services.")
+    parser.add_argument("--version", action="version", version=f"switchboard {_version()}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for add in COMMANDS:
         add(subparsers)
     return parser
 
 
-__all__ = ["COMMANDS", "UsageError", "main"]
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml), or ``unknown`` when run from an uninstalled tree."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("a2a-switchboard")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+__all__ = ["COMMANDS", "CommandFailed", "UsageError", "main"]

@@ -107,6 +107,11 @@ def current_recorder() -> RunRecorder | None:
     return _current.get()
 
 
+def _shown(value: object) -> object:
+    """Floats rounded for a person (0.0045, not 0.0045000000000000005); the event itself keeps full precision."""
+    return round(value, 10) if isinstance(value, float) else value
+
+
 def _log(event: Event) -> None:
     level = (
         logging.WARNING
@@ -118,5 +123,5 @@ def _log(event: Event) -> None:
     if not logger.isEnabledFor(level):
         return
     fields = event.fields
-    details = " ".join(f"{key}={fields[key]!r}" for key in _LOGGED_FIELDS if fields.get(key) is not None)
+    details = " ".join(f"{key}={_shown(fields[key])!r}" for key in _LOGGED_FIELDS if fields.get(key) is not None)
     logger.log(level, "run=%s seq=%d %s %s", event.run_id, event.seq, event.type, details)

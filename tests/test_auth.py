@@ -20,7 +20,10 @@ ADMIN, ALICE, BOB = "admin-secret", "alice-secret", "bob-secret"
 TOKENS = TokenTable(
     {ADMIN: Principal("ops", "admin"), ALICE: Principal("alice", "chat"), BOB: Principal("bob", "chat")}
 )
-PUBLIC = {("GET", "/health"), ("GET", "/.well-known/agent.json")}
+PUBLIC = {("GET", "/health"), ("GET", "/.well-known/agent.json")} | {
+    ("GET", path) for path in ("/ui", "/ui/", "/ui/console.js", "/ui/console.css")
+}
+"""The console's files hold no data: the page sends the token the user gives it (docs/console.md)."""
 
 
 def _as(token: str) -> dict[str, str]:
@@ -128,6 +131,13 @@ def test_sessions_and_runs_belong_to_the_token_that_started_them(gateway: str) -
             assert response.status_code == 404, response.text
         assert run_id not in [run["run_id"] for run in bob.get("/runs").json()["runs"]]
         assert run_id in [run["run_id"] for run in alice.get("/runs").json()["runs"]]
+        assert "owned" not in [s["session_id"] for s in bob.get("/sessions").json()["sessions"]]
+        assert "owned" in [s["session_id"] for s in alice.get("/sessions").json()["sessions"]]
+        assert bob.put("/sessions/owned/agent", json={"agent": "triage"}).status_code == 404
+        assert alice.put("/sessions/owned/agent", json={"agent": "nobody"}).status_code == 404
+        assert alice.put("/sessions/owned/agent", json={"agents": "triage"}).status_code == 400
+        handed = alice.put("/sessions/owned/agent", json={"agent": "triage"})
+        assert handed.status_code == 200 and handed.json()["active_agent"] == "triage"
 
         assert admin.get("/sessions/owned").status_code == 200
         assert lines_of(admin.get(f"/runs/{run_id}/events"))[0]["type"] == "run_started"
@@ -208,6 +218,20 @@ def test_a_web_page_of_another_origin_is_refused_and_gets_no_cors_headers(script
             f"{url}/tasks/send", json={"message": {"parts": [{"text": "echo x"}]}}, headers={"origin": "null"}
         )
         assert refused.status_code == 403
+
+
+def test_the_consoles_own_origin_is_accepted_on_loopback_only() -> None:
+    """A page on the gateway's own loopback address may call it; a rebound name (its own ``Host``) may not."""
+    with serve_app(create_gateway_app(triage_service())) as url, httpx.Client(base_url=url, timeout=10) as http:
+        own = http.get("/agents", headers={"origin": url})
+        assert own.status_code == 200, own.text
+        port = url.rsplit(":", 1)[1]
+        for host, origin in (
+            (f"evil.example:{port}", f"http://evil.example:{port}"),  # DNS rebinding: the page's name arrives as Host
+            (f"127.0.0.1:{port}", f"http://evil.example:{port}"),
+        ):
+            refused = http.get("/agents", headers={"origin": origin, "host": host})
+            assert refused.status_code == 403, (host, origin, refused.text)
 
 
 def test_an_allowed_origin_gets_cors_headers() -> None:

@@ -163,9 +163,22 @@ def test_a_bad_port_or_unopenable_store_is_a_usage_error(
 def test_the_limit_flags_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
     served: dict[str, Any] = {}
     monkeypatch.chdir(ROOT)
-    monkeypatch.setattr(agent_server, "serve", lambda agent, **options: served.update(options))
+
+    class Server:
+        started = True
+
+        def run(self, sockets: list[Any]) -> None:
+            served["sockets"] = sockets
+
+    def build_server(app: Any, **options: Any) -> Server:
+        served.update(options)
+        return Server()
+
+    monkeypatch.setattr(agent_server, "build_server", build_server)
     argv = ["serve", "examples.echo:agent", "--max-connections", "7", "--header-timeout", "2.5", "--body-timeout", "4"]
+    argv += ["--port", str(free_port())]
     assert main(argv) == 0
+    assert len(served["sockets"]) == 1, "the port was bound before the server was built"
     assert served["limits"] == ServerLimits(max_connections=7, header_timeout_s=2.5, body_timeout_s=4.0)
 
 

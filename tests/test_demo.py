@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 from waiting import PROCESS_S
 
@@ -53,6 +54,10 @@ def test_the_demo_scenario_passes_every_step_and_stops_every_service() -> None:
     conversational = by_title["agent-as-tool, conversational"].events
     assert [e["turn"] for e in conversational if e["type"] == "agent_tool_progress"] == [1, 2, 3]
 
+    last_turn = by_title["remote-to-remote handoff"].events[0]["run_id"]
+    gateway_url = next(url for name, url, _ in _SERVICE_LINE.findall(out.getvalue()) if name == "gateway")
+    assert out.getvalue().splitlines()[-1] == f"console: {gateway_url}/ui/#/runs/{last_turn}"
+
     services = _SERVICE_LINE.findall(out.getvalue())
     assert {name for name, _, _ in services} == {
         "billing",
@@ -67,7 +72,7 @@ def test_the_demo_scenario_passes_every_step_and_stops_every_service() -> None:
 
 _WITH_CTRL_C = (
     "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-    "runpy.run_module(sys.argv[1], run_name='__main__', alter_sys=True)"
+    "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
 )
 """Run a module with Ctrl-C raising KeyboardInterrupt, as in a terminal, even when this test runs where SIGINT
 is ignored (a shell's background job), which a child would inherit."""
@@ -111,3 +116,39 @@ def test_a_step_whose_events_are_not_what_it_expects_is_failed_not_a_traceback()
         assert step.passed is False and step.detail.startswith("unexpected events: ")
     assert "no run_completed event (events: run_started, run_failed)" in out.getvalue()
     assert out.getvalue().count("FAILED") == 4
+
+
+@pytest.mark.timeout(90)
+def test_keep_leaves_the_console_up_until_ctrl_c() -> None:
+    demo = subprocess.Popen(
+        [sys.executable, "-c", _WITH_CTRL_C, "examples.demo", "--keep"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert demo.stdout is not None
+        seen: list[str] = []
+        deadline = time.monotonic() + PROCESS_S
+        while time.monotonic() < deadline and not (seen and seen[-1].startswith("the services stay up")):
+            line = demo.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+        console = next((line.split(" ", 1)[1].strip() for line in seen if line.startswith("console: ")), None)
+        assert console is not None, "".join(seen)
+        base, run = console.split("/ui/#/runs/")
+        assert httpx.get(f"{base}/ui", timeout=10).status_code == 200
+        events = httpx.get(f"{base}/runs/{run}/events", timeout=10).text.splitlines()
+        assert any('"type":"handoff"' in line for line in events)
+        services = _SERVICE_LINE.findall("".join(seen))
+        assert all(_running(pid) for _, _, pid in services), "--keep keeps every service up"
+        demo.send_signal(signal.SIGINT)
+        rest, _ = demo.communicate(timeout=20)
+        assert demo.returncode == 130, rest
+        assert not any(_running(pid) for _, _, pid in services)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.communicate()

@@ -1,7 +1,8 @@
-"""The README's curl examples, run as written against live servers on loopback.
+"""The README's curl examples and Python snippets, run as written against live servers on loopback.
 
 The README uses ports 8001 (echo), 8002 (researcher) and 8080 (gateway); the test starts
-the same commands on free ports and rewrites the port numbers, nothing else.
+the same commands on free ports and rewrites the port numbers, nothing else. Each Python
+block is run on its own, as a file, as a reader would paste it.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from waiting import PROCESS_S
 
 from examples._loopback import free_port
 from examples._processes import service_group
@@ -21,6 +24,7 @@ from examples._processes import service_group
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 _BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
+_PYTHON = re.compile(r"```python\n(.*?)```", re.S)
 
 pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 
@@ -37,13 +41,17 @@ def curl_blocks() -> list[list[str]]:
     return [b for b in blocks if b and all(c.startswith("curl ") or re.match(r"^\w+=\$\(curl ", c) for c in b)]
 
 
+def _with_ports(text: str, ports: dict[str, int]) -> str:
+    for readme_port, port in ports.items():
+        text = text.replace(f"127.0.0.1:{readme_port}", f"127.0.0.1:{port}")
+    return text
+
+
 def _run(commands: list[str], ports: dict[str, int], cwd: Path) -> list[tuple[str, str]]:
     """Run one block in one shell; returns (command, its output) pairs."""
     script = ["set -euo pipefail"]
     for index, written in enumerate(commands):
-        command = written
-        for readme_port, port in ports.items():
-            command = command.replace(f"127.0.0.1:{readme_port}", f"127.0.0.1:{port}")
+        command = _with_ports(written, ports)
         script += [f"echo '@@ {index}'", command, "echo"]
     done = subprocess.run(
         ["bash", "-c", "\n".join(script)], cwd=cwd, capture_output=True, text=True, timeout=60, check=False
@@ -125,3 +133,34 @@ def test_every_readme_curl_example_works_against_live_servers(tmp_path: Path) ->
     assert session[-1]["type"] == "run_completed" and session[-1]["content"] == "please echo this back"
     events = by_path["/runs/$RUN/events?after_seq=2"]
     assert events and all(e["seq"] > 2 for e in events)
+
+
+def test_every_readme_python_snippet_runs_as_written(tmp_path: Path) -> None:
+    blocks = _PYTHON.findall(README)
+    assert len(blocks) >= 3
+    ports = {"8001": free_port(), "8002": free_port()}
+    with service_group(tmp_path, tmp_path) as group:
+        for name, target, readme_port in (
+            ("echo", "echo.py:agent", "8001"),
+            ("researcher", "researcher.py:agent", "8002"),
+        ):
+            port = ports[readme_port]
+            group.start(
+                name,
+                ["serve", f"{ROOT / 'examples' / target}", "--port", str(port)],
+                f"http://127.0.0.1:{port}",
+                "/.well-known/agent.json",
+            )
+        group.wait_ready()
+        outputs = []
+        for index, block in enumerate(blocks):
+            script = tmp_path / f"snippet_{index}.py"
+            script.write_text(_with_ports(block, ports))
+            done = subprocess.run(
+                [sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S, check=False
+            )
+            assert done.returncode == 0, f"README python block {index}:\n{block}\n{done.stderr}"
+            outputs.append(done.stdout)
+    printed = "".join(outputs)
+    assert "billing Done: refunded $49.99 on ORD-1234." in printed
+    assert "chunks, $0.0200" in printed and "echo please echo this back" in printed

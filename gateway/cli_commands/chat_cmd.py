@@ -2,10 +2,14 @@
 
 Each line read from stdin (a terminal or a pipe) is posted to the session; the run's
 events are shown as they arrive: ``billing> ...`` for the agent speaking, and a line
-like ``[triage -> billing] refund request`` for every handoff. ``/quit``, end of input or
-Ctrl-C at the prompt leaves. A message the gateway refuses is reported and the chat goes
-on (the exit code is then 1); Ctrl-C during an answer stops showing it and returns to the
-prompt, while the run itself goes on in the gateway.
+like ``[triage -> billing] refund request`` for every handoff, and each agent-tool call
+with its chunks and cost against its budget (rewritten in place on a terminal, one line
+when it ends otherwise). Lines starting with ``/`` are commands, never sent: ``/help``,
+``/reset`` (the starting agent takes the next message), ``/agent NAME`` (NAME takes it),
+``/agent`` (list the agents). ``/quit``, end of input or Ctrl-C at the prompt leaves. A
+message the gateway refuses is reported and the chat goes on (the exit code is then 1);
+Ctrl-C during an answer stops showing it and returns to the prompt, while the run itself
+goes on in the gateway.
 """
 
 from __future__ import annotations
@@ -31,7 +35,15 @@ from .client import (
 if TYPE_CHECKING:
     import httpx
 
+    from .progress import CallLine
+
 QUIT_COMMANDS = frozenset({"/quit", "/exit"})
+HELP = """\
+commands (not sent to the agents):
+  /help          this list
+  /reset         the starting agent takes the next message (the conversation so far stays)
+  /agent NAME    NAME takes the next message; /agent alone lists the agents
+  /quit, /exit   leave (so does end of input)"""
 
 
 def add_chat(subparsers: Any) -> None:
@@ -55,7 +67,10 @@ def run_chat(args: argparse.Namespace) -> int:
         with gateway_client(url) as client:
             while (text := _next_message(interactive)) is not None:
                 try:
-                    _turn(client, url, session, text, ChatView(sys.stdout))
+                    if text.startswith("/"):
+                        _command(client, url, session, text)
+                    else:
+                        _turn(client, url, session, text, ChatView(sys.stdout, live=sys.stdout.isatty()))
                 except GatewayRefused as exc:
                     refusals += 1
                     print(f"switchboard chat: {exc}", file=sys.stderr)
@@ -84,6 +99,47 @@ def _next_message(interactive: bool) -> str | None:
             return text
 
 
+def _command(client: httpx.Client, url: str, session: str, text: str) -> None:
+    """A line starting with ``/``: done here, never sent as a message."""
+    name, _, argument = text.partition(" ")
+    argument = argument.strip()
+    if name == "/help":
+        print(HELP)
+    elif name == "/reset":
+        starting = str(_request(client, url, "GET", "/agents")["starting_agent"])
+        _hand_to(client, url, session, starting)
+    elif name == "/agent" and argument:
+        _hand_to(client, url, session, argument)
+    elif name == "/agent":
+        listing = _request(client, url, "GET", "/agents")
+        for agent in listing["agents"]:
+            mark = " (starting)" if agent["starting"] else ""
+            print(f"  {agent['name']}{mark}: {agent['kind']}, {agent.get('description') or ''}".rstrip(", "))
+    else:
+        print(f"[unknown command {name}; /help lists them]")
+
+
+def _hand_to(client: httpx.Client, url: str, session: str, agent: str) -> None:
+    path = f"/sessions/{quote(session, safe='')}/agent"
+    answer = _request(client, url, "PUT", path, {"agent": agent})
+    print(f"[{answer['active_agent']} takes the next message]")
+
+
+def _request(
+    client: httpx.Client, url: str, method: str, path: str, body: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    import httpx
+
+    try:
+        response = client.request(method, path, json=body)
+    except httpx.TransportError as exc:
+        raise unreachable(url, exc) from None
+    if response.status_code != 200:
+        raise refused(response)
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
 def _turn(client: httpx.Client, url: str, session: str, text: str, view: ChatView) -> None:
     import httpx
 
@@ -100,19 +156,28 @@ def _turn(client: httpx.Client, url: str, session: str, text: str, view: ChatVie
 
 
 class ChatView:
-    """Turns a run's events into what a person reads: who speaks, what they say, who hands over to whom."""
+    """Turns a run's events into what a person reads: who speaks, what they say, who hands over to whom.
 
-    def __init__(self, out: TextIO) -> None:
+    ``live`` (a terminal): an agent-tool call's line is rewritten in place as its chunks
+    come; otherwise it is printed once, when the call ends.
+    """
+
+    def __init__(self, out: TextIO, live: bool = False) -> None:
         self.out = out
+        self.live = live
         self.speaker: str | None = None
         self._streamed = False
+        self._calls: dict[str, CallLine] = {}
+        self._drawn = False
 
     def event(self, event: dict[str, Any]) -> None:
         from gateway.events import EventType
 
-        kind = event.get("type")
+        kind = str(event.get("type"))
         agent = str(event.get("agent") or "")
-        if kind == EventType.TEXT_DELTA.value:
+        if kind.startswith("agent_tool_"):
+            self._call(kind, event)
+        elif kind == EventType.TEXT_DELTA.value:
             self._speak(agent, str(event.get("text") or ""))
             self._streamed = True
         elif kind == EventType.MESSAGE.value:
@@ -130,13 +195,47 @@ class ChatView:
         elif kind == EventType.RUN_FAILED.value:
             self._note(f"[the run failed: {event.get('error')}]")
 
+    def _call(self, kind: str, event: dict[str, Any]) -> None:
+        """A tool call's progress; a remote member's own call is its speech, shown as such."""
+        from .progress import CallLine
+
+        call_id = str(event.get("call_id"))
+        if event.get("member"):
+            return
+        if kind == "agent_tool_invoked":
+            self._calls[call_id] = CallLine(event)
+            return
+        call = self._calls.get(call_id)
+        if call is None:
+            return
+        call.update(event)
+        if call.ending is not None:
+            self._clear()
+            self._note(f"[{call.line()}]")
+            del self._calls[call_id]
+        elif self.live:
+            self._clear()
+            if self.speaker is not None:
+                self.out.write("\n")
+                self.speaker = None
+            self.out.write(f"[{call.line()}]")
+            self.out.flush()
+            self._drawn = True
+
+    def _clear(self) -> None:
+        if self._drawn:
+            self.out.write("\r\x1b[2K")
+            self._drawn = False
+
     def end(self) -> None:
+        self._clear()
         if self.speaker is not None:
             self.out.write("\n")
         self.out.flush()
         self.speaker = None
 
     def _speak(self, agent: str, text: str) -> None:
+        self._clear()
         if agent != self.speaker:
             if self.speaker is not None:
                 self.out.write("\n")
@@ -146,6 +245,7 @@ class ChatView:
         self.out.flush()
 
     def _note(self, text: str) -> None:
+        self._clear()
         if self.speaker is not None:
             self.out.write("\n")
             self.speaker = None

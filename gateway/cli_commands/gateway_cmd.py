@@ -15,12 +15,18 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import sys
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from .client import CommandFailed
+from .startup import bind, quiet_startup
+
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def add_gateway(subparsers: Any) -> None:
@@ -35,6 +41,12 @@ def add_gateway(subparsers: Any) -> None:
     parser.add_argument("--config", "-c", default=None, metavar="FILE", help="TOML file (see docs/configuration.md)")
     parser.add_argument("--host", default=None, help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="port to listen on (default 8080)")
+    parser.add_argument(
+        "--log-level",
+        choices=LOG_LEVELS,
+        default=None,
+        help="debug, info, warning or error (default: the configuration's gateway.log_level, info)",
+    )
     parser.add_argument("--check", action="store_true", help="only check the configuration, print it, and exit")
     parser.add_argument(
         "--insecure", action="store_true", help="serve on a non-loopback host even without any token configured"
@@ -46,13 +58,11 @@ def run_gateway(args: argparse.Namespace) -> int:
     from agent_server.auth import open_binding_problem
     from gateway.config import ADMIN_TOKEN_ENV, load_config
     from gateway.errors import ConfigError
-    from gateway.service import check_machine, create_gateway_app
-    from gateway.service.server import GatewayServer, build_gateway_server
+    from gateway.service import check_machine
 
     origin = args.config or "configuration"
-    overrides = {
-        key: value for key, value in (("gateway.host", args.host), ("gateway.port", args.port)) if value is not None
-    }
+    flags = (("gateway.host", args.host), ("gateway.port", args.port), ("gateway.log_level", args.log_level))
+    overrides = {key: value for key, value in flags if value is not None}
     try:
         config = load_config(args.config, overrides=overrides)
     except ConfigError as exc:
@@ -71,6 +81,18 @@ def run_gateway(args: argparse.Namespace) -> int:
     if problem is not None and not args.insecure:
         print(f"switchboard gateway: {problem}", file=sys.stderr)
         return 2
+    listener = bind(config.gateway.host, config.gateway.port)
+    try:
+        return _serve(config, origin, listener)
+    finally:
+        listener.close()
+
+
+def _serve(config: GatewayConfig, origin: str, listener: socket.socket) -> int:
+    from gateway.errors import ConfigError
+    from gateway.service import create_gateway_app
+    from gateway.service.server import GatewayServer, build_gateway_server
+
     logging.basicConfig(
         level=config.gateway.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -85,22 +107,23 @@ def run_gateway(args: argparse.Namespace) -> int:
     print(_banner(config), file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
-        server.run()
+        with quiet_startup():
+            server.run(sockets=[listener])
     except SystemExit as exc:
         if exc.code not in (0, None) and not server.started:
-            return _could_not_start(app.state)
-        return 0
-    return 0 if server.started else _could_not_start(app.state)
+            raise _could_not_start(app.state) from None
+    if not server.started:
+        raise _could_not_start(app.state)
+    return 0
 
 
-def _could_not_start(state: Any) -> int:
-    """Uvicorn exits when the lifespan fails (a remote agent down) or the port is taken; say why in one line."""
+def _could_not_start(state: Any) -> CommandFailed:
+    """Uvicorn exits when the lifespan fails (a remote agent down); say why in one line."""
     from gateway.service import ServiceError
 
     reason = getattr(state, "startup_error", None)
     message = reason.message if isinstance(reason, ServiceError) else str(reason or "see the log above")
-    print(f"switchboard gateway: could not start: {message}", file=sys.stderr)
-    return 1
+    return CommandFailed(f"could not start: {message}")
 
 
 def _banner(config: GatewayConfig) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from agent_server.limits import ServerLimits
 from gateway.python_refs import import_from_cwd
 
-from .client import UsageError
+from .client import CommandFailed, UsageError
 
 AGENT_TOKEN_ENV = "SWITCHBOARD_AGENT_TOKEN"
 """The environment variable whose value, when set, every call to ``switchboard serve`` must carry as bearer token."""
@@ -154,7 +154,9 @@ def _positive_seconds(text: str) -> float:
 def _run_serve(args: argparse.Namespace) -> int:
     import anyio
 
-    from agent_server import as_hosted_agent, open_store, serve
+    from agent_server import as_hosted_agent, build_server, create_app, open_store
+
+    from .startup import bind, quiet_startup
 
     token = os.environ.get(args.token_env, "").strip() or None
     if args.token_env != AGENT_TOKEN_ENV and token is None:
@@ -171,22 +173,25 @@ def _run_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    app = create_app(
+        hosted, store=store, cancel_on_disconnect=args.cancel_on_disconnect, public_url=args.public_url, token=token
+    )
+    limits = ServerLimits(
+        max_connections=args.max_connections, header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout
+    )
     try:
-        serve(
-            hosted,
-            host=args.host,
-            port=args.port,
-            store=store,
-            cancel_on_disconnect=args.cancel_on_disconnect,
-            public_url=args.public_url,
-            token=token,
-            log_level=args.log_level,
-            limits=ServerLimits(
-                max_connections=args.max_connections,
-                header_timeout_s=args.header_timeout,
-                body_timeout_s=args.body_timeout,
-            ),
+        listener = bind(args.host, args.port)
+        server = build_server(
+            app, host=args.host, port=args.port, limits=limits, log_level=args.log_level, timeout_graceful_shutdown=5
         )
+        try:
+            with quiet_startup():
+                server.run(sockets=[listener])
+        except SystemExit as exc:
+            if exc.code not in (0, None) and not server.started:
+                raise CommandFailed("could not start: see the log above") from None
+        finally:
+            listener.close()
     finally:
         anyio.run(store.aclose)
     return 0

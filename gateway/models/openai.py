@@ -33,6 +33,7 @@ from gateway.models.base import (
 )
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 
 _RETRYABLE_TRANSPORT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout, httpx.RemoteProtocolError)
 _MAX_PROVIDER_MESSAGE_CHARS = 500
@@ -62,6 +63,7 @@ class OpenAIChatModel:
         *,
         base_url: str | None = None,
         api_key: str | None = None,
+        api_key_env: str | None = DEFAULT_API_KEY_ENV,
         client: httpx.AsyncClient | None = None,
         max_retries: int = 3,
         timeout_s: float = 60.0,
@@ -77,7 +79,11 @@ class OpenAIChatModel:
             raise ValueError("max_retries must be >= 0")
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY") or None
+        self.api_key_env = api_key_env
+        """The variable the key is read from when ``api_key`` is not given; None: none (a keyless endpoint)."""
+        from_env = os.environ.get(api_key_env) if api_key_env is not None else None
+        self._api_key = api_key if api_key is not None else from_env or None
+        self._key_source = "the api_key= given" if api_key is not None else f"the environment variable {api_key_env}"
         self._client = client
         self._owns_client = client is None
         self.max_retries = max_retries
@@ -219,14 +225,16 @@ class OpenAIChatModel:
         )
 
     def _auth_message(self, status: int, provider_message: str) -> str:
+        """Names where the key came from (or would): the variable this model was told to read, or ``api_key=``."""
         if self._api_key:
             return (
                 f"OpenAI-compatible endpoint {self.base_url} refused the API key ({status}): {provider_message}; "
-                "set OPENAI_API_KEY or pass api_key="
+                f"check the key in {self._key_source}"
             )
+        fix = f"set {self.api_key_env}" if self.api_key_env else "name the variable that holds it (api_key_env)"
         return (
             f"OpenAI-compatible endpoint {self.base_url} requires an API key ({status}): {provider_message}; "
-            "no key was given: set OPENAI_API_KEY or pass api_key="
+            f"no key was sent: {fix}"
         )
 
     def _backoff_s(self, attempt: int, retry_after_s: float | None) -> float:

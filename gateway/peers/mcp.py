@@ -29,6 +29,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import httpx2
@@ -174,7 +175,10 @@ class MCPConnection:
                     await stop.wait()
         except Exception as exc:
             if attempt.live is None:
-                attempt.error = PeerConnectionError(f"cannot connect to the MCP server of {self.target.uri}: {exc}")
+                hint = _arguments_hint(self.target)
+                attempt.error = PeerConnectionError(
+                    f"cannot connect to the MCP server of {self.target.uri}: {exc}{hint}"
+                )
             else:
                 logger.warning("the MCP connection for %s ended: %s", self.target.uri, exc)
         finally:
@@ -333,6 +337,18 @@ class MCPPeer(Peer):
             f"the MCP server of {self.uri} answered a result that cannot be read: {type(exc).__name__}: {exc}",
             reason="bad_answer",
         )
+
+
+def _arguments_hint(target: MCPTarget) -> str:
+    """A command written with its arguments (``mcp+stdio:python server.py#tool``): say that they go in ``?args=``."""
+    if not isinstance(target, MCPStdioTarget) or target.args or " " not in target.command.strip():
+        return ""
+    command, _, args = target.command.strip().partition(" ")
+    suggested = f"mcp+stdio:{command}?args={quote(args.strip())}#{target.tool}"
+    return (
+        f"; the command is {target.command!r} as one program name: arguments go in the query, "
+        f"split like a shell line, e.g. {suggested}"
+    )
 
 
 async def _server_arg(target: MCPTarget, token: str | None, stack: AsyncExitStack) -> Any:

@@ -12,6 +12,10 @@ Paths (docs/gateway-service.md has bodies and examples)::
     GET  /sessions/{id}  DELETE ...      a session's state; forget it
     GET  /runs                           runs in the event log, newest first
     GET  /runs/{run_id}/events           a run's events after a seq, then live with follow=1
+    GET  /sessions                       sessions of the caller's recent runs, newest first
+    PUT  /sessions/{id}/agent            the agent that takes the session's next turn
+    GET  /agents/{name}/reachable        whether a remote agent answers now (its card fetched)
+    GET  /ui                             the operator's console (gateway/console/), on this API only
     POST /tasks/*, GET /tasks/{id}, GET /.well-known/agent.json
                                          the A2A-NDJSON binding: the gateway as an agent
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -34,9 +39,10 @@ from agent_server.auth import BearerAuth, TokenTable
 from agent_server.browsers import browser_middleware
 from agent_server.http import error_response, guarded, json_response
 from gateway.config import GatewayConfig
+from gateway.console import console_routes, is_console_path
 from protocol import ErrorCode, ProtocolError
 
-from . import routes_agents, routes_runs, routes_sessions, routes_tools
+from . import routes_agents, routes_reachable, routes_runs, routes_sessions, routes_tools
 from .binding import swarm_agent
 from .build import build_service, gateway_tokens, task_store_spec
 from .core import GatewayService
@@ -47,16 +53,20 @@ ENDPOINTS = (
     "GET /health",
     "GET|POST /agents",
     "GET|DELETE /agents/{name}",
+    "GET /agents/{name}/reachable",
     "GET|POST /tools",
     "GET|DELETE /tools/{name}",
     "POST /tools/{name}/call",
+    "GET /sessions",
     "POST /sessions/{id}/messages",
     "GET|DELETE /sessions/{id}",
+    "PUT /sessions/{id}/agent",
     "GET /runs",
     "GET /runs/{run_id}/events",
     "POST /tasks/send|sendSubscribe|get|cancel|resubscribe",
     "GET /tasks/{id}",
     "GET /.well-known/agent.json",
+    "GET /ui",
 )
 
 
@@ -127,18 +137,21 @@ def create_gateway_app(
     routes = [
         api_route("/", _index, ["GET"], scope="chat"),
         Route("/health", guarded(_health), methods=["GET"]),
+        *routes_reachable.routes,
         *routes_agents.routes,
         *routes_tools.routes,
         *routes_sessions.routes,
         *routes_runs.routes,
         Route("/tasks/{rest:path}", binding),
         *(Route(path, binding) for path in CARD_PATHS),
+        *console_routes(),
     ]
+    page_origins = [_origin_of(public_url)] if public_url else []
     return Starlette(
         routes=routes,
         lifespan=lifespan,
         middleware=[
-            *browser_middleware(allowed_origins or ()),
+            *browser_middleware([*(allowed_origins or ()), *page_origins], own_origin=True),
             Middleware(BearerAuth, tokens=tokens, is_public=_is_public),
         ],
         exception_handlers={HTTPException: _http_exception},
@@ -146,8 +159,17 @@ def create_gateway_app(
 
 
 def _is_public(method: str, path: str) -> bool:
-    """Liveness and the agent card need no token; everything else does when tokens are configured."""
-    return method in ("GET", "HEAD") and (path == "/health" or path in CARD_PATHS)
+    """Liveness, the agent card and the console's files need no token; everything else does when tokens are configured.
+
+    The console's files hold no data: the page asks for a token and sends it with every request it makes.
+    """
+    return method in ("GET", "HEAD") and (path == "/health" or path in CARD_PATHS or is_console_path(path))
+
+
+def _origin_of(url: str) -> str:
+    """``https://gw.example.com/base`` -> ``https://gw.example.com``: the console's origin behind a public URL."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 async def _health(request: Request) -> Response:

@@ -46,11 +46,14 @@ class RegisterAgentBody(_Body):
 class DefineToolBody(ToolConfig):
     """``POST /tools``: a ``[[tools]]`` entry, plus the local agents whose model may call it and its ``token``.
 
+    ``attach_to`` left out: the starting agent (when it is local), as ``POST /agents`` gives
+    it the transfer to a new agent; ``[]``: no agent (the tool is only called directly).
+
     ``token_env`` is refused: it would let an API caller send any of the gateway's
     environment variables to an agent of its choice.
     """
 
-    attach_to: list[str] = Field(default_factory=list, fail_fast=True)
+    attach_to: list[str] | None = Field(None, fail_fast=True)
     token: Token | None = Field(None, repr=False)
 
     @field_validator("token_env")
@@ -73,6 +76,12 @@ class MessageBody(_Body):
     message: str = Field(min_length=1)
     context_variables: dict[str, Any] | None = None
     stream: bool = True
+
+
+class SessionAgentBody(_Body):
+    """``PUT /sessions/{id}/agent``: the agent that takes the session's next turn."""
+
+    agent: str = Field(min_length=1, max_length=128)
 
 
 class ToolCallBody(_Body):

@@ -23,6 +23,7 @@ from gateway.errors import ConfigError, Problem
 from gateway.event_log import EventLog, open_event_log
 from gateway.gateway import Gateway
 from gateway.models import ChatModel, OfflineModel, OpenAIChatModel
+from gateway.models.openai import DEFAULT_API_KEY_ENV
 from gateway.python_refs import import_python_ref, is_python_ref
 from gateway.swarm import (
     Agent,
@@ -269,8 +270,10 @@ def _models(config: GatewayConfig) -> tuple[dict[str, ChatModel], list[Closer]]:
 def _model(agent: AgentConfig) -> ChatModel:
     if agent.model == "offline":
         return OfflineModel()
-    api_key = os.environ.get(agent.api_key_env) if agent.api_key_env is not None else None
-    return OpenAIChatModel(agent.model.removeprefix("openai:"), base_url=agent.base_url, api_key=api_key)
+    # The key goes where the configuration says: its api_key_env; else OPENAI_API_KEY, to OpenAI's own endpoint only
+    # (an endpoint named by base_url without api_key_env is keyless, e.g. a local vLLM or Ollama).
+    key_env = agent.api_key_env or (None if agent.base_url else DEFAULT_API_KEY_ENV)
+    return OpenAIChatModel(agent.model.removeprefix("openai:"), base_url=agent.base_url, api_key_env=key_env)
 
 
 def _python_tools(config: GatewayConfig, origin: str) -> tuple[dict[str, Any], list[Problem]]:

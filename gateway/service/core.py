@@ -30,12 +30,13 @@ from gateway import defaults
 from gateway.agent_result import AgentToolResult
 from gateway.agent_tool import AgentTool, AgentToolFunction, ToolInput
 from gateway.config import ToolConfig
-from gateway.errors import AgentToolError, SessionConflictError, SessionNotFound, SwarmError
+from gateway.errors import AgentToolError, SessionConflictError, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.gateway import Gateway
 from gateway.recorder import new_run_id
 from gateway.swarm import Agent, FullHistory, HistoryPolicy, MemorySessionStore, Runner, Session, SessionStore
 from gateway.swarm.member import SwarmMember
+from protocol.errors import SwitchboardError
 
 from .errors import Conflict, NotFound, ServiceError, ShuttingDown
 from .members import Members, RemoteSpec
@@ -168,10 +169,15 @@ class GatewayService:
 
     # -- agent tools --------------------------------------------------------------------------
 
-    def add_tool(self, spec: ToolConfig, attach_to: Sequence[str] = (), token: str | None = None) -> AgentTool:
-        """Define an agent tool; ``attach_to`` names local agents whose model may call it; ``token`` its credential."""
+    def add_tool(self, spec: ToolConfig, attach_to: Sequence[str] | None = None, token: str | None = None) -> AgentTool:
+        """Define an agent tool; ``attach_to`` names local agents whose model may call it; ``token`` its credential.
+
+        ``attach_to`` None: the starting agent, when it is local (none otherwise).
+        """
         if spec.name in self.gateway.tools:
             raise Conflict(f"an agent tool named {spec.name!r} already exists; delete it first")
+        if attach_to is None:
+            attach_to = [self.starting_agent.name] if isinstance(self.starting_agent, Agent) else []
         targets = [self.members.local_agent(name, "attach_to") for name in attach_to]
         try:
             function = self.gateway.add_tool(spec.agent_tool(token))
@@ -287,7 +293,7 @@ class GatewayService:
                             started.append(event.run_id)
                             self.runs.active.add(event.run_id)
                             task_status.started(event.run_id)
-            except (AgentToolError, SwarmError) as exc:
+            except SwitchboardError as exc:  # a failure the project names (a model's refusal, a tool, the swarm)
                 if not started:
                     raise
                 logger.info("run %s of session %s failed: %s", started[0], session_id, exc)

@@ -1,21 +1,23 @@
-"""``/sessions/{id}``: post a user message and receive the run's events as NDJSON, live; read or forget a session."""
+"""``/sessions``: the caller's sessions; post a user message and receive the run's events live; read or forget one."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from agent_server.auth import principal_of
 from agent_server.http import NDJSONStreamResponse, error_response, json_response
+from gateway.errors import SessionConflictError
 from gateway.events import Event, EventType
 from protocol import ErrorCode, ProtocolError
 
-from .bodies import MessageBody
+from .bodies import MessageBody, SessionAgentBody
 from .core import GatewayService
-from .errors import ApiErrorCode
-from .http import api_route, body_limit, read_body, service_of
+from .errors import ApiErrorCode, Conflict, NotFound
+from .http import api_route, body_limit, query_int, read_body, service_of
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}\Z")
 """Ends in ``\\Z``, not ``$``: ``$`` also matches before a final newline, which the x-session-id header cannot carry."""
@@ -68,6 +70,36 @@ async def _summary(service: GatewayService, run_id: str, session_id: str, header
     return json_response(summary, headers=headers)
 
 
+async def _list(request: Request) -> Response:
+    """The sessions of the caller's ``runs`` newest runs (default 200), newest first; read from the event log.
+
+    Each: ``{"session_id", "last_run_id", "last_started_ms", "runs", "last_message", "closed"}``, where
+    ``runs`` counts its turns among those runs and ``closed`` says whether its last turn ended.
+    """
+    service = service_of(request)
+    limit = query_int(request, "runs", 200, minimum=1, maximum=1000)
+    sessions: dict[str, dict[str, Any]] = {}
+    for run_id in await service.list_runs(limit, principal_of(request)):
+        first = await service.event_log.read(run_id, -1, limit=1)
+        if not first or first[0].type != EventType.RUN_STARTED.value:
+            continue
+        fields = first[0].fields
+        session_id = str(fields.get("session_id"))
+        entry = sessions.get(session_id)
+        if entry is None:
+            sessions[session_id] = {
+                "session_id": session_id,
+                "last_run_id": run_id,
+                "last_started_ms": first[0].timestamp_ms,
+                "last_message": fields.get("user_message"),
+                "closed": await service.event_log.is_closed(run_id),
+                "runs": 1,
+            }
+        else:
+            entry["runs"] += 1
+    return json_response({"sessions": list(sessions.values())})
+
+
 async def _get(request: Request) -> Response:
     """``open_run``: a turn that started and has not ended, ``running`` here or ``interrupted`` (its process ended)."""
     service = service_of(request)
@@ -85,6 +117,34 @@ async def _get(request: Request) -> Response:
     )
 
 
+async def _set_agent(request: Request) -> Response:
+    """Hand the session to ``agent`` for its next turn (``switchboard chat``'s ``/agent`` and ``/reset``).
+
+    The history stays; a new session is started, owned by the caller. Waits for a turn going on in it.
+    """
+    session_id = _session_id(request)
+    body = await read_body(request, SessionAgentBody, body_limit(request))
+    service = service_of(request)
+    agents = service.members.agents()
+    if body.agent not in agents:
+        raise NotFound(f"no agent named {body.agent!r} (agents: {', '.join(sorted(agents)) or 'none'})")
+    caller = principal_of(request)
+    async with service.session_store.lock(session_id):
+        session = await service.session_store.load(session_id)
+        if session.version > 0:
+            session = await service.session(session_id, caller)
+        else:
+            session.owner = caller.name
+        session.active_agent = body.agent
+        session.active_agent_uri = None
+        session.handoff = None
+        try:
+            saved = await service.session_store.save(session)
+        except SessionConflictError as exc:
+            raise Conflict(f"{exc}; try again") from None
+    return json_response({"session_id": session_id, "active_agent": saved.active_agent, "version": saved.version})
+
+
 async def _delete(request: Request) -> Response:
     """Waits for a turn going on in the session, so that turn cannot save it back afterwards."""
     session_id = _session_id(request)
@@ -96,7 +156,9 @@ async def _delete(request: Request) -> Response:
 
 
 routes = [
+    api_route("/sessions", _list, ["GET"], scope="chat"),
     api_route("/sessions/{session_id}/messages", _post_message, ["POST"], scope="chat"),
     api_route("/sessions/{session_id}", _get, ["GET"], scope="chat"),
+    api_route("/sessions/{session_id}/agent", _set_agent, ["PUT"], scope="chat"),
     api_route("/sessions/{session_id}", _delete, ["DELETE"], scope="chat"),
 ]

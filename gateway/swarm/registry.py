@@ -68,6 +68,10 @@ class AgentRegistry:
                 del self._by_uri[uri]
         self._forgotten_names.add(name)
 
+    def uri_found(self, member: SwarmMember) -> str | None:
+        """The URI ``member`` was found by (a transfer to a URI), or None for an agent registered by name."""
+        return next((uri for uri, found in self._by_uri.items() if found is member), None)
+
     def is_forgotten(self, name: str | None, uri: str | None = None) -> bool:
         """True when ``name`` (or ``uri``) belongs to an agent taken out with ``forget``."""
         return name in self._forgotten_names or (uri is not None and uri in self._forgotten_uris)

@@ -246,7 +246,9 @@ class Runner:
             yield
         session = turn.session
         session.active_agent = turn.agent.name
-        session.active_agent_uri = turn.agent.uri if isinstance(turn.agent, RemoteAgent) else None
+        # Only an agent found by its URI is connected again by it in a later process; one registered by
+        # name that is not registered there is gone, and the starting agent takes the session back.
+        session.active_agent_uri = self._registry.uri_found(turn.agent)
         session.open_run = None
         await self.session_store.save(session)
         await turn.emit(
