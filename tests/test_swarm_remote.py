@@ -19,7 +19,8 @@ from agent_server import Handoff as HandoffLine, HostedAgent, InputRequired, Tas
 from gateway import Agent, AgentHandoffError, Gateway, Handoff, HostAllowlist, Runner, tool
 from gateway.errors import AgentTaskFailed, PeerConnectionError
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
-from gateway.swarm import HandoffPayload, RemoteAgent, StructuredHistory
+from gateway.swarm import ESCALATION_MESSAGE, HUMAN, HandoffPayload, RemoteAgent, StructuredHistory
+from protocol import TaskState
 from tests.servers import free_port, serve_app
 
 pytestmark = pytest.mark.anyio
@@ -184,6 +185,30 @@ async def test_two_remote_agents_handing_back_and_forth_are_stopped_by_cycle_det
     assert "goes in circles" in seen.contexts["billing"][-1].text
     assert not response.events_of("limit_reached")
     assert runner.agents["ops"].uri == urls["ops"]
+
+
+async def test_a_remote_cycle_goes_to_the_fallback_a_local_supervisor_or_a_human(
+    servers: tuple[dict[str, str], Seen],
+) -> None:
+    urls, _ = servers
+    supervisor = Agent("supervisor", model=ScriptedModel([ModelResponse(content="Supervisor: refund approved.")]))
+    async with _gateway() as gateway:
+        runner, _ = await _swarm(gateway, urls, max_handoffs_per_turn=10, fallback=supervisor)
+        supervised = await runner.run_async("cust-6", "refund loop on my invoice charge")
+        runner, _ = await _swarm(gateway, urls, max_handoffs_per_turn=10, fallback=HUMAN)
+        escalated = await runner.run_async("cust-7", "refund loop on my invoice charge")
+
+    assert (supervised.active_agent_name, supervised.content) == ("supervisor", "Supervisor: refund approved.")
+    assert [e.fields["target"] for e in supervised.events_of("handoff")] == ["billing", "ops", "billing", "supervisor"]
+    [event] = escalated.events_of("escalated")
+    assert event.fields == {
+        "agent": "billing",
+        "reason": "cycle",
+        "target": "ops",
+        "path": ["triage", "billing", "ops", "billing"],
+        "fallback": "human",
+    }
+    assert (escalated.state, escalated.content) == (TaskState.INPUT_REQUIRED, ESCALATION_MESSAGE)
 
 
 async def test_remote_hops_count_against_the_handoff_limit(servers: tuple[dict[str, str], Seen]) -> None:
