@@ -3,8 +3,8 @@
 from gateway.errors import AgentHandoffError, SessionConflictError, SessionNotFound, SwarmError
 
 from .agent import Agent
-from .handoff import Handoff, TransferTool, specialty_of, transfer_tools
 from .fallback import CURRENT, ESCALATION_MESSAGE, HUMAN, Fallback
+from .handoff import Handoff, TransferTool, specialty_of, transfer_tools
 from .history_policy import (
     FullHistory,
     HandoffPayload,
