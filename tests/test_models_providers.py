@@ -65,7 +65,8 @@ def test_an_unconfigured_name_says_exactly_what_to_set() -> None:
     for needed in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "[providers.openai]", "'offline'"):
         assert needed in message
     assert Providers(TABLE, environ={}).problem("ollama:llama3") == (
-        "model 'ollama:llama3' runs at provider 'ollama', whose key is read from OLLAMA_KEY, and that variable is not set"
+        "model 'ollama:llama3' runs at provider 'ollama', whose key is read from OLLAMA_KEY, "
+        "and that variable is not set"
     )
     assert providers.problem("gpt-4o", own_endpoint=True) is None
     with pytest.raises(ValueError, match="needs a base_url"):

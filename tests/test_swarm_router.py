@@ -56,7 +56,7 @@ async def test_the_offline_embedder_is_deterministic_unit_length_and_zero_withou
 
 
 async def test_paraphrases_go_straight_to_the_closest_agent_without_the_triage_model() -> None:
-    triage, billing, tech = swarm()
+    triage, _, _ = swarm()
     embedder = Counting(OfflineEmbedder())
     runner = Runner(triage, router=SemanticRouter(embedder))
 
@@ -91,7 +91,7 @@ async def test_below_the_threshold_the_router_abstains_and_the_active_agent_deci
 
 
 async def test_the_agent_already_holding_the_conversation_stays_and_a_turn_without_transfers_refuses() -> None:
-    triage, billing, _ = swarm()
+    triage, _, _ = swarm()
     runner = Runner(triage, router=SemanticRouter(OfflineEmbedder()))
     await runner.run_async("s", "refund my order please")
     again = await runner.run_async("s", "I want a refund for my order")
