@@ -27,7 +27,8 @@
     │   └── SessionConflictError          another turn saved the session first
     ├── BoardError                        gateway.blackboard
     │   ├── BoardConflict                 a write with a version that is no longer the board's; ``current``
-    │   └── BoardTooLarge                 a board over its size limit (also a ValueError)
+    │   ├── BoardNotFound                 another caller's board, or none written yet (also a LookupError)
+    │   └── BoardTooLarge                 a write over a board's limits (also a ValueError)
     ├── ModelError                        a chat model (or embedder) call failed
     │   ├── ModelAuthError                the provider refused the credentials
     │   ├── ModelNotConfigured            a model name no provider resolves; says what to set
@@ -288,8 +289,12 @@ class BoardConflict(BoardError):
         self.current = current
 
 
+class BoardNotFound(BoardError, LookupError):
+    """No board of that name this caller may see: another caller's, or none written yet."""
+
+
 class BoardTooLarge(BoardError, ValueError):
-    """A write that would make a board larger than its limit; nothing was written."""
+    """A write that would make a board larger than its limits (size, key length); nothing was written."""
 
 
 @dataclass(frozen=True)

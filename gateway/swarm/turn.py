@@ -47,10 +47,11 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class TurnScope:
-    """Who a tool runs for: the session of the turn and its caller (None: nobody authenticated)."""
+    """Who a tool runs for: the turn's session, its caller (None: nobody authenticated) and the session's owner."""
 
     session_id: str
     caller: Principal | None
+    owner: str | None = None
 
 
 _scope: ContextVar[TurnScope | None] = ContextVar("switchboard_turn_scope", default=None)
@@ -122,7 +123,7 @@ class Turn:
 
     @property
     def scope(self) -> TurnScope:
-        return TurnScope(self.session.id, self.caller)
+        return TurnScope(self.session.id, self.caller, self.session.owner)
 
     @property
     def handoffs(self) -> int:
