@@ -30,7 +30,7 @@ TOKENS = TokenTable({ALICE: Principal("alice", "chat"), BOB: Principal("bob", "c
 
 @pytest.fixture(params=["memory", "sqlite"])
 def stores(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[list[BoardStore]]:
-    """Two handles on one set of boards: the same memory store, or two SQLite connections to one file (two processes)."""
+    """Two handles on one set of boards: one memory store, or two SQLite connections to one file (two processes)."""
     if request.param == "memory":
         store = MemoryBoardStore()
         yield [store, store]
