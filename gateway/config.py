@@ -48,16 +48,6 @@ ADMIN_TOKEN_ENV = "SWITCHBOARD_ADMIN_TOKEN"
 """The environment variable whose value, when set, is the gateway's admin token (principal ``admin``)."""
 
 
-class _AnyProvider(dict[str, ProviderSettings]):
-    """Every provider name is known: fields check a model name's form, the cross-check its provider."""
-
-    def __contains__(self, key: object) -> bool:
-        return True
-
-
-_ANY_PROVIDER = _AnyProvider()
-
-
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -194,7 +184,7 @@ class RouterConfig(_Strict):
     @classmethod
     def _embedder(cls, value: str | None) -> str | None:
         if value is not None:
-            parse_model_name(value, _ANY_PROVIDER)
+            parse_model_name(value, any_provider=True)
         return value
 
 
@@ -265,7 +255,7 @@ class AgentConfig(_Strict):
     @field_validator("model")
     @classmethod
     def _model(cls, value: str) -> str:
-        parse_model_name(value, _ANY_PROVIDER)  # the form only; the provider is cross-checked
+        parse_model_name(value, any_provider=True)  # the form only; the provider is cross-checked
         return value
 
     @field_validator("api_key_env")

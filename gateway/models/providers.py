@@ -64,8 +64,13 @@ class ModelName:
     model: str
 
 
-def parse_model_name(name: str, providers: Mapping[str, ProviderSettings] | None = None) -> ModelName:
-    """What ``name`` names (see the module docstring); ValueError saying what is wrong with it."""
+def parse_model_name(
+    name: str, providers: Mapping[str, ProviderSettings] | None = None, *, any_provider: bool = False
+) -> ModelName:
+    """What ``name`` names (see the module docstring); ValueError saying what is wrong with it.
+
+    ``any_provider``: take any provider-like prefix as a provider (to check a name's form alone).
+    """
     if not name or name != name.strip() or any(char.isspace() for char in name):
         raise ValueError(
             f"{name!r} is not a model name (expected offline, PROVIDER:MODEL like openai:gpt-4o-mini, "
@@ -77,7 +82,7 @@ def parse_model_name(name: str, providers: Mapping[str, ProviderSettings] | None
     if not colon or not PROVIDER_NAME.match(prefix):
         return ModelName(OPENAI, name)
     known = {OPENAI, *(providers or {})}
-    if prefix not in known:
+    if prefix not in known and not any_provider:
         listed = ", ".join(sorted({OFFLINE, *known}))
         raise ValueError(
             f"unknown provider {prefix!r} in model {name!r} (known: {listed}); define [providers.{prefix}] "
