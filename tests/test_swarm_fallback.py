@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
+from gateway_service_support import gateway_server
 
-from gateway import Agent, Handoff, Runner
+from gateway import Agent, Handoff, MemoryEventLog, MemorySessionStore, Runner
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
+from gateway.service import GatewayService
 from gateway.swarm import ESCALATION_MESSAGE, HUMAN, RunResponse
 from protocol import TaskState
 
@@ -121,3 +124,16 @@ async def test_other_refusals_never_escalate() -> None:
     assert response.events_of("handoff_refused")[0].fields["cause"] == "self"
     assert response.events_of("escalated") == []
     assert (response.state, response.content) == (TaskState.COMPLETED, "A stays.")
+
+
+async def test_the_gateway_as_an_agent_answers_an_escalated_turn_input_required() -> None:
+    """Over the A2A binding, the caller of a gateway learns that a person takes it from there."""
+    service = GatewayService(
+        ping_pong()[0], session_store=MemorySessionStore(), event_log=MemoryEventLog(), fallback=HUMAN
+    )
+    with gateway_server(service) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=10) as api:
+            sent = await api.post("/tasks/send", json={"sessionId": "a2a", "message": {"parts": [{"text": "help"}]}})
+    task = sent.json()
+    assert task["status"]["state"] == "input-required"
+    assert task["status"]["message"]["parts"] == [{"type": "text", "text": ESCALATION_MESSAGE}]
