@@ -39,14 +39,14 @@ def test_each_form_resolves_to_its_model() -> None:
     assert isinstance(providers.chat_model("offline"), OfflineModel)
     plain = providers.chat_model("gpt-4o")
     assert isinstance(plain, OpenAIChatModel)
-    assert (plain.model, plain.base_url, plain._api_key) == ("gpt-4o", "https://api.openai.com/v1", "sk-real")
+    assert (plain.model, plain.base_url, plain.api_key_env) == ("gpt-4o", "https://api.openai.com/v1", "OPENAI_API_KEY")
     assert providers.chat_model("gpt-4o") is plain
     local = providers.chat_model("ollama:llama3.1")
     assert isinstance(local, OpenAIChatModel)
-    assert (local.model, local.base_url, local._api_key) == ("llama3.1", "http://127.0.0.1:11434/v1", "ollama-key")
+    assert (local.model, local.base_url, local.api_key_env) == ("llama3.1", "http://127.0.0.1:11434/v1", "OLLAMA_KEY")
     elsewhere = Providers(environ={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}).chat_model("gemini-2.5-flash")
     assert isinstance(elsewhere, OpenAIChatModel)
-    assert (elsewhere.base_url, elsewhere._api_key) == ("http://127.0.0.1:9/v1", "")
+    assert (elsewhere.base_url, elsewhere.api_key_env) == ("http://127.0.0.1:9/v1", "OPENAI_API_KEY")
 
 
 def test_a_provider_without_a_key_never_gets_the_openai_key() -> None:
@@ -54,7 +54,9 @@ def test_a_provider_without_a_key_never_gets_the_openai_key() -> None:
         {"local": ProviderSettings(base_url="http://127.0.0.1:8000/v1")}, environ={"OPENAI_API_KEY": "sk"}
     )
     model = providers.chat_model("local:phi3")
-    assert isinstance(model, OpenAIChatModel) and model._api_key == ""
+    assert isinstance(model, OpenAIChatModel) and (model.api_key_env, model._api_key) == (None, None)
+    own = providers.chat_model("gpt-4o", base_url="http://127.0.0.1:8001/v1")
+    assert isinstance(own, OpenAIChatModel) and own.api_key_env is None, "a base_url alone is keyless"
 
 
 def test_an_unconfigured_name_says_exactly_what_to_set() -> None:

@@ -55,6 +55,7 @@ class EndpointOptions(TypedDict, total=False):
 
     base_url: str | None
     api_key: str | None
+    api_key_env: str | None
     client: httpx.AsyncClient | None
     max_retries: int
     timeout_s: float

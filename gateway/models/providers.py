@@ -15,7 +15,9 @@ adds others or replaces it. A name resolves:
 
 ``Providers`` keeps one model per name (and one embedder per name) and closes the HTTP
 clients it made on ``aclose``; they open again on next use, so one ``Providers`` may
-outlive an event loop.
+outlive an event loop. The models it makes read their key from the variable it names
+(the model names that variable when a key is refused or missing); ``environ`` (tests)
+replaces the process environment for the checks and ``OPENAI_BASE_URL`` only.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from gateway.errors import ModelNotConfigured
 from gateway.models.base import ChatModel
 from gateway.models.embeddings import Embedder, OfflineEmbedder, OpenAIEmbedder
 from gateway.models.offline import OfflineModel
-from gateway.models.openai import DEFAULT_BASE_URL, OpenAIChatModel, OpenAICompatible
+from gateway.models.openai import DEFAULT_API_KEY_ENV, DEFAULT_BASE_URL, OpenAIChatModel, OpenAICompatible
 
 OFFLINE = "offline"
 OPENAI = "openai"
@@ -133,17 +135,23 @@ class Providers:
             )
         return None
 
-    def chat_model(self, name: str, *, base_url: str | None = None, api_key: str | None = None) -> ChatModel:
-        """The model ``name`` names (one per name and endpoint); ``ModelNotConfigured`` when it cannot be had."""
-        key = (name, base_url, api_key)
+    def chat_model(self, name: str, *, base_url: str | None = None, api_key_env: str | None = None) -> ChatModel:
+        """The model ``name`` names (one per name and endpoint); ``ModelNotConfigured`` when it cannot be had.
+
+        ``base_url`` or ``api_key_env`` (a configured agent's own) replace the provider's
+        endpoint: the key is then read from ``api_key_env`` only, so an endpoint named by
+        ``base_url`` alone is sent no key (``OPENAI_API_KEY`` goes to OpenAI's provider only).
+        """
+        key = (name, base_url, api_key_env)
         if key not in self._models:
-            parsed = self._resolvable(name, own_endpoint=base_url is not None or api_key is not None)
+            own = base_url is not None or api_key_env is not None
+            parsed = self._resolvable(name, own_endpoint=own)
             if parsed.provider == OFFLINE:
                 self._models[key] = OfflineModel()
             else:
-                url, token = self._endpoint(parsed.provider)
+                url, key_env = self._endpoint(parsed.provider)
                 self._models[key] = OpenAIChatModel(
-                    parsed.model, base_url=base_url or url, api_key=api_key if api_key is not None else token
+                    parsed.model, base_url=base_url or url, api_key_env=api_key_env if own else key_env
                 )
         return self._models[key]
 
@@ -154,8 +162,8 @@ class Providers:
             if parsed.provider == OFFLINE:
                 self._embedders[name] = OfflineEmbedder()
             else:
-                url, token = self._endpoint(parsed.provider)
-                self._embedders[name] = OpenAIEmbedder(parsed.model, base_url=url, api_key=token)
+                url, key_env = self._endpoint(parsed.provider)
+                self._embedders[name] = OpenAIEmbedder(parsed.model, base_url=url, api_key_env=key_env)
         return self._embedders[name]
 
     async def aclose(self) -> None:
@@ -170,11 +178,11 @@ class Providers:
             raise ModelNotConfigured(problem)
         return parse_model_name(name, self.table)
 
-    def _endpoint(self, provider: str) -> tuple[str, str]:
-        """Base URL and key of ``provider`` ("" for no key: another provider never gets OPENAI_API_KEY)."""
-        settings = self.table.get(provider, ProviderSettings(api_key_env="OPENAI_API_KEY"))
+    def _endpoint(self, provider: str) -> tuple[str, str | None]:
+        """Base URL of ``provider`` and the variable of its key (None: no key; only ``openai`` reads OPENAI_API_KEY)."""
+        settings = self.table.get(provider, ProviderSettings(api_key_env=DEFAULT_API_KEY_ENV))
         base_url = settings.base_url or self._env("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-        return base_url, self._env(settings.api_key_env) if settings.api_key_env is not None else ""
+        return base_url, settings.api_key_env
 
     def _env(self, variable: str) -> str:
         environ = os.environ if self._environ is None else self._environ

@@ -284,9 +284,8 @@ def _models(config: GatewayConfig, providers: Providers) -> dict[str, ChatModel]
 
 
 def _model(agent: AgentConfig, providers: Providers) -> ChatModel:
-    """An agent's own ``base_url`` and ``api_key_env`` win over its provider's."""
-    api_key = os.environ[agent.api_key_env].strip() if agent.api_key_env is not None else None
-    return providers.chat_model(agent.model, base_url=agent.base_url, api_key=api_key)
+    """An agent's own ``base_url`` and ``api_key_env`` win over its provider's (``base_url`` alone: no key)."""
+    return providers.chat_model(agent.model, base_url=agent.base_url, api_key_env=agent.api_key_env)
 
 
 def _model_problems(config: GatewayConfig, origin: str) -> list[Problem]:

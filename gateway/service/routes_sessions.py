@@ -122,7 +122,7 @@ async def _set_agent(request: Request) -> Response:
 
     The history stays; a new session is started, owned by the caller. Waits for a turn going on in it.
     """
-    session_id = _session_id(request)
+    session_id = session_id_of(request)
     body = await read_body(request, SessionAgentBody, body_limit(request))
     service = service_of(request)
     agents = service.members.agents()

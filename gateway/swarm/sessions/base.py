@@ -94,13 +94,13 @@ class Session:
         agent that held the conversation) tells history policies where ``agent``'s part
         begins; ``source`` names that agent when it is not the stored active one (a new
         session's starting agent). Outside a turn, save the session afterwards; the next turn
-        goes to ``agent`` if the runner knows it.
+        goes to ``agent`` if the runner knows it by name. No URI is kept: only the runner knows
+        whether an agent was found by its URI (and records it when the turn ends).
         """
-        uri = getattr(agent, "uri", None)
         origin = source if source is not None else self.active_agent or ""
         record = HandoffRecord(origin, agent.name, reason, dict(payload or {}), at=len(self.history))
         self.active_agent = agent.name
-        self.active_agent_uri = uri if isinstance(uri, str) else None
+        self.active_agent_uri = None
         self.context_variables.update(context_updates or {})
         self.handoff = record
         return record
