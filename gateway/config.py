@@ -30,14 +30,17 @@ from .allowed_hosts import parse_host_pattern
 from .budget import Budget
 from .config_env import Overrides, apply_environment
 from .errors import ConfigError, InvalidAgentURI, Problem
+from .models.providers import OFFLINE, OPENAI, PROVIDER_NAME, ProviderSettings, parse_model_name
 from .peers.limits import PeerLimits
 from .python_refs import is_python_ref
 from .tools import TOOL_NAME_PATTERN, TOOL_NAME_RULE
 from .uri import parse_agent_uri
 
 MODES = ("sync", "streaming", "conversational")
+BLACKBOARD_TOOLS = ("blackboard_read", "blackboard_write")
+"""Tool names a configured agent may list to read and write the blackboard (gateway/blackboard)."""
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_LOCAL_ONLY = ("instructions", "model", "base_url", "api_key_env", "handoffs", "tools")
+_LOCAL_ONLY = ("instructions", "model", "base_url", "api_key_env", "handoffs", "tools", "examples")
 _TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _PEER_DEFAULTS = PeerLimits()
 _SERVER_DEFAULTS = ServerLimits()
@@ -160,11 +163,44 @@ class SwarmConfig(_Strict):
 
     ``resolve_uris`` false: a transfer a remote agent asks for must name an agent registered
     by name; its target is never taken as a URI (``mcp+stdio:`` targets never are).
+    ``fallback``: who takes the conversation when the handoff limit or a cycle trips:
+    ``current`` (the agent holding it answers), ``human`` (the turn ends input-required), or
+    an agent's name (a supervisor).
     """
 
     starting_agent: str | None = None
     history: Literal["full", "summary", "structured"] = "full"
     resolve_uris: bool = True
+    fallback: str = Field("current", min_length=1)
+
+
+class RouterConfig(_Strict):
+    """``[router]``: the semantic router, on when ``embedder`` is set (``offline``, or an embedding model's name)."""
+
+    embedder: str | None = None
+    threshold: float = Field(defaults.ROUTER_THRESHOLD, ge=-1.0, le=1.0)
+
+    @field_validator("embedder")
+    @classmethod
+    def _embedder(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_model_name(value, any_provider=True)
+        return value
+
+
+class ProviderConfig(_Strict):
+    """One ``[providers.NAME]`` table: an OpenAI-compatible endpoint that model names ``NAME:MODEL`` use."""
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _api_key_env(cls, value: str | None) -> str | None:
+        return None if value is None else _env_name(value, "key")
+
+    def settings(self) -> ProviderSettings:
+        return ProviderSettings(base_url=self.base_url, api_key_env=self.api_key_env)
 
 
 class StoresConfig(_Strict):
@@ -173,8 +209,9 @@ class StoresConfig(_Strict):
     sessions: str = "sqlite"
     events: str = "sqlite"
     tasks: str = "memory"
+    blackboard: str = "sqlite"
 
-    @field_validator("sessions", "events", "tasks")
+    @field_validator("sessions", "events", "tasks", "blackboard")
     @classmethod
     def _store_spec(cls, value: str) -> str:
         if value in ("memory", "sqlite") or (value.startswith("sqlite:") and len(value) > len("sqlite:")):
@@ -195,6 +232,7 @@ class AgentConfig(_Strict):
     token_env: str | None = None
     handoffs: list[str] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
+    examples: list[str] = Field(default_factory=list, max_length=defaults.ROUTER_MAX_EXAMPLES)
 
     @property
     def is_remote(self) -> bool:
@@ -217,9 +255,8 @@ class AgentConfig(_Strict):
     @field_validator("model")
     @classmethod
     def _model(cls, value: str) -> str:
-        if value == "offline" or (value.startswith("openai:") and len(value) > len("openai:")):
-            return value
-        raise ValueError(f"unknown model {value!r} (expected offline or openai:MODEL_NAME, e.g. openai:gpt-4o-mini)")
+        parse_model_name(value, any_provider=True)  # the form only; the provider is cross-checked
+        return value
 
     @field_validator("api_key_env")
     @classmethod
@@ -316,11 +353,16 @@ class GatewayConfig(_Strict):
     gateway: ServerConfig = Field(default_factory=ServerConfig)
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     swarm: SwarmConfig = Field(default_factory=SwarmConfig)
+    router: RouterConfig = Field(default_factory=RouterConfig)
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
     stores: StoresConfig = Field(default_factory=StoresConfig)
     peers: PeersConfig = Field(default_factory=PeersConfig)
     security: SecurityConfig = Field(default_factory=SecurityConfig)
     agents: list[AgentConfig] = Field(default_factory=list)
     tools: list[ToolConfig] = Field(default_factory=list)
+
+    def provider_table(self) -> dict[str, ProviderSettings]:
+        return {name: entry.settings() for name, entry in self.providers.items()}
 
     @property
     def starting_agent(self) -> str:
@@ -467,16 +509,46 @@ def _cross_check(config: GatewayConfig) -> list[tuple[tuple[str | int, ...], str
             elif target == agent.name:
                 problems.append((("agents", index, "handoffs", position), "an agent cannot hand off to itself"))
         for position, name in enumerate(agent.tools):
-            if name not in tools and not is_python_ref(name):
+            if name not in tools and name not in BLACKBOARD_TOOLS and not is_python_ref(name):
                 defined = ", ".join(sorted(tools)) or "none"
                 problems.append(
                     (
                         ("agents", index, "tools", position),
-                        f"no tool named {name!r} (define it under [[tools]] (defined: {defined}) "
-                        "or name a Python function as package.module:function)",
+                        f"no tool named {name!r} (define it under [[tools]] (defined: {defined}), "
+                        "name a Python function as package.module:function, or blackboard_read / blackboard_write)",
                     )
                 )
     starting = config.swarm.starting_agent
     if starting is not None and starting not in agents and (agents or starting != defaults.STARTING_AGENT_NAME):
         problems.append((("swarm", "starting_agent"), f"no agent named {starting!r} (defined: {known_agents})"))
+    fallback = config.swarm.fallback
+    if fallback not in ("current", "human") and fallback not in agents:
+        reason = f"no agent named {fallback!r} (expected current, human or an agent: {known_agents})"
+        problems.append((("swarm", "fallback"), reason))
+    return problems + _provider_problems(config)
+
+
+def _provider_problems(config: GatewayConfig) -> list[tuple[tuple[str | int, ...], str]]:
+    """Provider names are valid, non-openai ones have a base_url, and every model names a known provider."""
+    problems: list[tuple[tuple[str | int, ...], str]] = []
+    for name, entry in config.providers.items():
+        if not PROVIDER_NAME.match(name) or name == OFFLINE:
+            problems.append(
+                (("providers", name), "a provider's name is lower-case letters, digits, '_', '-' (not offline)")
+            )
+        elif name != OPENAI and not entry.base_url:
+            problems.append(
+                (("providers", name, "base_url"), "is required (the provider's OpenAI-compatible endpoint)")
+            )
+    table = config.provider_table()
+    named: list[tuple[tuple[str | int, ...], str]] = [
+        (("agents", index, "model"), agent.model) for index, agent in enumerate(config.agents) if not agent.is_remote
+    ]
+    if config.router.embedder is not None:
+        named.append((("router", "embedder"), config.router.embedder))
+    for loc, model in named:
+        try:
+            parse_model_name(model, table)
+        except ValueError as exc:
+            problems.append((loc, str(exc)))
     return problems

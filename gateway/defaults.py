@@ -11,6 +11,19 @@ MAX_HANDOFFS_PER_TURN = 5
 MAX_TOOL_ITERATIONS = 10
 AGENT_INSTRUCTIONS = "You are a helpful agent."
 """The instructions of an agent defined without any."""
+MAX_DYNAMIC_AGENTS = 1000
+"""Agents a runner adopts from tools' return values (swarm's transfers) and keeps; the oldest go first."""
+
+# The semantic router
+ROUTER_THRESHOLD = 0.85
+"""The cosine similarity a message needs with an agent's example utterance to go straight to that agent."""
+ROUTER_MAX_EXAMPLES = 100
+"""Example utterances read per agent (a card may list more; the rest are ignored)."""
+
+# The blackboard
+BOARD_MAX_BYTES = 256 * 1024
+"""The largest board, as JSON: a write that would make it larger is refused."""
+BOARD_MAX_KEY_CHARS = 128
 
 # The agent a gateway runs when it is given none
 STARTING_AGENT_NAME = "assistant"

@@ -25,8 +25,13 @@
     │   ├── AgentHandoffError             a transfer names no agent the runner can resolve
     │   ├── SessionNotFound               another caller's session
     │   └── SessionConflictError          another turn saved the session first
-    ├── ModelError                        a chat model call failed
+    ├── BoardError                        gateway.blackboard
+    │   ├── BoardConflict                 a write with a version that is no longer the board's; ``current``
+    │   ├── BoardNotFound                 another caller's board, or none written yet (also a LookupError)
+    │   └── BoardTooLarge                 a write over a board's limits (also a ValueError)
+    ├── ModelError                        a chat model (or embedder) call failed
     │   ├── ModelAuthError                the provider refused the credentials
+    │   ├── ModelNotConfigured            a model name no provider resolves; says what to set
     │   └── ScriptExhaustedError          a ScriptedModel ran out of script
     ├── ToolArgumentError                 a model's arguments do not fit a function tool (also a ValueError)
     ├── ConfigError                       the configuration cannot be used; ``problems`` (also a ValueError)
@@ -248,6 +253,13 @@ class ModelAuthError(ModelError):
     """The provider refused the credentials (401/403); retrying will not help."""
 
 
+class ModelNotConfigured(ModelError):
+    """A model name that no provider resolves (``gpt-4o`` with no OpenAI-compatible endpoint set up).
+
+    The message says exactly what to set; the runner raises it before a turn starts.
+    """
+
+
 class ScriptExhaustedError(ModelError):
     """A ScriptedModel was asked for more turns than its script holds."""
 
@@ -259,6 +271,30 @@ class ToolArgumentError(SwitchboardError, ValueError):
         super().__init__(message)
         self.tool_name = tool_name
         self.parameters = parameters
+
+
+class BoardError(SwitchboardError):
+    """Base class of the blackboard's errors."""
+
+
+class BoardConflict(BoardError):
+    """The board changed since the version the writer read; nothing was written. ``current`` is the board now."""
+
+    def __init__(self, name: str, expected_version: int, current: Any) -> None:
+        super().__init__(
+            f"board {name!r} is at version {current.version}, not {expected_version}: read it again, then write"
+        )
+        self.name = name
+        self.expected_version = expected_version
+        self.current = current
+
+
+class BoardNotFound(BoardError, LookupError):
+    """No board of that name this caller may see: another caller's, or none written yet."""
+
+
+class BoardTooLarge(BoardError, ValueError):
+    """A write that would make a board larger than its limits (size, key length); nothing was written."""
 
 
 @dataclass(frozen=True)

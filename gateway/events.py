@@ -38,6 +38,8 @@ class EventType(str, enum.Enum):
     HANDOFF_REFUSED = "handoff_refused"
     CYCLE_DETECTED = "cycle_detected"
     LIMIT_REACHED = "limit_reached"
+    ESCALATED = "escalated"
+    ROUTER_DECISION = "router_decision"
 
 
 _BASE_FIELDS = frozenset({"type", "run_id", "seq", "timestamp_ms"})
@@ -213,6 +215,10 @@ class RunCompletedEvent(_Typed):
     handoffs: int | None = Field(None, description="Transfers in the turn.")
     tool_calls: int | None = Field(None, description="Tool executions in the turn.")
     session_version: int | None = Field(None, description="The session's version once saved.")
+    state: str | None = Field(None, description="completed, or input-required when the turn was escalated to a human.")
+    pending_tool_calls: list[dict[str, Any]] | None = Field(
+        None, description="With execute_tools=False: the tool calls returned instead of run (OpenAI shape)."
+    )
 
 
 class RunFailedEvent(_Typed):
@@ -269,7 +275,9 @@ class AgentChangedEvent(_Typed):
     previous: str | None = Field(None, description="Who held the conversation.")
     agent: str | None = Field(None, description="Who holds it now.")
     cause: str | None = Field(
-        None, description="At a turn's start: not_registered or removed (the previous one is gone)."
+        None,
+        description="At a turn's start: not_registered or removed (the previous one is gone); router (the semantic "
+        "router routed the message); fallback (the supervisor took over after a limit or a cycle).",
     )
 
 
@@ -298,8 +306,35 @@ class CycleDetectedEvent(_Typed):
 class LimitReachedEvent(_Typed):
     event_type = EventType.LIMIT_REACHED
     agent: str | None = Field(None, description="The agent at the limit.")
-    limit: str | None = Field(None, description="max_handoffs_per_turn or max_tool_iterations.")
+    limit: str | None = Field(None, description="max_handoffs_per_turn, max_tool_iterations or max_turns.")
     value: int | None = Field(None, description="The limit's value.")
+
+
+class EscalatedEvent(_Typed):
+    """A limit or a cycle tripped and the runner's fallback took the conversation: a supervisor, or a human."""
+
+    event_type = EventType.ESCALATED
+    agent: str | None = Field(None, description="The agent holding the conversation when it tripped.")
+    reason: str | None = Field(None, description="max_handoffs_per_turn or cycle.")
+    target: str | None = Field(None, description="The transfer that was refused.")
+    path: list[str] | None = Field(None, description="The agents that held the conversation in the turn, in order.")
+    fallback: str | None = Field(None, description="human (the turn ends input-required), or the supervisor's name.")
+
+
+class RouterDecisionEvent(_Typed):
+    """The semantic router compared the user's message with the agents' example utterances."""
+
+    event_type = EventType.ROUTER_DECISION
+    agent: str | None = Field(None, description="The agent holding the conversation before the decision.")
+    candidate: str | None = Field(None, description="The agent with the closest example utterance.")
+    example: str | None = Field(None, description="That utterance.")
+    score: float | None = Field(None, description="Its cosine similarity with the message.")
+    threshold: float | None = Field(None, description="The score a route needs.")
+    decision: str | None = Field(
+        None,
+        description="route (the candidate answers), stay (the candidate already holds the conversation), "
+        "abstain (below the threshold: the active agent decides) or refused (the turn allows no transfer).",
+    )
 
 
 _MODELS: dict[str, type[Event]] = {
@@ -322,6 +357,8 @@ _MODELS: dict[str, type[Event]] = {
         HandoffRefusedEvent,
         CycleDetectedEvent,
         LimitReachedEvent,
+        EscalatedEvent,
+        RouterDecisionEvent,
     )
     if model.event_type is not None
 }

@@ -1,11 +1,13 @@
-"""The concurrent-streams bench's ``--quick`` mode runs end to end: no failed call, figures that make sense.
+"""The benches' quick runs end to end: no failed call, figures that make sense (concurrent streams, the router).
 
 No timing is asserted: the machine is shared and noisy; only that each figure was measured.
 """
 
 from __future__ import annotations
 
-from bench import concurrent_streams
+import anyio
+
+from bench import concurrent_streams, router
 
 
 def test_concurrent_streams_quick_run_completes_every_stream() -> None:
@@ -26,3 +28,17 @@ def test_concurrent_streams_quick_run_completes_every_stream() -> None:
         assert (burst.agent if burst.path == "direct" else burst.gateway).fds_peak > settings.streams
     report = "\n".join(lines)
     assert "ratio" in report and "failures per reason" in report
+
+
+def test_router_bench_measures_every_figure_and_routes_its_paraphrases_home() -> None:
+    settings = router.Settings(rounds=1, messages=20)
+    with router.endpoint_server() as url:
+        timings, outcomes = anyio.run(router.measure, settings, url, lambda line: None)
+    assert (outcomes.routed_home, outcomes.abstained) == (1.0, 1.0)
+    for what, values in timings.seconds.items():
+        assert len(values) == (1 if what.startswith("embed") else 20), what
+        assert 0 < timings.percentile(what, 0.5) <= timings.percentile(what, 0.99)
+    lines: list[str] = []
+    router.report(timings, outcomes, lines.append)
+    assert "router decision (offline)" in lines[2] and "p99" in lines[2]
+    assert lines[-1].startswith("  ratio triage model call (HTTP, loopback) / router decision (offline), p50: ")

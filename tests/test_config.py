@@ -122,7 +122,7 @@ def test_a_bad_mode_is_refused_with_the_modes_there_are(tmp_path: Path) -> None:
 def test_bad_values_are_all_reported_at_once(tmp_path: Path) -> None:
     text = (
         '[gateway]\nport = "high"\n\n[limits]\nmax_tool_iterations = -1\n\n[stores]\nevents = "redis"\n\n'
-        '[[agents]]\nname = "a"\nmodel = "claude"\n\n'
+        '[[agents]]\nname = "a"\nmodel = "claude 3"\n\n'
         '[[tools]]\nname = "bad name"\nagent = "ftp://x"\n'
     )
     path = _write(tmp_path, text)
@@ -134,7 +134,8 @@ def test_bad_values_are_all_reported_at_once(tmp_path: Path) -> None:
     assert f"{path}: limits.max_tool_iterations: Input should be greater than or equal to 0 (got -1)" in problems
     assert f"{path}: stores.events: unknown store 'redis' (expected memory, sqlite or sqlite:PATH)" in problems
     assert any(
-        p.startswith(f"{path}: agents[0].model: unknown model 'claude' (expected offline or openai:") for p in problems
+        p.startswith(f"{path}: agents[0].model: 'claude 3' is not a model name (expected offline, PROVIDER:MODEL")
+        for p in problems
     )
     assert f"{path}: tools[0].name: tool name 'bad name' is not valid (1-64 letters, digits, '_' or '-')" in problems
     assert any(p.startswith(f"{path}: tools[0].agent: invalid agent URI 'ftp://x'") for p in problems)
@@ -167,8 +168,8 @@ def test_references_must_name_defined_agents_and_tools(tmp_path: Path) -> None:
         f"{path}: tools[1].name: another tool is already named 't'",
         f"{path}: agents[0].handoffs[0]: no agent named 'ghost' (defined: a)",
         f"{path}: agents[0].handoffs[1]: an agent cannot hand off to itself",
-        f"{path}: agents[0].tools[0]: no tool named 'missing' (define it under [[tools]] (defined: t) "
-        "or name a Python function as package.module:function)",
+        f"{path}: agents[0].tools[0]: no tool named 'missing' (define it under [[tools]] (defined: t), "
+        "name a Python function as package.module:function, or blackboard_read / blackboard_write)",
         f"{path}: swarm.starting_agent: no agent named 'nobody' (defined: a)",
     ]
 

@@ -6,10 +6,11 @@ from typing import Any
 
 import orjson
 import pytest
+from pydantic import ValidationError
 
 from gateway import Agent, FullHistory, Runner, StructuredHistory, SummaryHistory
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
-from gateway.swarm import HandoffRecord, handoff_payload
+from gateway.swarm import HandoffPayload, HandoffRecord, handoff_payload
 from gateway.swarm.history_policy import extract_slots
 
 pytestmark = pytest.mark.anyio
@@ -29,7 +30,7 @@ HISTORY: list[dict[str, Any]] = [
     {"role": "tool", "tool_call_id": "c1", "name": "transfer_to_billing", "content": "HANDOFF_SUCCESS"},
     {"role": "assistant", "content": "Billing here.", "sender": "Billing"},
 ]
-RECORD = HandoffRecord("Triage", "Billing", "wants a refund", {"slots": {"priority": "high"}}, at=5)
+RECORD = HandoffRecord("Triage", "Billing", "wants a refund", {"extracted_slots": {"priority": "high"}}, at=5)
 
 
 async def test_full_history_shows_everything() -> None:
@@ -74,32 +75,39 @@ async def test_summary_accepts_a_custom_async_summarizer() -> None:
     assert view[0]["content"].endswith("The customer wants money back.")
 
 
-async def test_structured_payload_names_source_target_intent_slots_reason_raw_query() -> None:
-    view = await StructuredHistory().view(HISTORY, RECORD, {"customer": "Ada", "cart": ["not", "scalar"]})
+async def test_structured_payload_is_the_documented_handoff_payload() -> None:
+    context = {"customer": "Ada", "cart": ["not", "scalar"], "user_id": "u-17"}
+    view = await StructuredHistory().view(HISTORY, RECORD, context)
     assert view[0]["role"] == "system"
     payload = orjson.loads(view[0]["content"].split("\n", 1)[1])
     assert payload == {
         "source_agent": "Triage",
         "target_agent": "Billing",
+        "user_id": "u-17",
         "intent": "wants a refund",
-        "slots": {
+        "extracted_slots": {
             "customer": "Ada",
+            "user_id": "u-17",
             "email": "ada@example.com",
             "amount": 42.5,
             "ids": ["ORD-1234"],
             "priority": "high",
         },
-        "reason": "wants a refund",
+        "handoff_reason": "wants a refund",
         "raw_query": "Refund order ORD-1234, $42.50, mail ada@example.com",
     }
+    assert HandoffPayload.model_validate(payload) == handoff_payload(HISTORY[:5], RECORD, context)
     assert view[1:] == [HISTORY[2], HISTORY[5]]
 
 
-async def test_declared_intent_wins_and_missing_reason_names_the_transfer() -> None:
-    declared = handoff_payload(HISTORY[:5], HandoffRecord("Triage", "Billing", None, {"intent": "refund"}), {})
-    assert declared["intent"] == "refund"
+async def test_declared_intent_and_user_wins_and_missing_reason_names_the_transfer() -> None:
+    record = HandoffRecord("Triage", "Billing", None, {"intent": "refund", "user_id": 7})
+    declared = handoff_payload(HISTORY[:5], record, {"user_id": "someone else"})
+    assert (declared.intent, declared.user_id) == ("refund", "7")
     plain = handoff_payload(HISTORY[:5], HandoffRecord("Triage", "Billing"), {})
-    assert plain["intent"] == "transfer to Billing" and plain["reason"] is None
+    assert (plain.intent, plain.handoff_reason, plain.user_id) == ("transfer to Billing", None, None)
+    with pytest.raises(ValidationError):
+        HandoffPayload.model_validate({**plain.model_dump(), "slots": {}})
 
 
 def test_slot_extraction_finds_ids_amounts_and_emails() -> None:
@@ -147,7 +155,11 @@ async def test_the_receiving_agent_sees_the_history_the_policy_shapes() -> None:
     await runner.run_async("s", "refund ORD-77 please")
     structured = billing_model.calls[0].messages
     payload = orjson.loads(structured[1]["content"].split("\n", 1)[1])
-    assert (payload["source_agent"], payload["target_agent"], payload["reason"]) == ("Triage", "Billing", "refund")
-    assert payload["slots"] == {"ids": ["ORD-77"]}
+    assert (payload["source_agent"], payload["target_agent"], payload["handoff_reason"]) == (
+        "Triage",
+        "Billing",
+        "refund",
+    )
+    assert payload["extracted_slots"] == {"ids": ["ORD-77"]}
     session = await runner.session_store.load("s")
     assert len(session.history) == 6

@@ -19,7 +19,8 @@ from agent_server import Handoff as HandoffLine, HostedAgent, InputRequired, Tas
 from gateway import Agent, AgentHandoffError, Gateway, Handoff, HostAllowlist, Runner, tool
 from gateway.errors import AgentTaskFailed, PeerConnectionError
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
-from gateway.swarm import RemoteAgent, StructuredHistory
+from gateway.swarm import ESCALATION_MESSAGE, HUMAN, HandoffPayload, RemoteAgent, StructuredHistory
+from protocol import TaskState
 from tests.servers import free_port, serve_app
 
 pytestmark = pytest.mark.anyio
@@ -68,7 +69,8 @@ def _billing(seen: Seen, ops_url: str) -> HostedAgent:
             yield HandoffLine(ops_url, "ops check")
             return
         yield TextChunk("Billing: the charge is fine, this is technical. ", cost_usd=0.001)
-        yield HandoffLine("tech", "technical problem", payload={"intent": "fix_crash", "slots": {"device": "router"}})
+        payload = {"intent": "fix_crash", "extracted_slots": {"device": "router"}}
+        yield HandoffLine("tech", "technical problem", payload=payload)
 
     return HostedAgent("billing", billing, description="Billing: refunds, charges, double charges and invoices.")
 
@@ -143,7 +145,7 @@ async def test_local_triage_to_remote_billing_to_remote_tech_which_answers(
         deltas = [(e.fields["agent"], e.fields["text"]) for e in response.events_of("text_delta")]
         assert ("tech", "Tech: restart the router, ") in deltas
         assert response.handoff is not None and response.handoff.target_agent_name == "tech"
-        assert response.handoff.payload == {"intent": "fix_crash", "slots": {"device": "router"}}
+        assert response.handoff.payload == {"intent": "fix_crash", "extracted_slots": {"device": "router"}}
         costs = {e.fields["agent"]: e.fields.get("cost_usd") for e in response.events_of("message")}
         assert costs["billing"] == pytest.approx(0.001) and costs["tech"] == 0.0  # what each remote task cost
 
@@ -185,6 +187,30 @@ async def test_two_remote_agents_handing_back_and_forth_are_stopped_by_cycle_det
     assert runner.agents["ops"].uri == urls["ops"]
 
 
+async def test_a_remote_cycle_goes_to_the_fallback_a_local_supervisor_or_a_human(
+    servers: tuple[dict[str, str], Seen],
+) -> None:
+    urls, _ = servers
+    supervisor = Agent("supervisor", model=ScriptedModel([ModelResponse(content="Supervisor: refund approved.")]))
+    async with _gateway() as gateway:
+        runner, _ = await _swarm(gateway, urls, max_handoffs_per_turn=10, fallback=supervisor)
+        supervised = await runner.run_async("cust-6", "refund loop on my invoice charge")
+        runner, _ = await _swarm(gateway, urls, max_handoffs_per_turn=10, fallback=HUMAN)
+        escalated = await runner.run_async("cust-7", "refund loop on my invoice charge")
+
+    assert (supervised.active_agent_name, supervised.content) == ("supervisor", "Supervisor: refund approved.")
+    assert [e.fields["target"] for e in supervised.events_of("handoff")] == ["billing", "ops", "billing", "supervisor"]
+    [event] = escalated.events_of("escalated")
+    assert event.fields == {
+        "agent": "billing",
+        "reason": "cycle",
+        "target": "ops",
+        "path": ["triage", "billing", "ops", "billing"],
+        "fallback": "human",
+    }
+    assert (escalated.state, escalated.content) == (TaskState.INPUT_REQUIRED, ESCALATION_MESSAGE)
+
+
 async def test_remote_hops_count_against_the_handoff_limit(servers: tuple[dict[str, str], Seen]) -> None:
     urls, _ = servers
     async with _gateway() as gateway:
@@ -209,6 +235,33 @@ async def test_remote_agent_sees_a_structured_payload_under_that_policy(servers:
     assert '"device":"router"' in conversation[0]["content"]
     assert conversation[1] == {"role": "user", "content": "double charge on invoice ORD-991, refund please"}
     assert _switchboard(seen.contexts["tech"][-1])["history_policy"] == "structured"
+
+
+async def test_a_remote_agent_handed_the_conversation_gets_the_handoff_payload_in_its_metadata(
+    servers: tuple[dict[str, str], Seen],
+) -> None:
+    urls, seen = servers
+    async with _gateway() as gateway:
+        runner, _ = await _swarm(gateway, urls)
+        await runner.run_async(
+            "cust-9", "double charge on invoice ORD-991, refund please", context_variables={"user_id": "u-42"}
+        )
+        billing_task, tech_task = seen.contexts["billing"][-1], seen.contexts["tech"][-1]
+        await runner.run_async("cust-9", "still broken")
+        later_task = seen.contexts["tech"][-1]
+    arrived = billing_task.metadata["handoff"]
+    assert (arrived["source"], arrived["target"]) == ("triage", "billing")
+    assert HandoffPayload.model_validate(arrived["payload"]).raw_query == (
+        "double charge on invoice ORD-991, refund please"
+    )
+    handoff = tech_task.metadata["handoff"]
+    assert (handoff["source"], handoff["target"], handoff["reason"]) == ("billing", "tech", "technical problem")
+    payload = HandoffPayload.model_validate(handoff["payload"])
+    assert (payload.source_agent, payload.target_agent, payload.user_id) == ("billing", "tech", "u-42")
+    assert (payload.intent, payload.handoff_reason) == ("fix_crash", "technical problem")
+    assert payload.extracted_slots == {"user_id": "u-42", "ids": ["ORD-991"], "device": "router"}
+    assert payload.raw_query == "double charge on invoice ORD-991, refund please"
+    assert "handoff" not in later_task.metadata, "only the first task after the transfer carries it"
 
 
 async def test_a_local_agent_calls_a_remote_agent_as_a_tool_inside_the_run(

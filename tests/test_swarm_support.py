@@ -1,9 +1,11 @@
 """The customer-support swarm of examples/support_swarm.py with the offline model, turn by turn,
-and the streaming variant of the runner."""
+and the streaming variant of the runner; and chatflow-agent's own support swarm, written in its
+API, under a scripted model."""
 
 from __future__ import annotations
 
 from contextlib import aclosing
+from typing import Any
 
 import orjson
 import pytest
@@ -11,6 +13,7 @@ import pytest
 from examples.support_swarm import build_swarm
 from gateway import Runner
 from gateway.events import Event
+from gateway.models import ModelResponse, ScriptedModel, ToolCall
 
 
 def _hops(events: list[Event]) -> list[tuple[str, str]]:
@@ -105,3 +108,54 @@ def test_the_support_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "[Tech Support] via Triage -> Tech Support" in out
     assert "[Flight Change Agent] via Triage Agent -> Flight Modification Agent -> Flight Change Agent" in out
+
+
+def _call(name: str, **arguments: Any) -> ModelResponse:
+    return ModelResponse(tool_calls=[ToolCall(id=f"call_{name}", name=name, arguments=arguments)])
+
+
+def test_chatflow_agents_support_swarm_runs_as_written_and_routes_as_its_documents_describe() -> None:
+    """Triage to billing (issue_refund), billing back to triage and on to tech (lookup_kb_article).
+
+    tests/seeds/chatflow_support.py is chatflow-agent code; a ScriptedModel plays the model.
+    """
+    from tests.seeds import chatflow_support as seed
+
+    script = ScriptedModel(
+        [
+            _call("transfer_to_billing", reason="refund request"),
+            _call("issue_refund", order_id="ORD-1234", amount=30),
+            ModelResponse(content="I refunded $30.00 on ORD-1234."),
+            _call("transfer_to_triage", reason="technical problem"),
+            _call("transfer_to_tech", reason="app crash"),
+            _call("lookup_kb_article", topic="app crashes on start"),
+            ModelResponse(content="Please follow KB-31."),
+        ]
+    )
+    refund = seed.runner.run(
+        session_id="c1", user_message="Refund order ORD-1234, I was charged $30 twice", model_override=script
+    )
+    assert (refund.active_agent_name, refund.content) == ("Billing", "I refunded $30.00 on ORD-1234.")
+    assert _hops(refund.events) == [("Triage", "Billing")]
+    results = {m["name"]: m["content"] for m in refund.messages if m["role"] == "tool"}
+    assert orjson.loads(results["transfer_to_billing"]) == {
+        "status": "HANDOFF_SUCCESS",
+        "assistant": "Billing",
+        "reason": "refund request",
+    }
+    assert results["issue_refund"] == "Refunded $30.00 on ORD-1234"
+
+    crash = seed.runner.run(session_id="c1", user_message="My app crashes on start", model_override=script)
+    assert _hops(crash.events) == [("Billing", "Triage"), ("Triage", "Tech")]
+    assert _tools_called(crash.events) == ["transfer_to_triage", "transfer_to_tech", "lookup_kb_article"]
+    assert (crash.active_agent_name, crash.content) == ("Tech", "Please follow KB-31.")
+
+    offered = [[spec.name for spec in call.tools] for call in script.calls]
+    assert offered[0] == ["transfer_to_billing", "transfer_to_tech"]
+    assert offered[1] == ["issue_refund", "transfer_to_triage"]
+    assert offered[5] == ["lookup_kb_article", "transfer_to_triage"]
+    [billing_tool] = [spec for spec in script.calls[0].tools if spec.name == "transfer_to_billing"]
+    assert billing_tool.description == (
+        "Hand off the dialogue to 'Billing'. Target agent specialty: You handle refunds and invoices."
+    )
+    assert script.remaining == 0

@@ -18,7 +18,7 @@ import pytest
 from agent_server import Handoff as HandoffLine, HostedAgent, TaskContext, create_app
 from gateway import Agent, AgentHandoffError, Gateway, HostAllowlist, Runner
 from gateway.models import ModelResponse, ToolCall
-from gateway.models.base import ChatMessage, ToolSpec
+from gateway.models.base import ChatMessage, ModelSettings, ToolSpec
 from tests.servers import serve_app
 
 pytestmark = pytest.mark.anyio
@@ -27,7 +27,9 @@ pytestmark = pytest.mark.anyio
 class RouterModel:
     """Transfers to the tool named in the user's words (``go <tool>``), else answers."""
 
-    async def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
+    async def complete(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None
+    ) -> ModelResponse:
         last = messages[-1]
         text = str(last.get("content") or "")
         if last.get("role") == "user" and text.startswith("go "):
@@ -36,7 +38,7 @@ class RouterModel:
                 return ModelResponse(tool_calls=[ToolCall("c1", wanted, {})])
         return ModelResponse(content="Desk: how can I help?")
 
-    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> Any:
+    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None) -> Any:
         raise NotImplementedError
 
 

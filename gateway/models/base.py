@@ -122,10 +122,45 @@ async def replay(response: ModelResponse) -> AsyncGenerator[ModelStreamItem, Non
     yield response
 
 
+ToolChoice = str | dict[str, Any]
+"""``auto``, ``none``, ``required``, a tool's name (that tool must be called), or the provider's own object."""
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """How the agent asks its model to use the tools offered (OpenAI swarm's ``Agent`` fields).
+
+    ``tool_choice`` None leaves it to the provider (``auto``); ``parallel_tool_calls`` says
+    whether one response may ask for several tools. Both reach the provider only when tools
+    are offered (an OpenAI-compatible endpoint refuses them otherwise).
+    """
+
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool = True
+
+    def openai_tool_choice(self) -> ToolChoice | None:
+        """``tool_choice`` as the chat-completions API spells it: a tool's name becomes a function object."""
+        if isinstance(self.tool_choice, str) and self.tool_choice not in _TOOL_CHOICE_WORDS:
+            return {"type": "function", "function": {"name": self.tool_choice}}
+        return self.tool_choice
+
+
+DEFAULT_SETTINGS = ModelSettings()
+_TOOL_CHOICE_WORDS = frozenset({"auto", "none", "required"})
+
+
 @runtime_checkable
 class ChatModel(Protocol):
-    """A chat model with tools. ``stream`` yields TextDelta items and ends with one ModelResponse."""
+    """A chat model with tools. ``stream`` yields TextDelta items and ends with one ModelResponse.
 
-    async def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse: ...
+    ``settings`` carries the agent's ``tool_choice`` and ``parallel_tool_calls``; None is
+    ``DEFAULT_SETTINGS``.
+    """
 
-    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncIterator[ModelStreamItem]: ...
+    async def complete(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None
+    ) -> ModelResponse: ...
+
+    def stream(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None
+    ) -> AsyncIterator[ModelStreamItem]: ...

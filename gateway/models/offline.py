@@ -33,6 +33,7 @@ from gateway.models.base import (
     HANDOFF_SUCCESS,
     ChatMessage,
     ModelResponse,
+    ModelSettings,
     ModelStreamItem,
     ToolCall,
     ToolSpec,
@@ -177,11 +178,15 @@ class OfflineModel:
     def __init__(self, *, min_score: float = 1.0) -> None:
         self.min_score = min_score
 
-    async def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
-        return self.respond(messages, tools)
+    async def complete(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None
+    ) -> ModelResponse:
+        return self.respond(messages, _allowed(tools, settings))
 
-    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncIterator[ModelStreamItem]:
-        return replay(self.respond(messages, tools))
+    def stream(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None
+    ) -> AsyncIterator[ModelStreamItem]:
+        return replay(self.respond(messages, _allowed(tools, settings)))
 
     def respond(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
         """The whole decision, synchronous: answer, ask, or call one tool."""
@@ -198,7 +203,7 @@ class OfflineModel:
         called = set(calls.values())
         sources = _handoff_sources(turn)
         available = [t for t in tools if t.name not in called]
-        stems = set(_stems(user_text))
+        stems = set(content_stems(user_text))
         forward = [t for t in available if not _hands_back(t, sources)]
         choice = self._best(forward, stems) or self._best([t for t in available if t not in forward], stems)
         if choice is None:
@@ -219,10 +224,20 @@ class OfflineModel:
         return best
 
 
+def _allowed(tools: list[ToolSpec], settings: ModelSettings | None) -> list[ToolSpec]:
+    """``tool_choice``: ``none`` offers no tool, a tool's name only that one; anything else all of them."""
+    choice = settings.tool_choice if settings is not None else None
+    if choice == "none":
+        return []
+    if isinstance(choice, str) and any(t.name == choice for t in tools):
+        return [t for t in tools if t.name == choice]
+    return tools
+
+
 def _score(spec: ToolSpec, stems: set[str]) -> float:
     name_words, description_words = _tool_words(spec)
-    name_hits = stems & set(_stems(name_words))
-    description_hits = (stems & set(_stems(description_words))) - name_hits
+    name_hits = stems & set(content_stems(name_words))
+    description_hits = (stems & set(content_stems(description_words))) - name_hits
     return 2.0 * len(name_hits) + len(description_hits)
 
 
@@ -238,7 +253,8 @@ def _tool_words(spec: ToolSpec) -> tuple[str, str]:
     return target, " ".join(words)
 
 
-def _stems(text: str) -> list[str]:
+def content_stems(text: str) -> list[str]:
+    """The words of ``text`` that carry meaning, lower-cased and crudely stemmed (stop words dropped)."""
     return [_stem(w) for w in _WORD.findall(text.lower().replace("_", " ")) if w not in _STOP_WORDS]
 
 
@@ -335,7 +351,7 @@ def _fill_arguments(spec: ToolSpec, text: str) -> tuple[dict[str, Any], list[str
             elif value.isdigit():
                 arguments[name] = int(value)
     is_transfer = spec.name.startswith(TRANSFER_PREFIX)
-    words = set(_stems(text))
+    words = set(content_stems(text))
     for name, schema in properties.items():
         if name in arguments:
             continue
@@ -343,7 +359,7 @@ def _fill_arguments(spec: ToolSpec, text: str) -> tuple[dict[str, Any], list[str
         if is_transfer and name == "reason":
             arguments[name] = _shorten(text, _MAX_REASON_CHARS)
         elif "enum" in schema:
-            chosen = next((v for v in schema["enum"] if isinstance(v, str) and set(_stems(v)) & words), None)
+            chosen = next((v for v in schema["enum"] if isinstance(v, str) and set(content_stems(v)) & words), None)
             if chosen is not None:
                 arguments[name] = chosen
         elif kind in ("integer", "number"):
@@ -374,9 +390,9 @@ def _is_id_name(name: str) -> bool:
 
 def _pick_id(name: str, ids: list[_Span], text: str) -> _Span:
     """The id right after the parameter's own word ("order 5521" for order_id), else the most id-like one."""
-    entity = set(_stems(re.sub(r"(?i)_?id$", "", name))) - {"id"}
+    entity = set(content_stems(re.sub(r"(?i)_?id$", "", name))) - {"id"}
     for span in ids:
-        before = _stems(text[max(0, span.start - 24) : span.start])[-2:]
+        before = content_stems(text[max(0, span.start - 24) : span.start])[-2:]
         if entity & set(before):
             return span
     return ids[0]

@@ -3,7 +3,8 @@
 Works with OpenAI itself and with the many servers that copy its API (vLLM, Ollama,
 LiteLLM, llama.cpp, Together, Groq, ...). Transient failures (429, 5xx, refused
 connections) are retried with exponential backoff; a refused key fails at once with a
-message that says how to fix it.
+message that says how to fix it. ``OpenAICompatible`` is that endpoint, shared with the
+``/embeddings`` client (gateway/models/embeddings.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import Any, Self, TypedDict, Unpack
 
 import anyio
 import httpx
@@ -22,9 +23,11 @@ import orjson
 
 from gateway.errors import ModelAuthError, ModelError
 from gateway.models.base import (
+    DEFAULT_SETTINGS,
     RAW_ARGUMENTS_KEY,
     ChatMessage,
     ModelResponse,
+    ModelSettings,
     ModelStreamItem,
     TextDelta,
     TokenUsage,
@@ -47,8 +50,23 @@ _WIRE_KEYS: dict[str, frozenset[str]] = {
 }
 
 
-class OpenAIChatModel:
-    """Chat completions with tools, plain or streamed (SSE).
+class EndpointOptions(TypedDict, total=False):
+    """The keyword options of ``OpenAICompatible``, which the chat model and the embedder pass on."""
+
+    base_url: str | None
+    api_key: str | None
+    api_key_env: str | None
+    client: httpx.AsyncClient | None
+    max_retries: int
+    timeout_s: float
+    backoff_base_s: float
+    backoff_max_s: float
+    retry_after_cap_s: float
+    sleep: Callable[[float], Awaitable[None]] | None
+
+
+class OpenAICompatible:
+    """One OpenAI-compatible endpoint: base URL, key, HTTP client, retries; what chat models and embedders share.
 
     ``max_retries`` counts retries after the first attempt. Backoff before retry ``n``
     (from 0) is ``backoff_base_s * 2**n`` capped at ``backoff_max_s``, unless the
@@ -56,6 +74,8 @@ class OpenAIChatModel:
     ``retry_after_cap_s``. ``timeout_s`` applies to every request, also on a client
     passed in. ``sleep`` replaces ``anyio.sleep`` (tests use it to record delays).
     """
+
+    path = "/chat/completions"
 
     def __init__(
         self,
@@ -67,12 +87,9 @@ class OpenAIChatModel:
         client: httpx.AsyncClient | None = None,
         max_retries: int = 3,
         timeout_s: float = 60.0,
-        temperature: float | None = None,
-        price_per_1k_tokens: tuple[float, float] | None = None,
         backoff_base_s: float = 0.5,
         backoff_max_s: float = 20.0,
         retry_after_cap_s: float = 30.0,
-        stream_usage: bool = True,
         sleep: Callable[[float], Awaitable[None]] | None = None,
     ) -> None:
         if max_retries < 0:
@@ -88,55 +105,14 @@ class OpenAIChatModel:
         self._owns_client = client is None
         self.max_retries = max_retries
         self.timeout_s = timeout_s
-        self.temperature = temperature
-        self.price_per_1k_tokens = price_per_1k_tokens
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.retry_after_cap_s = retry_after_cap_s
-        self.stream_usage = stream_usage
         self._sleep = sleep or anyio.sleep
 
     @property
     def url(self) -> str:
-        return f"{self.base_url}/chat/completions"
-
-    async def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
-        response = await self._send(self._body(messages, tools, stream=False), stream=False)
-        try:
-            raw = await response.aread()
-        except httpx.HTTPError as exc:
-            raise ModelError(f"OpenAI-compatible endpoint {self.url} broke off its answer: {exc!r}") from exc
-        finally:
-            await response.aclose()
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ModelError(f"OpenAI-compatible endpoint {self.url} answered with non-JSON: {raw[:200]!r}") from exc
-        return self._parse_completion(data)
-
-    async def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncGenerator[ModelStreamItem, None]:
-        response = await self._send(self._body(messages, tools, stream=True), stream=True)
-        state = _StreamState()
-        try:
-            async for data in _sse_events(response):
-                if data.strip() == "[DONE]":
-                    state.done = True
-                    break
-                for chunk in _decode_events(data, self.url):
-                    for text in self._absorb_chunk(chunk, state):
-                        yield TextDelta(text)
-        except httpx.HTTPError as exc:
-            raise ModelError(f"stream from OpenAI-compatible endpoint {self.url} broke off: {exc!r}") from exc
-        finally:
-            await response.aclose()
-        if not (state.done or state.finished):
-            raise ModelError(f"stream from OpenAI-compatible endpoint {self.url} ended before the model finished")
-        yield ModelResponse(
-            content="".join(state.text),
-            tool_calls=state.tool_calls(),
-            cost_usd=self._cost(state.usage),
-            usage=state.usage,
-        )
+        return f"{self.base_url}{self.path}"
 
     async def aclose(self) -> None:
         """Close the HTTP client if this model created it; a client passed in stays open."""
@@ -144,25 +120,13 @@ class OpenAIChatModel:
             await self._client.aclose()
             self._client = None
 
-    async def __aenter__(self) -> OpenAIChatModel:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
-
-    def _body(self, messages: list[ChatMessage], tools: list[ToolSpec], *, stream: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": [_wire_message(m) for m in messages]}
-        if tools:
-            body["tools"] = [t.to_openai() for t in tools]
-        if self.temperature is not None:
-            body["temperature"] = self.temperature
-        if stream:
-            body["stream"] = True
-            if self.stream_usage:
-                body["stream_options"] = {"include_usage": True}
-        return body
 
     def _headers(self, *, stream: bool) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream" if stream else "application/json"}
@@ -241,6 +205,85 @@ class OpenAIChatModel:
         if retry_after_s is not None:
             return min(max(retry_after_s, 0.0), self.retry_after_cap_s)
         return min(self.backoff_base_s * 2.0**attempt, self.backoff_max_s)
+
+
+class OpenAIChatModel(OpenAICompatible):
+    """Chat completions with tools, plain or streamed (SSE); the endpoint's options are ``OpenAICompatible``'s."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        temperature: float | None = None,
+        price_per_1k_tokens: tuple[float, float] | None = None,
+        stream_usage: bool = True,
+        **endpoint: Unpack[EndpointOptions],
+    ) -> None:
+        super().__init__(model, **endpoint)
+        self.temperature = temperature
+        self.price_per_1k_tokens = price_per_1k_tokens
+        self.stream_usage = stream_usage
+
+    async def complete(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None
+    ) -> ModelResponse:
+        response = await self._send(self._body(messages, tools, settings, stream=False), stream=False)
+        try:
+            raw = await response.aread()
+        except httpx.HTTPError as exc:
+            raise ModelError(f"OpenAI-compatible endpoint {self.url} broke off its answer: {exc!r}") from exc
+        finally:
+            await response.aclose()
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ModelError(f"OpenAI-compatible endpoint {self.url} answered with non-JSON: {raw[:200]!r}") from exc
+        return self._parse_completion(data)
+
+    async def stream(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None
+    ) -> AsyncGenerator[ModelStreamItem, None]:
+        response = await self._send(self._body(messages, tools, settings, stream=True), stream=True)
+        state = _StreamState()
+        try:
+            async for data in _sse_events(response):
+                if data.strip() == "[DONE]":
+                    state.done = True
+                    break
+                for chunk in _decode_events(data, self.url):
+                    for text in self._absorb_chunk(chunk, state):
+                        yield TextDelta(text)
+        except httpx.HTTPError as exc:
+            raise ModelError(f"stream from OpenAI-compatible endpoint {self.url} broke off: {exc!r}") from exc
+        finally:
+            await response.aclose()
+        if not (state.done or state.finished):
+            raise ModelError(f"stream from OpenAI-compatible endpoint {self.url} ended before the model finished")
+        yield ModelResponse(
+            content="".join(state.text),
+            tool_calls=state.tool_calls(),
+            cost_usd=self._cost(state.usage),
+            usage=state.usage,
+        )
+
+    def _body(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None, *, stream: bool
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": [_wire_message(m) for m in messages]}
+        if tools:
+            settings = settings or DEFAULT_SETTINGS
+            body["tools"] = [t.to_openai() for t in tools]
+            if not settings.parallel_tool_calls:
+                body["parallel_tool_calls"] = False  # true is the API's default; some models refuse the key
+            if settings.tool_choice is not None:
+                body["tool_choice"] = settings.openai_tool_choice()
+        if self.temperature is not None:
+            body["temperature"] = self.temperature
+        if stream:
+            body["stream"] = True
+            if self.stream_usage:
+                body["stream_options"] = {"include_usage": True}
+        return body
 
     def _parse_completion(self, data: Any) -> ModelResponse:
         if not isinstance(data, dict):

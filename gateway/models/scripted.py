@@ -7,7 +7,15 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from gateway.errors import ScriptExhaustedError
-from gateway.models.base import ChatMessage, ModelResponse, ModelStreamItem, ToolSpec, replay
+from gateway.models.base import (
+    DEFAULT_SETTINGS,
+    ChatMessage,
+    ModelResponse,
+    ModelSettings,
+    ModelStreamItem,
+    ToolSpec,
+    replay,
+)
 
 ScriptStep = ModelResponse | Callable[[list[ChatMessage]], ModelResponse]
 
@@ -18,6 +26,7 @@ class ScriptedCall:
 
     messages: list[ChatMessage]
     tools: list[ToolSpec]
+    settings: ModelSettings = DEFAULT_SETTINGS
 
 
 class ScriptedModel:
@@ -34,13 +43,17 @@ class ScriptedModel:
     def remaining(self) -> int:
         return len(self._steps) - len(self.calls)
 
-    async def complete(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
-        return self._next(messages, tools)
+    async def complete(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None
+    ) -> ModelResponse:
+        return self._next(messages, tools, settings or DEFAULT_SETTINGS)
 
-    def stream(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> AsyncIterator[ModelStreamItem]:
-        return replay(self._next(messages, tools))
+    def stream(
+        self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None
+    ) -> AsyncIterator[ModelStreamItem]:
+        return replay(self._next(messages, tools, settings or DEFAULT_SETTINGS))
 
-    def _next(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
+    def _next(self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings) -> ModelResponse:
         position = len(self.calls)
         if position >= len(self._steps):
             last = messages[-1] if messages else None
@@ -48,7 +61,7 @@ class ScriptedModel:
                 f"ScriptedModel has no response left: its script holds {len(self._steps)} and call "
                 f"{position + 1} was made (last message: {last!r})"
             )
-        self.calls.append(ScriptedCall(messages=copy.deepcopy(list(messages)), tools=list(tools)))
+        self.calls.append(ScriptedCall(copy.deepcopy(list(messages)), list(tools), settings))
         step = self._steps[position]
         response = step(messages) if callable(step) else step
         if not isinstance(response, ModelResponse):

@@ -10,6 +10,8 @@ Paths (docs/gateway-service.md has bodies and examples)::
     POST /tools/{name}/call              call a tool directly (JSON result, or NDJSON events)
     POST /sessions/{id}/messages         one user turn; its events as NDJSON, live
     GET  /sessions/{id}  DELETE ...      a session's state; forget it
+    GET  /boards/{name}  PUT  DELETE     a named board of the blackboard; write it by version
+    GET  /sessions/{id}/board  PUT       the session's own board
     GET  /runs                           runs in the event log, newest first
     GET  /runs/{run_id}/events           a run's events after a seq, then live with follow=1
     GET  /sessions                       sessions of the caller's recent runs, newest first
@@ -42,7 +44,7 @@ from gateway.config import GatewayConfig
 from gateway.console import console_routes, is_console_path
 from protocol import ErrorCode, ProtocolError
 
-from . import routes_agents, routes_reachable, routes_runs, routes_sessions, routes_tools
+from . import routes_agents, routes_boards, routes_reachable, routes_runs, routes_sessions, routes_tools
 from .binding import swarm_agent
 from .build import build_service, gateway_tokens, task_store_spec
 from .core import GatewayService
@@ -61,6 +63,8 @@ ENDPOINTS = (
     "POST /sessions/{id}/messages",
     "GET|DELETE /sessions/{id}",
     "PUT /sessions/{id}/agent",
+    "GET|PUT|DELETE /boards/{name}",
+    "GET|PUT /sessions/{id}/board",
     "GET /runs",
     "GET /runs/{run_id}/events",
     "POST /tasks/send|sendSubscribe|get|cancel|resubscribe",
@@ -141,6 +145,7 @@ def create_gateway_app(
         *routes_agents.routes,
         *routes_tools.routes,
         *routes_sessions.routes,
+        *routes_boards.routes,
         *routes_runs.routes,
         Route("/tasks/{rest:path}", binding),
         *(Route(path, binding) for path in CARD_PATHS),

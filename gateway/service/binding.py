@@ -3,9 +3,10 @@
 Each task runs one swarm turn on the swarm session named by the task's ``sessionId``
 (the same sessions ``/sessions/{id}`` uses), and streams the answer's text as it is
 produced. When no text was streamed (a non-streaming model), the turn's final content
-is sent at the end. The card lists every agent of the swarm as a skill. When the gateway
-shuts down, tasks still going are canceled (state ``canceled``, final line sent), like the
-runs the service started itself.
+is sent at the end; a turn escalated to a human (``[swarm] fallback = "human"``) ends the
+task in ``input-required`` with the escalation's words. The card lists every agent of the
+swarm as a skill. When the gateway shuts down, tasks still going are canceled (state
+``canceled``, final line sent), like the runs the service started itself.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ from contextlib import aclosing, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_server import HostedAgent, TaskContext, TaskManager, TextChunk
+from agent_server import HostedAgent, InputRequired, TaskContext, TaskManager, TextChunk
 from gateway.events import EventType
-from protocol import AgentCard, AgentSkill, ProtocolError
+from protocol import AgentCard, AgentSkill, ProtocolError, TaskState
 
 from .core import GatewayService
+
+_INPUT_REQUIRED = TaskState.INPUT_REQUIRED.value
 
 
 @dataclass
@@ -63,6 +66,8 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
                     if event.type == EventType.TEXT_DELTA.value and event.fields.get("text"):
                         streamed = True
                         yield TextChunk(str(event.fields["text"]))
+                    elif event.type == EventType.RUN_COMPLETED.value and event.fields.get("state") == _INPUT_REQUIRED:
+                        yield InputRequired(str(event.fields.get("content") or ""))
                     elif event.type == EventType.RUN_COMPLETED.value and not streamed and event.fields.get("content"):
                         yield str(event.fields["content"])
 

@@ -97,3 +97,10 @@ class ToolCallBody(_Body):
         if isinstance(value, str | dict):
             return value
         raise ValueError(f"must be a string (the message text) or a JSON object (a data part), got {value!r}")
+
+
+class BoardBody(_Body):
+    """``PUT /boards/{name}``, ``PUT /sessions/{id}/board``: the whole board, written if still at ``version``."""
+
+    version: int = Field(ge=0)
+    entries: dict[str, Any]

@@ -1,7 +1,8 @@
 """From a checked configuration to a GatewayService: stores opened, models made, agents and tools wired.
 
 Everything that can still fail on the machine (an API key or token variable that is not
-set, a Python tool that does not import, a store path under a file) is checked at once before
+set, a model name no provider serves, a Python tool that does not import, a store path
+under a file) is checked at once before
 any store is opened (``check_machine``, also what ``switchboard gateway --check`` runs), and
 reported as a ConfigError naming the key, like the file's own mistakes. A store that
 still cannot be opened is a ConfigError too, and what was opened before it is closed.
@@ -18,17 +19,18 @@ from typing import Any, TypeVar
 from agent_server.auth import Principal, TokenTable, token_problem
 from agent_server.stores import parse_store_spec
 from gateway.allowed_hosts import HostAllowlist
-from gateway.config import ADMIN_TOKEN_ENV, AgentConfig, GatewayConfig
+from gateway.blackboard import Blackboard, blackboard_tools, open_board_store
+from gateway.config import ADMIN_TOKEN_ENV, BLACKBOARD_TOOLS, AgentConfig, GatewayConfig
 from gateway.errors import ConfigError, Problem
 from gateway.event_log import EventLog, open_event_log
 from gateway.gateway import Gateway
-from gateway.models import ChatModel, OfflineModel, OpenAIChatModel
-from gateway.models.openai import DEFAULT_API_KEY_ENV
+from gateway.models import ChatModel, Providers
 from gateway.python_refs import import_python_ref, is_python_ref
 from gateway.swarm import (
     Agent,
     FullHistory,
     MemorySessionStore,
+    SemanticRouter,
     SessionStore,
     SQLiteSessionStore,
     StructuredHistory,
@@ -46,12 +48,12 @@ def check_machine(config: GatewayConfig, origin: str = "configuration") -> list[
     """What the file cannot tell but this machine can, all at once; nothing is created or opened.
 
     Every Python tool must import, every ``api_key_env`` and ``token_env`` variable must be
-    set, and every SQLite store must be a file that can be created (no file where a
-    directory should be). ``switchboard gateway --check`` reports these, and
-    ``build_service`` refuses to start on them.
+    set, every model name must have its provider configured, and every SQLite store must
+    be a file that can be created (no file where a directory should be). ``switchboard
+    gateway --check`` reports these, and ``build_service`` refuses to start on them.
     """
     _, problems = _python_tools(config, origin)
-    return problems + _env_problems(config, origin) + _store_problems(config, origin)
+    return problems + _env_problems(config, origin) + _model_problems(config, origin) + _store_problems(config, origin)
 
 
 def gateway_tokens(config: GatewayConfig, origin: str = "configuration") -> TokenTable:
@@ -79,7 +81,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
     cannot be opened; whatever was opened before is closed again.
     """
     python_tools, problems = _python_tools(config, origin)
-    problems += _env_problems(config, origin) + _store_problems(config, origin)
+    problems += _env_problems(config, origin) + _model_problems(config, origin) + _store_problems(config, origin)
     if problems:
         raise ConfigError(problems)
     session_store = _session_store(config, origin)
@@ -88,7 +90,16 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
     except BaseException:
         _close_unstarted(session_store.close)
         raise
-    models, closers = _models(config)
+    try:
+        blackboard = Blackboard(_open_store(config, origin, "blackboard", open_board_store))
+    except BaseException:
+        _close_unstarted(session_store.close)
+        _close_unstarted(event_log.aclose)
+        raise
+    providers = Providers(config.provider_table())
+    models = _models(config, providers)
+    board_tools = {tool.name: tool for tool in blackboard_tools(blackboard)}
+    assert set(board_tools) == set(BLACKBOARD_TOOLS)
     gateway = Gateway(
         event_log=event_log,
         limits=config.peers.limits(),
@@ -100,10 +111,20 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
     for agent in config.agents:
         if not agent.is_remote:
             tools = [
-                gateway.tool_function(name) if name in gateway.tools else python_tools[name] for name in agent.tools
+                gateway.tool_function(name)
+                if name in gateway.tools
+                else board_tools[name]
+                if name in board_tools
+                else python_tools[name]
+                for name in agent.tools
             ]
             local[agent.name] = Agent(
-                agent.name, agent.instructions, models[agent.name], tools, description=agent.description
+                agent.name,
+                agent.instructions,
+                models[agent.name],
+                tools,
+                description=agent.description,
+                examples=agent.examples,
             )
     remotes = [
         RemoteSpec(
@@ -135,13 +156,17 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         history_policy=_HISTORY[config.swarm.history](),
         name=config.gateway.name,
         description=config.gateway.description,
-        closers=closers,
+        closers=[providers.aclose],
         startup_wait_s=config.gateway.startup_wait_secs,
         resolve_uris=config.swarm.resolve_uris,
+        blackboard=blackboard,
+        fallback=config.swarm.fallback,
+        router=_router(config, providers),
+        providers=providers,
     )
 
 
-_STORES = {"sessions": "sessions.db", "events": "events.db", "tasks": "tasks.db"}
+_STORES = {"sessions": "sessions.db", "events": "events.db", "tasks": "tasks.db", "blackboard": "boards.db"}
 _Store = TypeVar("_Store")
 
 
@@ -253,27 +278,36 @@ def _token(token_env: str | None) -> str | None:
     return os.environ[token_env].strip() if token_env is not None else None
 
 
-def _models(config: GatewayConfig) -> tuple[dict[str, ChatModel], list[Closer]]:
-    """The local agents' models (their API keys were checked before)."""
-    models: dict[str, ChatModel] = {}
-    closers: list[Closer] = []
-    for agent in config.agents:
+def _models(config: GatewayConfig, providers: Providers) -> dict[str, ChatModel]:
+    """The local agents' models, through the providers (checked before); ``providers.aclose`` closes them."""
+    return {agent.name: _model(agent, providers) for agent in config.agents if not agent.is_remote}
+
+
+def _model(agent: AgentConfig, providers: Providers) -> ChatModel:
+    """An agent's own ``base_url`` and ``api_key_env`` win over its provider's (``base_url`` alone: no key)."""
+    return providers.chat_model(agent.model, base_url=agent.base_url, api_key_env=agent.api_key_env)
+
+
+def _model_problems(config: GatewayConfig, origin: str) -> list[Problem]:
+    """Every model name (agents', the router's embedder) must have its provider configured."""
+    providers = Providers(config.provider_table())
+    problems: list[Problem] = []
+    for index, agent in enumerate(config.agents):
         if agent.is_remote:
             continue
-        model = _model(agent)
-        models[agent.name] = model
-        if isinstance(model, OpenAIChatModel):
-            closers.append(model.aclose)
-    return models, closers
+        own = agent.base_url is not None or agent.api_key_env is not None
+        if (problem := providers.problem(agent.model, own_endpoint=own)) is not None:
+            problems.append(Problem(origin, dotted_path(("agents", index, "model")), problem))
+    embedder = config.router.embedder
+    if embedder is not None and (problem := providers.problem(embedder)) is not None:
+        problems.append(Problem(origin, "router.embedder", problem))
+    return problems
 
 
-def _model(agent: AgentConfig) -> ChatModel:
-    if agent.model == "offline":
-        return OfflineModel()
-    # The key goes where the configuration says: its api_key_env; else OPENAI_API_KEY, to OpenAI's own endpoint only
-    # (an endpoint named by base_url without api_key_env is keyless, e.g. a local vLLM or Ollama).
-    key_env = agent.api_key_env or (None if agent.base_url else DEFAULT_API_KEY_ENV)
-    return OpenAIChatModel(agent.model.removeprefix("openai:"), base_url=agent.base_url, api_key_env=key_env)
+def _router(config: GatewayConfig, providers: Providers) -> SemanticRouter | None:
+    if config.router.embedder is None:
+        return None
+    return SemanticRouter(providers.embedder(config.router.embedder), threshold=config.router.threshold)
 
 
 def _python_tools(config: GatewayConfig, origin: str) -> tuple[dict[str, Any], list[Problem]]:

@@ -29,12 +29,25 @@ from agent_server.auth import Principal
 from gateway import defaults
 from gateway.agent_result import AgentToolResult
 from gateway.agent_tool import AgentTool, AgentToolFunction, ToolInput
+from gateway.blackboard import Blackboard
 from gateway.config import ToolConfig
 from gateway.errors import AgentToolError, SessionConflictError, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.gateway import Gateway
+from gateway.models import Providers
 from gateway.recorder import new_run_id
-from gateway.swarm import Agent, FullHistory, HistoryPolicy, MemorySessionStore, Runner, Session, SessionStore
+from gateway.swarm import (
+    CURRENT,
+    Agent,
+    Fallback,
+    FullHistory,
+    HistoryPolicy,
+    MemorySessionStore,
+    Runner,
+    SemanticRouter,
+    Session,
+    SessionStore,
+)
 from gateway.swarm.member import SwarmMember
 from protocol.errors import SwitchboardError
 
@@ -76,6 +89,10 @@ class GatewayService:
         closers: Sequence[Closer] = (),
         startup_wait_s: float = 0.0,
         resolve_uris: bool = True,
+        blackboard: Blackboard | None = None,
+        fallback: Fallback = CURRENT,
+        router: SemanticRouter | None = None,
+        providers: Providers | None = None,
     ) -> None:
         """``starting_agent`` answers first; or name it with ``starting_agent_name`` when it is one of ``remotes``.
 
@@ -83,7 +100,9 @@ class GatewayService:
         a Gateway given must not be entered yet. ``startup_wait_s``: how long to keep trying
         remote agents that do not answer yet at start (services start in any order).
         ``resolve_uris`` is the Runner's: false, a transfer a remote agent asks for must name
-        an agent registered by name (its target is never taken as a URI).
+        an agent registered by name (its target is never taken as a URI); so are ``fallback``,
+        ``router`` and ``providers``. ``blackboard``: the boards of ``/boards`` and of the
+        agents' blackboard tools (default: in memory); the service closes it.
         """
         if starting_agent is None and starting_agent_name is None:
             starting_agent = Agent(defaults.STARTING_AGENT_NAME, defaults.STARTING_AGENT_INSTRUCTIONS)
@@ -94,6 +113,7 @@ class GatewayService:
         self.event_log = event_log or (gateway.event_log if gateway is not None else MemoryEventLog())
         self.gateway = gateway or Gateway(event_log=self.event_log)
         self.session_store = session_store or MemorySessionStore()
+        self.blackboard = blackboard or Blackboard()
         self.name = name
         self.description = description
         self.members = Members(
@@ -110,6 +130,9 @@ class GatewayService:
             "max_tool_iterations": max_tool_iterations,
             "history_policy": history_policy or FullHistory(),
             "resolve_uris": resolve_uris,
+            "fallback": fallback,
+            "router": router,
+            "providers": providers,
         }
         self._closers = list(closers)
 
@@ -152,8 +175,11 @@ class GatewayService:
         """The Gateway first, outside any new cancel scope (its task group must exit in its own)."""
         await _quietly(self.gateway.aclose)
         with anyio.CancelScope(shield=True):
+            if self.members.started:
+                await _quietly(self.runner.providers.aclose)
             await _quietly(self.session_store.close)
             await _quietly(self.event_log.aclose)
+            await _quietly(self.blackboard.close)
             for closer in self._closers:
                 await _quietly(closer)
 

@@ -23,7 +23,7 @@ _SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}\Z")
 """Ends in ``\\Z``, not ``$``: ``$`` also matches before a final newline, which the x-session-id header cannot carry."""
 
 
-def _session_id(request: Request) -> str:
+def session_id_of(request: Request) -> str:
     session_id: str = request.path_params["session_id"]
     if not _SESSION_ID.match(session_id):
         raise ProtocolError(
@@ -35,7 +35,7 @@ def _session_id(request: Request) -> str:
 
 async def _post_message(request: Request) -> Response:
     """The run goes on in the gateway even if this response is dropped; ``GET /runs/{id}/events`` picks it up."""
-    session_id = _session_id(request)
+    session_id = session_id_of(request)
     body = await read_body(request, MessageBody, body_limit(request))
     service = service_of(request)
     run_id = await service.start_turn(session_id, body.message, body.context_variables, principal_of(request))
@@ -103,7 +103,7 @@ async def _list(request: Request) -> Response:
 async def _get(request: Request) -> Response:
     """``open_run``: a turn that started and has not ended, ``running`` here or ``interrupted`` (its process ended)."""
     service = service_of(request)
-    session = await service.session(_session_id(request), principal_of(request))
+    session = await service.session(session_id_of(request), principal_of(request))
     open_run = {"run_id": session.open_run, "state": service.run_state(session.open_run)} if session.open_run else None
     return json_response(
         {
@@ -122,7 +122,7 @@ async def _set_agent(request: Request) -> Response:
 
     The history stays; a new session is started, owned by the caller. Waits for a turn going on in it.
     """
-    session_id = _session_id(request)
+    session_id = session_id_of(request)
     body = await read_body(request, SessionAgentBody, body_limit(request))
     service = service_of(request)
     agents = service.members.agents()
@@ -147,7 +147,7 @@ async def _set_agent(request: Request) -> Response:
 
 async def _delete(request: Request) -> Response:
     """Waits for a turn going on in the session, so that turn cannot save it back afterwards."""
-    session_id = _session_id(request)
+    session_id = session_id_of(request)
     service = service_of(request)
     async with service.session_store.lock(session_id):
         await service.session(session_id, principal_of(request))

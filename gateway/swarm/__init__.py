@@ -3,31 +3,49 @@
 from gateway.errors import AgentHandoffError, SessionConflictError, SessionNotFound, SwarmError
 
 from .agent import Agent
+from .fallback import CURRENT, ESCALATION_MESSAGE, HUMAN, Fallback
 from .handoff import Handoff, TransferTool, specialty_of, transfer_tools
-from .history_policy import FullHistory, HistoryPolicy, StructuredHistory, SummaryHistory, handoff_payload
+from .history_policy import (
+    FullHistory,
+    HandoffPayload,
+    HistoryPolicy,
+    StructuredHistory,
+    SummaryHistory,
+    handoff_payload,
+)
 from .member import SwarmMember
 from .registry import AgentRegistry
 from .remote import RemoteAgent, RemoteReply
-from .runner import HANDOFF_LIMIT_MESSAGE, TOOL_LIMIT_MESSAGE, Runner
+from .router import RouteDecision, SemanticRouter
+from .runner import HANDOFF_LIMIT_MESSAGE, NOT_RUN_MESSAGE, TOOL_LIMIT_MESSAGE, Runner
 from .sessions import HandoffRecord, MemorySessionStore, Session, SessionStore, SQLiteSessionStore
-from .turn import RunResponse
+from .turn import RunOptions, RunResponse, TurnScope, current_turn
 
 __all__ = [
+    "CURRENT",
+    "ESCALATION_MESSAGE",
     "HANDOFF_LIMIT_MESSAGE",
+    "HUMAN",
+    "NOT_RUN_MESSAGE",
     "TOOL_LIMIT_MESSAGE",
     "Agent",
     "AgentHandoffError",
     "AgentRegistry",
+    "Fallback",
     "FullHistory",
     "Handoff",
+    "HandoffPayload",
     "HandoffRecord",
     "HistoryPolicy",
     "MemorySessionStore",
     "RemoteAgent",
     "RemoteReply",
+    "RouteDecision",
+    "RunOptions",
     "RunResponse",
     "Runner",
     "SQLiteSessionStore",
+    "SemanticRouter",
     "Session",
     "SessionConflictError",
     "SessionNotFound",
@@ -37,6 +55,8 @@ __all__ = [
     "SwarmError",
     "SwarmMember",
     "TransferTool",
+    "TurnScope",
+    "current_turn",
     "handoff_payload",
     "specialty_of",
     "transfer_tools",

@@ -1,4 +1,9 @@
-"""A swarm agent: a name, instructions, a model, domain tools and peers it may hand off to."""
+"""A swarm agent: a name, instructions, a model, domain tools and peers it may hand off to.
+
+Written as OpenAI's swarm writes it too: ``Agent(name=..., model="gpt-4o", functions=[...],
+tool_choice=..., parallel_tool_calls=False)``. A model given by name resolves through the
+runner's providers (gateway/models/providers.py) when a turn starts.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gateway import defaults
-from gateway.models.base import ChatModel
+from gateway.models.base import ChatModel, ModelSettings, ToolChoice
+from gateway.models.providers import Providers
 from gateway.tools import Tool, as_tool
 
 from .handoff import TransferTool, specialty_of, transfer_tools
@@ -22,18 +28,27 @@ class Agent:
 
     ``instructions`` may be a string or a function of the session's context variables;
     ``description`` (optional) is what other agents' transfer tools say about this one,
-    by default a summary of the instructions.
+    by default a summary of the instructions. ``model`` is a ChatModel, a name (``"gpt-4o"``,
+    ``"ollama:llama3.1"``, ``"offline"``) or None (the offline model). ``functions`` is
+    swarm's name for ``tools`` (both may be given). ``tool_choice`` and
+    ``parallel_tool_calls`` go to the model with every call; the runner also runs the tool
+    calls of one response concurrently only when ``parallel_tool_calls`` is true.
+    ``examples``: what users say when they want this agent, for the semantic router.
     """
 
     def __init__(
         self,
         name: str,
         instructions: Instructions = defaults.AGENT_INSTRUCTIONS,
-        model: ChatModel | None = None,
+        model: ChatModel | str | None = None,
         tools: Sequence[Any] = (),
         handoffs: Sequence[SwarmMember] = (),
         *,
         description: str | None = None,
+        functions: Sequence[Any] = (),
+        tool_choice: ToolChoice | None = None,
+        parallel_tool_calls: bool = True,
+        examples: Sequence[str] = (),
     ) -> None:
         if not name or not name.strip():
             raise ValueError("an agent needs a non-empty name")
@@ -41,9 +56,12 @@ class Agent:
         self.instructions = instructions
         self.model = model
         self.description = description
+        self.tool_choice = tool_choice
+        self.parallel_tool_calls = parallel_tool_calls
+        self.examples = tuple(examples)
         self.tools: list[Tool] = []
         self._handoffs: list[SwarmMember] = []
-        for tool_like in tools:
+        for tool_like in [*tools, *functions]:
             self.add_tool(tool_like)
         for other in handoffs:
             self.add_handoff(other)
@@ -51,6 +69,22 @@ class Agent:
     @property
     def handoffs(self) -> list[SwarmMember]:
         return list(self._handoffs)
+
+    @property
+    def functions(self) -> list[Tool]:
+        """swarm's name for ``tools``; assigning it replaces the domain tools."""
+        return list(self.tools)
+
+    @functions.setter
+    def functions(self, functions: Sequence[Any]) -> None:
+        self.tools = []
+        for function in functions:
+            self.add_tool(function)
+
+    @property
+    def settings(self) -> ModelSettings:
+        """What every call of this agent's model is told about tool use."""
+        return ModelSettings(tool_choice=self.tool_choice, parallel_tool_calls=self.parallel_tool_calls)
 
     @property
     def specialty(self) -> str:
@@ -105,17 +139,22 @@ class Agent:
         """Domain tools, then one transfer tool per handoff target (names unique per agent)."""
         return [*self.tools, *transfer_tools(self._handoffs, taken=[t.name for t in self.tools])]
 
-    def get_model(self) -> ChatModel:
+    def get_model(self, providers: Providers | None = None) -> ChatModel:
         """The agent's model; a shared offline model when none was given, so demos need no key.
 
-        Reading it changes nothing (``agent.model`` stays None).
+        A name resolves through ``providers`` (the runner passes its own, which keeps and
+        closes the models it makes); without them through a new ``Providers()`` reading the
+        environment. ``ModelNotConfigured`` says what to set when no provider serves the
+        name. Reading it changes nothing (``agent.model`` stays as given).
         """
+        if isinstance(self.model, str):
+            return (providers or Providers()).chat_model(self.model)
         return self.model if self.model is not None else _default_model()
 
     @property
     def model_name(self) -> str:
-        """The class name of the model ``get_model`` returns (what the gateway service shows)."""
-        return type(self.get_model()).__name__
+        """The name the model was given by, else the class name of the model (what the gateway service shows)."""
+        return self.model if isinstance(self.model, str) else type(self.get_model()).__name__
 
     def __repr__(self) -> str:
         tools = [t.name for t in self.tools]

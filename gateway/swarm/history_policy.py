@@ -3,8 +3,10 @@
 The session always keeps the full history; a policy only shapes the view handed to the
 agent that holds the conversation since the last handoff. Messages before that handoff
 are shown in full (FullHistory, the default), replaced by a summary (SummaryHistory), or
-replaced by a structured payload naming source agent, target agent, intent, extracted
-slots, reason and raw query (StructuredHistory). Messages after it are always verbatim.
+replaced by a ``HandoffPayload`` (StructuredHistory): source agent, target agent, user id,
+intent, extracted slots, handoff reason and raw query. Messages after it are always
+verbatim. The same payload goes to a remote agent that receives a transfer, in its task's
+``metadata.handoff.payload``, whatever the policy.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.models.base import ChatMessage
 
@@ -26,6 +29,25 @@ _SNIPPET_CHARS = 160
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
 _AMOUNT = re.compile(r"(?:[$€£]\s?(\d+(?:[.,]\d{1,2})?))|(\d+(?:[.,]\d{1,2})?)\s?(?:usd|eur|dollars?|euros?)\b", re.I)
 _IDENTIFIER = re.compile(r"#?\b(?=[A-Z0-9-]*\d)([A-Z]{1,5}-?\d{2,}|\d{4,})\b")
+
+
+class HandoffPayload(BaseModel):
+    """What the agent receiving a transfer is told about it: who, for whom, what for, with which details."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source_agent: str = Field(description="The agent that handed the conversation over.")
+    target_agent: str = Field(description="The agent receiving it.")
+    user_id: str | None = Field(None, description="The user's id: the context variable user_id, when set.")
+    intent: str = Field(
+        description="What the user wants: as the source declared it, else the reason, else the transfer."
+    )
+    extracted_slots: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Details found: scalar context variables, ids, amounts, emails, declared ones.",
+    )
+    handoff_reason: str | None = Field(None, description="Why the source handed over, as it said.")
+    raw_query: str = Field("", description="The user's message that led to the transfer, verbatim.")
 
 
 class HistoryPolicy(Protocol):
@@ -94,32 +116,37 @@ class StructuredHistory:
             return list(history)
         before, after = _split(history, handoff)
         payload = handoff_payload(before, handoff, context_variables)
-        return _condensed("Handoff payload (JSON):\n" + orjson.dumps(payload, default=str).decode(), before, after)
+        return _condensed("Handoff payload (JSON):\n" + payload.model_dump_json(), before, after)
 
 
 def handoff_payload(
     history: list[ChatMessage], handoff: HandoffRecord, context_variables: dict[str, Any]
-) -> dict[str, Any]:
-    """Source agent, target agent, intent, extracted slots, reason and raw query of a handoff.
+) -> HandoffPayload:
+    """The HandoffPayload of ``handoff``; ``history`` is the conversation up to it.
 
     Slots merge, lowest first: scalar context variables, values found in the raw query
-    (ids, amounts, emails), and slots the source attached to its request. The intent is
-    the one the source declared, else its reason, else the transfer itself.
+    (ids, amounts, emails), and ``extracted_slots`` the source attached to its request
+    (a remote agent's ``payload``). The intent is the one the source declared, else its
+    reason, else the transfer itself; ``user_id`` the declared one, else the context
+    variable ``user_id``.
     """
     query = _last_user_message(history)
     raw_query = _text(query) if query else ""
     declared = handoff.payload or {}
     slots: dict[str, Any] = {k: v for k, v in context_variables.items() if isinstance(v, str | int | float | bool)}
     slots.update(extract_slots(raw_query))
-    slots.update(declared.get("slots") or {})
-    return {
-        "source_agent": handoff.source,
-        "target_agent": handoff.target,
-        "intent": declared.get("intent") or handoff.reason or f"transfer to {handoff.target}",
-        "slots": slots,
-        "reason": handoff.reason,
-        "raw_query": raw_query,
-    }
+    if isinstance(declared.get("extracted_slots"), dict):
+        slots.update(declared["extracted_slots"])
+    user_id = declared.get("user_id") or context_variables.get("user_id")
+    return HandoffPayload(
+        source_agent=handoff.source,
+        target_agent=handoff.target,
+        user_id=str(user_id) if isinstance(user_id, str | int) and user_id != "" else None,
+        intent=str(declared.get("intent") or handoff.reason or f"transfer to {handoff.target}"),
+        extracted_slots=orjson.loads(orjson.dumps(slots, default=str)),
+        handoff_reason=handoff.reason,
+        raw_query=raw_query,
+    )
 
 
 def extract_slots(text: str) -> dict[str, Any]:

@@ -12,12 +12,20 @@ peer of the gateway, wrapped as a RemoteAgent.
 ``forget(name)`` takes an agent out (a registered one or one found by URI): the name no
 longer resolves, the snapshot leaves it out even where a handoff still points at it, and
 its URI is not connected again, until an agent with that name is registered anew.
+
+An agent object a local tool returns (OpenAI swarm's way to transfer) is ``adopt``-ed: with
+dynamic agents on, one the registry does not know yet is registered then, so the session's
+next turns find it by name; a later object with the name of an adopted one replaces it
+(tools that build their agent on each call); the ``MAX_DYNAMIC_AGENTS`` most recent are
+kept. A name held by an agent registered otherwise stays that agent's. Names from remote
+agents' answers are never adopted: they resolve by name or URI (``resolve``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from gateway import defaults
 from gateway.errors import AgentHandoffError, AgentToolError, InvalidAgentURI
 from gateway.uri import A2AHttpTarget, AgentTarget, LocalTarget, parse_agent_uri
 from protocol.handoff_names import sanitize_agent_name
@@ -33,6 +41,7 @@ class AgentRegistry:
     def __init__(self, starting_agent: SwarmMember) -> None:
         self.starting_agent = starting_agent
         self._registered: list[SwarmMember] = []
+        self._adopted: dict[str, SwarmMember] = {}
         self._by_uri: dict[str, SwarmMember] = {}
         self._forgotten_names: set[str] = set()
         self._forgotten_uris: set[str] = set()
@@ -54,10 +63,44 @@ class AgentRegistry:
             raise
         self._registered.append(member)
 
+    def adopt(self, member: SwarmMember, agents: dict[str, SwarmMember], *, dynamic: bool) -> SwarmMember:
+        """``member``, a local tool's transfer target: the agent known under its name, or (``dynamic``) adopted now.
+
+        An adopted agent (and what it hands off to) joins ``agents``; AgentHandoffError
+        when it may not be (dynamic agents off, or its name is another agent's).
+        """
+        known = agents.get(member.name)
+        if known is member:
+            return member
+        held = known is not None and self._adopted.get(member.name) is not known
+        if not dynamic or held:
+            why = "another agent has that name" if held else "dynamic agents are off (Runner(dynamic_agents=False))"
+            raise AgentHandoffError(
+                f"handoff target agent {member.name!r} is not registered with the Runner ({why}); add it to some "
+                "agent's handoffs or call runner.register_agent",
+                target=member.name,
+            )
+        adopted = {**{n: m for n, m in self._adopted.items() if n != member.name}, member.name: member}
+        while len(adopted) > defaults.MAX_DYNAMIC_AGENTS:
+            del adopted[next(iter(adopted))]
+        forgotten = self._forgotten_names
+        self._forgotten_names = forgotten - {member.name}
+        try:
+            snapshot = self._collect(
+                [self.starting_agent, *self._registered, *adopted.values(), *self._by_uri.values()]
+            )
+        except ValueError as exc:
+            self._forgotten_names = forgotten
+            raise AgentHandoffError(f"cannot hand off to agent {member.name!r}: {exc}", target=member.name) from None
+        self._adopted = adopted
+        agents.update(snapshot)
+        return member
+
     def forget(self, name: str) -> None:
         """Take the agent named ``name`` out (see the module docstring); unknown names are a no-op."""
         if name == self.starting_agent.name:
             raise ValueError(f"{name!r} is the starting agent; it cannot be forgotten")
+        self._adopted.pop(name, None)
         for member in self._registered:
             if member.name == name and isinstance(uri := getattr(member, "uri", None), str):
                 self._forgotten_uris.add(uri)
@@ -92,7 +135,7 @@ class AgentRegistry:
         return self._collect(self._roots())
 
     def _roots(self) -> list[SwarmMember]:
-        return [self.starting_agent, *self._registered, *self._by_uri.values()]
+        return [self.starting_agent, *self._registered, *self._adopted.values(), *self._by_uri.values()]
 
     def _collect(self, roots: list[SwarmMember]) -> dict[str, SwarmMember]:
         agents: dict[str, SwarmMember] = {}
@@ -109,16 +152,6 @@ class AgentRegistry:
             agents[member.name] = member
             pending.extend(member.handoffs)
         return agents
-
-    def registered(self, member: SwarmMember, agents: dict[str, SwarmMember]) -> SwarmMember:
-        """``member`` itself when it is the agent registered under its name (a tool may return an Agent)."""
-        if agents.get(member.name) is not member:
-            raise AgentHandoffError(
-                f"handoff target agent {member.name!r} is not registered with the Runner "
-                "(add it to some agent's handoffs or call runner.register_agent)",
-                target=member.name,
-            )
-        return member
 
     async def resolve(self, target: str, agents: dict[str, SwarmMember], connect: ConnectURI | None) -> SwarmMember:
         """The member a transfer names (one found by URI joins ``agents``); AgentHandoffError when none."""

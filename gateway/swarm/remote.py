@@ -111,6 +111,11 @@ class RemoteAgent:
         """A remote agent's own peers are its business; it names them when it asks."""
         return ()
 
+    @property
+    def examples(self) -> Sequence[str]:
+        """The example utterances of its card's skills (the semantic router reads them)."""
+        return [example for skill in self.card.skills for example in skill.examples]
+
     async def ask(self, params: TaskSendParams, recorder: RunRecorder) -> AsyncGenerator[TextDelta | RemoteReply, None]:
         """Text deltas as they arrive, then one RemoteReply; the call's events go to ``recorder``.
 
@@ -154,10 +159,14 @@ def task_params(
     conversation: list[ChatMessage],
     metadata: dict[str, Any],
     task_id: str | None = None,
+    handoff: dict[str, Any] | None = None,
 ) -> TaskSendParams:
     """One turn for a remote agent: the input as text, the conversation as data.
 
-    Without ``task_id`` a new id is minted, so a timed-out task can always be cancelled.
+    Task metadata: ``switchboard`` (the swarm's bookkeeping) and, on its first task after a
+    transfer to it, ``handoff`` (``source``, ``target``, ``reason``, ``payload``: the
+    HandoffPayload). Without ``task_id`` a new id is minted, so a timed-out task can always
+    be cancelled.
     """
     parts: list[TextPart | DataPart] = [TextPart(text=text or "(no text)")]
     parts.append(DataPart(data={"conversation": transcript(conversation)}))
@@ -165,7 +174,7 @@ def task_params(
         id=task_id or "task_" + uuid.uuid4().hex,
         session_id=session_id,
         message=Message(role="user", parts=parts),
-        metadata={"switchboard": metadata},
+        metadata={"switchboard": metadata, **({"handoff": handoff} if handoff is not None else {})},
     )
 
 

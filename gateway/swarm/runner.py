@@ -5,15 +5,20 @@ The loop, in the order a reader meets it in ``_turn``:
 1. Load the session (history, active agent, context variables) under the session's lock,
    append the user message and save it at once with the turn's run id, so a crash
    leaves the message and the mark of an unfinished turn (``open_run``).
-2. Ask the active agent: a local Agent's model with its tools (domain tools plus one
-   ``transfer_to_*`` tool per handoff), or a RemoteAgent over its peer.
-3. A local model's tool calls run in order, ordinary tools first. The first transfer in
-   the response is honoured, later ones are answered with an explanation. A transfer
-   checks the target is registered, the handoff limit and the ping-pong cycle rule, then
-   switches the active agent, records a ``HANDOFF_SUCCESS`` tool result and goes back to 2
-   with the new agent. A refused transfer ends transfers for the turn; the current agent
-   is told why and answers.
-4. A model response without tool calls (or a remote reply without a transfer) ends the
+   Every local agent's model must resolve (a name through the providers) before then.
+2. With a semantic router, the user's words may go straight to the agent whose examples
+   they match (router.py), before any model runs.
+3. Ask the active agent: a local Agent's model with its tools (domain tools plus one
+   ``transfer_to_*`` tool per handoff) and its tool settings, or a RemoteAgent over its peer.
+4. A local model's tool calls run, ordinary tools first, concurrently when the agent allows
+   parallel tool calls; results go into the history in the order the model asked. The
+   first transfer in the response is honoured (a ``transfer_to_*`` tool, or a tool that
+   returned an agent), later ones are answered with an explanation. A transfer checks the
+   target is known, the handoff limit and the ping-pong cycle rule, then switches the
+   active agent, records a ``HANDOFF_SUCCESS`` tool result and goes back to 3 with the new
+   agent. A refused transfer ends transfers for the turn; the current agent is told why and
+   answers, unless the runner's fallback (fallback.py) takes the conversation.
+5. A model response without tool calls (or a remote reply without a transfer) ends the
    turn. The session is saved with compare-and-set; every step went to the event log. A
    turn that fails saves the session as it was when the turn started, the mark removed.
 
@@ -26,8 +31,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import sys
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, aclosing, nullcontext, suppress
 from typing import TYPE_CHECKING, Any
 
@@ -36,26 +42,29 @@ import orjson
 
 from agent_server.auth import Principal
 from gateway import defaults
-from gateway.errors import AgentHandoffError, SessionNotFound
+from gateway.errors import AgentHandoffError, ModelNotConfigured, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.events import Event, EventType
-from gateway.models.base import HANDOFF_SUCCESS, ChatMessage, ModelResponse, TextDelta, ToolCall
+from gateway.models.base import HANDOFF_SUCCESS, ChatMessage, ChatModel, ModelResponse, TextDelta, ToolCall
+from gateway.models.providers import Providers
 from gateway.recorder import RunRecorder
 from gateway.tools import Tool, ToolResult
 from protocol import HandoffRequest, TaskState
 from protocol.handoff_names import sanitize_agent_name, transfer_tool_name
 
-from .admission import ANSWER_NOW, HANDOFF_LIMIT_MESSAGE, refusal
+from .admission import ANSWER_NOW, HANDOFF_LIMIT_MESSAGE, Refusal, refusal
 from .agent import Agent
 from .failure import describe_failure
+from .fallback import CURRENT, ESCALATION_MESSAGE, HUMAN, Fallback, escalates, supervisor_name
 from .handoff import Handoff, TransferTool
-from .history_policy import FullHistory, HistoryPolicy, last_user_text
+from .history_policy import FullHistory, HistoryPolicy, handoff_payload, last_user_text
 from .member import SwarmMember
-from .registry import AgentRegistry, ConnectURI
+from .registry import AgentRegistry, ConnectURI, find_by_name
 from .remote import RemoteAgent, RemoteReply, task_params
+from .router import SemanticRouter
 from .sessions import HandoffRecord, MemorySessionStore, Session, SessionStore
 from .trust import forbidden_for_remote
-from .turn import RunResponse, Turn
+from .turn import RunOptions, RunResponse, Turn, in_turn, pending_calls_wire
 
 if TYPE_CHECKING:
     from gateway.gateway import Gateway
@@ -65,6 +74,7 @@ __all__ = ["HANDOFF_LIMIT_MESSAGE", "TOOL_LIMIT_MESSAGE", "Runner"]
 TOOL_LIMIT_MESSAGE = "Maximum tool iterations exceeded for a single turn."
 ONE_TRANSFER_MESSAGE = "Only the first transfer in a response is honoured; this one was not carried out."
 FALLBACK_ANSWER = "Sorry, I could not finish that within the limits of a single turn."
+NOT_RUN_MESSAGE = "Not run: this turn returned the call to its caller (execute_tools=False)."
 
 _SAVE_AFTER_FAILURE_S = 5.0
 _MODEL_KEYS = ("role", "content", "tool_calls", "tool_call_id")
@@ -72,6 +82,8 @@ _MODEL_NAME_CHARS = 64
 
 Flush = AsyncGenerator[None, None]
 """What a step of the loop is: it yields where the events emitted so far should reach a streaming caller."""
+Outcome = tuple[str, Handoff | SwarmMember | None, dict[str, Any]]
+"""One tool call done: its result as text, the transfer it asks for (by name or as an agent), context updates."""
 
 
 class Runner:
@@ -88,7 +100,18 @@ class Runner:
         history_policy: HistoryPolicy | None = None,
         gateway: Gateway | None = None,
         resolve_uris: bool = True,
+        providers: Providers | None = None,
+        fallback: Fallback = CURRENT,
+        router: SemanticRouter | None = None,
+        dynamic_agents: bool = True,
     ) -> None:
+        """``providers`` resolve agents' model names (default: the environment's OpenAI-compatible one).
+
+        ``fallback`` takes the conversation when the handoff limit or a cycle trips
+        (fallback.py); ``router`` routes user messages by example utterances (router.py);
+        ``dynamic_agents`` lets a tool hand off to an agent object nothing registered
+        (registry.py ``adopt``).
+        """
         if max_handoffs_per_turn < 0 or max_tool_iterations < 0:
             raise ValueError("limits must be >= 0")
         self.starting_agent = starting_agent
@@ -99,7 +122,13 @@ class Runner:
         self.history_policy = history_policy or FullHistory()
         self.gateway = gateway
         self.resolve_uris = resolve_uris
+        self.providers = providers or Providers()
+        self.fallback = fallback
+        self.router = router
+        self.dynamic_agents = dynamic_agents
         self._registry = AgentRegistry(starting_agent)
+        if not isinstance(fallback, str):
+            self._registry.register(fallback)
         self._registry.snapshot()
 
     @property
@@ -137,9 +166,31 @@ class Runner:
         self.gateway.trust(uri)
         return remote
 
-    def run(self, session_id: str, user_message: str, context_variables: dict[str, Any] | None = None) -> RunResponse:
-        """Blocking form of ``run_async`` (starts its own event loop; not for use inside one)."""
-        return anyio.run(functools.partial(self.run_async, session_id, user_message, context_variables))
+    def run(
+        self,
+        session_id: str,
+        user_message: str,
+        context_variables: dict[str, Any] | None = None,
+        *,
+        model_override: ChatModel | str | None = None,
+        max_turns: int | None = None,
+        execute_tools: bool = True,
+        debug: bool = False,
+    ) -> RunResponse:
+        """Blocking form of ``run_async`` (starts its own event loop; not for use inside one).
+
+        The HTTP clients of models made from names are closed before it returns (they open
+        again on the next call, in its own event loop).
+        """
+        options = RunOptions(model_override, max_turns, execute_tools, debug)
+
+        async def turn() -> RunResponse:
+            try:
+                return await self.run_async(session_id, user_message, context_variables, options=options)
+            finally:
+                await self.providers.aclose()
+
+        return anyio.run(turn)
 
     async def run_async(
         self,
@@ -148,10 +199,15 @@ class Runner:
         context_variables: dict[str, Any] | None = None,
         *,
         caller: Principal | None = None,
+        options: RunOptions | None = None,
     ) -> RunResponse:
-        """One user turn: the agent holding the conversation (and any it hands off to) answers."""
+        """One user turn: the agent holding the conversation (and any it hands off to) answers.
+
+        ``options``: swarm's ``model_override``, ``max_turns``, ``execute_tools`` and ``debug``
+        (turn.py ``RunOptions``).
+        """
         response: RunResponse | None = None
-        turn = self._turn(session_id, user_message, context_variables, stream=False, caller=caller)
+        turn = self._turn(session_id, user_message, context_variables, stream=False, caller=caller, options=options)
         async with aclosing(turn) as items:
             async for item in items:
                 if isinstance(item, RunResponse):
@@ -166,6 +222,7 @@ class Runner:
         context_variables: dict[str, Any] | None = None,
         *,
         caller: Principal | None = None,
+        options: RunOptions | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Every event of the turn as it happens: text deltas, tool calls, handoffs, agent changes.
 
@@ -173,7 +230,7 @@ class Runner:
         Close the iterator (``contextlib.aclosing``) when leaving early, so the session's
         lock is released at once.
         """
-        turn = self._turn(session_id, user_message, context_variables, stream=True, caller=caller)
+        turn = self._turn(session_id, user_message, context_variables, stream=True, caller=caller, options=options)
         async with aclosing(turn) as items:
             async for item in items:
                 if isinstance(item, Event):
@@ -187,12 +244,15 @@ class Runner:
         *,
         stream: bool,
         caller: Principal | None,
+        options: RunOptions | None,
     ) -> AsyncGenerator[Event | RunResponse, None]:
+        options = options or RunOptions()
         async with self.session_store.lock(session_id):
             session = await self.session_store.load(session_id)
             if session.version > 0 and caller is not None and not caller.may_see(session.owner):
                 raise SessionNotFound(session_id)
             agents = self._registry.snapshot()
+            self._check_models(agents, options)
             agent, lost, cause = await self._active_member(session, agents)
             recorder = RunRecorder(self.event_log, keep=True)
             interrupted = session.open_run
@@ -204,7 +264,8 @@ class Runner:
             await self.event_log.open_run(recorder.run_id, owner=caller.name if caller is not None else None)
             await self.session_store.save(session)
             started = session.copy()
-            turn = Turn(session, recorder, agent, stream, path=[agent.name])
+            turn = Turn(session, recorder, agent, stream, options, caller, path=[agent.name])
+            show = _print_event if options.debug else _ignore
             try:
                 await turn.emit(
                     EventType.RUN_STARTED,
@@ -218,6 +279,7 @@ class Runner:
                 async with aclosing(self._converse(turn, agents)) as flushes:
                     async for _ in flushes:
                         for event in recorder.drain():
+                            show(event)
                             yield event
             except BaseException as exc:
                 with anyio.CancelScope(shield=True):
@@ -232,13 +294,23 @@ class Runner:
                 raise
             await self.event_log.close_run(recorder.run_id)
             for event in recorder.drain():
+                show(event)
                 yield event
             yield turn.response()
 
     async def _converse(self, turn: Turn, agents: dict[str, SwarmMember]) -> Flush:
-        """The turn itself: steps of the active agent until one answers, then the session saved."""
+        """The turn itself: the router, then steps of the active agent until one answers, then the session saved."""
         yield
+        if self.router is not None:
+            await self._route(turn, agents)
+            yield
+        max_turns = turn.options.max_turns
         while not turn.done:
+            if max_turns is not None and turn.steps >= max_turns:
+                await turn.emit(EventType.LIMIT_REACHED, agent=turn.agent.name, limit="max_turns", value=max_turns)
+                turn.finish(turn.last_said())
+                break
+            turn.steps += 1
             step = self._remote_step if isinstance(turn.agent, RemoteAgent) else self._local_step
             async with aclosing(step(turn, agents)) as flushes:
                 async for _ in flushes:
@@ -259,6 +331,8 @@ class Runner:
             handoffs=turn.handoffs,
             tool_calls=turn.tool_calls,
             session_version=session.version,
+            state=turn.state.value,
+            **({"pending_tool_calls": pending_calls_wire(turn.pending_tool_calls)} if turn.pending_tool_calls else {}),
         )
 
     async def _save_as_started(self, session: Session) -> None:
@@ -274,7 +348,8 @@ class Runner:
         """One model call of a local agent, then its tool calls.
 
         Once the turn has used up ``max_tool_iterations`` the model is offered no tools and
-        told to answer; tool calls it still makes are dropped.
+        told to answer; tool calls it still makes are dropped. With ``execute_tools=False``
+        its first tool calls end the turn instead of running.
         """
         agent = turn.agent
         assert isinstance(agent, Agent)
@@ -286,9 +361,10 @@ class Runner:
         messages = await self._model_messages(agent, turn)
         if final:
             messages.append({"role": "system", "content": f"{TOOL_LIMIT_MESSAGE} {ANSWER_NOW}"})
+        model = self._model(agent, turn.options)
         response: ModelResponse | None = None
         if turn.stream:
-            async with _closing(agent.get_model().stream(messages, offered)) as items:
+            async with _closing(model.stream(messages, offered, agent.settings)) as items:
                 async for item in items:
                     if isinstance(item, TextDelta):
                         await turn.emit(EventType.TEXT_DELTA, agent=agent.name, text=item.text)
@@ -298,92 +374,119 @@ class Runner:
             if response is None:
                 raise RuntimeError(f"the model of agent {agent.name!r} ended its stream without a response")
         else:
-            response = await agent.get_model().complete(messages, offered)
+            response = await model.complete(messages, offered, agent.settings)
         calls = [] if final else list(response.tool_calls)
         await turn.say(_assistant_message(agent.name, response.content, calls))
-        if calls:
-            await self._run_tool_calls(turn, tools, calls, agents)
+        if calls and not turn.options.execute_tools:
+            for call in calls:
+                await turn.tool_result(agent.name, call.id, call.name, NOT_RUN_MESSAGE)
+            turn.pending_tool_calls = calls
+            turn.finish(response.content)
+        elif calls:
+            await self._run_tool_calls(turn, tools, calls, agents, concurrently=agent.parallel_tool_calls)
         else:
             turn.finish(response.content or (FALLBACK_ANSWER if final else ""))
 
     async def _run_tool_calls(
-        self, turn: Turn, tools: list[Tool], calls: list[ToolCall], agents: dict[str, SwarmMember]
+        self,
+        turn: Turn,
+        tools: list[Tool],
+        calls: list[ToolCall],
+        agents: dict[str, SwarmMember],
+        *,
+        concurrently: bool,
     ) -> None:
         """Ordinary tools first, then transfers; only the first transfer asked for is honoured.
 
-        Results go into the history in the order the model asked; calls past
-        ``max_tool_iterations`` are answered without running.
+        The calls within ``max_tool_iterations`` run one after another, or all at once
+        (``concurrently``); either way each sees the context variables as the response
+        found them, their updates are merged in the order the model asked, and results go
+        into the history in that order. Calls past the limit are answered without running.
         """
         source = turn.agent.name
         by_name = {t.name: t for t in tools}
         ordinary_first = sorted(range(len(calls)), key=lambda i: isinstance(by_name.get(calls[i].name), TransferTool))
         room = max(0, self.max_tool_iterations - turn.tool_calls)
-        results = dict.fromkeys(ordinary_first[room:], TOOL_LIMIT_MESSAGE)
-        requests: list[tuple[int, Handoff]] = []
-        for i in ordinary_first[:room]:
+        running = ordinary_first[:room]
+        turn.tool_calls += len(running)
+        for i in running:
             call = calls[i]
-            turn.tool_calls += 1
             await turn.emit(
                 EventType.TOOL_CALL, agent=source, tool=call.name, call_id=call.id, arguments=call.arguments
             )
-            results[i], request = await self._invoke(turn, by_name.get(call.name), call, agents)
-            if request is not None:
-                requests.append((i, request))
-        if len(results) > room:
+        context = copy.deepcopy(turn.session.context_variables)
+        thunks = [functools.partial(self._invoke, turn, by_name.get(calls[i].name), calls[i], context) for i in running]
+        outcomes = dict(zip(running, await _gather(thunks, concurrently=concurrently), strict=True))
+        if len(running) < len(calls):
             await turn.emit(
                 EventType.LIMIT_REACHED, agent=source, limit="max_tool_iterations", value=self.max_tool_iterations
             )
-        requests.sort(key=lambda r: r[0])
+        results = dict.fromkeys(ordinary_first[room:], TOOL_LIMIT_MESSAGE)
+        requests: list[tuple[int, Handoff | SwarmMember]] = []
+        for i in sorted(outcomes):
+            results[i], request, updates = outcomes[i]
+            turn.session.context_variables.update(updates)
+            if request is not None:
+                requests.append((i, request))
         accepted: tuple[SwarmMember, Handoff] | None = None
+        escalation: tuple[Refusal, SwarmMember] | None = None
         if requests:
-            i, handoff = requests[0]
-            target = await self._registry.resolve(handoff.target_agent_name, agents, self._connector())
+            i, request = requests[0]
+            target, handoff = await self._target(request, agents)
             refused = await self._admit(turn, target, handoff)
-            results[i] = _join(results[i], refused or _handoff_success(target.name, handoff.reason))
-            accepted = (target, handoff) if refused is None else None
-        for i, handoff in requests[1:]:
+            results[i] = _join(
+                results[i], refused.message if refused else _handoff_success(target.name, handoff.reason)
+            )
+            if refused is None:
+                accepted = (target, handoff)
+            elif escalates(self.fallback, refused.cause):
+                escalation = (refused, target)
+        for i, request in requests[1:]:
             await turn.emit(
                 EventType.HANDOFF_REFUSED,
                 source=source,
-                target=handoff.target_agent_name,
+                target=request.target_agent_name if isinstance(request, Handoff) else request.name,
                 cause="one_per_response",
-                reason=handoff.reason,
+                reason=request.reason if isinstance(request, Handoff) else None,
             )
             results[i] = _join(results[i], ONE_TRANSFER_MESSAGE)
         for i, call in enumerate(calls):
             await turn.tool_result(source, call.id, call.name, results[i])
         if accepted is not None:
             await self._switch(turn, *accepted)
+        elif escalation is not None:
+            await self._fall_back(turn, *escalation)
 
-    async def _invoke(
-        self, turn: Turn, tool: Tool | None, call: ToolCall, agents: dict[str, SwarmMember]
-    ) -> tuple[str, Handoff | None]:
-        """Run one tool; its result as text, plus the transfer it asked for, if any.
+    async def _invoke(self, turn: Turn, tool: Tool | None, call: ToolCall, context: dict[str, Any]) -> Outcome:
+        """Run one tool on its own deep copy of ``context``; a tool that raises (bad arguments too) is an error result.
 
-        The tool gets a deep copy of the context variables, so only a ``ToolResult`` changes
-        them; a tool that raises (bad arguments included) becomes an error result.
+        The value becomes the result text; a Handoff, an agent, or a ToolResult naming one
+        is a transfer request; a ToolResult's ``context_variables`` are the updates.
         """
         if tool is None:
-            return f"Error: agent {turn.agent.name!r} has no tool named {call.name!r}.", None
-        context = copy.deepcopy(turn.session.context_variables)
+            return f"Error: agent {turn.agent.name!r} has no tool named {call.name!r}.", None, {}
         try:
-            with turn.recorder.active():
-                value = await tool.invoke(dict(call.arguments), context)
+            with turn.recorder.active(), in_turn(turn.scope):
+                value = await tool.invoke(dict(call.arguments), copy.deepcopy(context))
         except Exception as exc:
-            return f"Error: {type(exc).__name__}: {exc}", None
+            return f"Error: {type(exc).__name__}: {exc}", None, {}
         if isinstance(value, ToolResult):
-            turn.session.context_variables.update(value.context_variables or {})
-            return _result_text(value.value), self._requested_transfer(value.agent, agents)
-        request = self._requested_transfer(value, agents)
-        return ("" if request is not None else _result_text(value)), request
+            request = value.agent if _is_transfer(value.agent) else None
+            return _result_text(value.value), request, dict(value.context_variables or {})
+        if _is_transfer(value):
+            return "", value, {}
+        return _result_text(value), None, {}
 
-    def _requested_transfer(self, value: Any, agents: dict[str, SwarmMember]) -> Handoff | None:
-        """A tool's value as a transfer request: a Handoff, or a registered agent object."""
-        if isinstance(value, Agent | RemoteAgent):
-            return Handoff(self._registry.registered(value, agents).name)
-        return value if isinstance(value, Handoff) else None
+    async def _target(
+        self, request: Handoff | SwarmMember, agents: dict[str, SwarmMember]
+    ) -> tuple[SwarmMember, Handoff]:
+        """The agent a local transfer request names: by name (or URI), or the agent object a tool returned."""
+        if isinstance(request, Handoff):
+            return await self._registry.resolve(request.target_agent_name, agents, self._connector()), request
+        member = self._registry.adopt(request, agents, dynamic=self.dynamic_agents)
+        return member, Handoff(member.name)
 
-    async def _admit(self, turn: Turn, target: SwarmMember, handoff: Handoff) -> str | None:
+    async def _admit(self, turn: Turn, target: SwarmMember, handoff: Handoff) -> Refusal | None:
         """None when the transfer may happen (admission.py); else why not, recorded, and transfers end for the turn."""
         source = turn.agent.name
         refused = refusal(
@@ -407,19 +510,74 @@ class Runner:
         await turn.emit(
             EventType.HANDOFF_REFUSED, source=source, target=target.name, cause=refused.cause, reason=handoff.reason
         )
-        return refused.message
+        return refused
 
-    async def _switch(self, turn: Turn, target: SwarmMember, handoff: Handoff) -> None:
+    async def _fall_back(self, turn: Turn, refused: Refusal, target: SwarmMember) -> bool:
+        """The limit or the cycle tripped: a human or the supervisor takes the conversation (fallback.py).
+
+        False when the supervisor already holds it: it answers, as with ``current``.
+        """
+        name = supervisor_name(self.fallback)
+        supervisor = None if name is None else find_by_name(self._registry.snapshot(), name)
+        if name is not None and supervisor is None:
+            raise AgentHandoffError(f"the fallback agent {name!r} is not registered with the Runner", target=name)
+        if supervisor is turn.agent:
+            return False
+        await turn.emit(
+            EventType.ESCALATED,
+            agent=turn.agent.name,
+            reason=refused.cause,
+            target=target.name,
+            path=list(turn.path),
+            fallback=HUMAN if supervisor is None else supervisor.name,
+        )
+        if supervisor is None:
+            await turn.say({"role": "assistant", "content": ESCALATION_MESSAGE, "sender": turn.agent.name})
+            turn.finish(ESCALATION_MESSAGE, TaskState.INPUT_REQUIRED)
+        else:
+            await self._switch(turn, supervisor, Handoff(supervisor.name, f"fallback: {refused.cause}"), "fallback")
+        return True
+
+    async def _route(self, turn: Turn, agents: dict[str, SwarmMember]) -> None:
+        """The semantic router's decision on the user's words, recorded; a passing one hands over at once."""
+        assert self.router is not None
+        decision = await self.router.decide(last_user_text(turn.session.history), agents)
+        if decision is None:
+            return
+        target = agents[decision.candidate]
+        verdict = "abstain"
+        if decision.passes and target is turn.agent:
+            verdict = "stay"
+        elif decision.passes:
+            blocked = refusal(
+                turn.agent.name,
+                target.name,
+                path=turn.path,
+                transfers_blocked=turn.transfers_blocked,
+                max_handoffs_per_turn=self.max_handoffs_per_turn,
+            )
+            verdict = "refused" if blocked else "route"
+        await turn.emit(
+            EventType.ROUTER_DECISION,
+            agent=turn.agent.name,
+            candidate=decision.candidate,
+            example=decision.example,
+            score=round(decision.score, 4),
+            threshold=self.router.threshold,
+            decision=verdict,
+        )
+        if verdict == "route":
+            reason = f"semantic router: {decision.score:.2f} for {decision.example!r}"
+            await self._switch(turn, target, Handoff(target.name, reason), "router")
+
+    async def _switch(self, turn: Turn, target: SwarmMember, handoff: Handoff, cause: str | None = None) -> None:
         """The transfer itself: new active agent, context updates, the record history policies read."""
         source = turn.agent
-        session = turn.session
         turn.path.append(target.name)
         turn.last_handoff = dataclasses.replace(handoff, target_agent_name=target.name)
         turn.agent = target
-        session.context_variables.update(handoff.context_variables)
-        session.active_agent = target.name
-        session.handoff = HandoffRecord(
-            source.name, target.name, handoff.reason, dict(handoff.payload or {}), at=len(session.history)
+        turn.arrival = turn.session.set_active_agent(
+            target, handoff.context_variables, reason=handoff.reason, payload=handoff.payload, source=source.name
         )
         await turn.emit(
             EventType.HANDOFF,
@@ -429,7 +587,7 @@ class Runner:
             hop=turn.handoffs,
             remote=isinstance(source, RemoteAgent) or isinstance(target, RemoteAgent),
         )
-        await turn.emit(EventType.AGENT_CHANGED, previous=source.name, agent=target.name)
+        await turn.emit(EventType.AGENT_CHANGED, previous=source.name, agent=target.name, **_cause(cause))
 
     async def _remote_step(self, turn: Turn, agents: dict[str, SwarmMember]) -> Flush:
         """One task on a remote agent; its transfer request goes through the same checks as a local one."""
@@ -437,11 +595,13 @@ class Runner:
         assert isinstance(remote, RemoteAgent)
         session = turn.session
         handoffs_allowed = not turn.transfers_blocked
+        arrival, turn.arrival = turn.arrival, None
         params = task_params(
             task_id=session.remote_tasks.pop(remote.name, None),
             session_id=session.id,
             text=turn.remote_input or last_user_text(session.history),
             conversation=await self._view(remote, turn),
+            handoff=None if arrival is None else _handoff_metadata(arrival, session),
             metadata={
                 "session_id": session.id,
                 "agent": remote.name,
@@ -523,15 +683,39 @@ class Runner:
         handoff = Handoff(target.name, request.reason, payload=dict(request.payload or {}))
         refused = await self._admit(turn, target, handoff)
         await turn.tool_result(
-            remote, call_id, tool, refused or _handoff_success(target.name, request.reason), remote=True
+            remote,
+            call_id,
+            tool,
+            refused.message if refused else _handoff_success(target.name, request.reason),
+            remote=True,
         )
         if refused is None:
             turn.remote_input = None
             await self._switch(turn, target, handoff)
+        elif escalates(self.fallback, refused.cause) and await self._fall_back(turn, refused, target):
+            turn.remote_input = None
         elif handoffs_allowed:
-            turn.remote_input = f"{refused} Your request to transfer to {target.name!r} was not carried out."
+            turn.remote_input = f"{refused.message} Your request to transfer to {target.name!r} was not carried out."
         else:
             turn.finish(reply.text or FALLBACK_ANSWER)
+
+    def _check_models(self, agents: dict[str, SwarmMember], options: RunOptions) -> None:
+        """Every local agent's model resolves (or the override does); ModelNotConfigured says what to set."""
+        for agent in agents.values():
+            if isinstance(agent, Agent):
+                self._model(agent, options)
+            if options.model_override is not None:
+                return
+
+    def _model(self, agent: Agent, options: RunOptions) -> ChatModel:
+        """The model ``agent`` uses in this turn: the override, else its own; a name resolves through the providers."""
+        chosen = options.model_override if options.model_override is not None else agent.model
+        if not isinstance(chosen, str):
+            return agent.get_model() if chosen is None else chosen
+        try:
+            return self.providers.chat_model(chosen)
+        except ModelNotConfigured as exc:
+            raise ModelNotConfigured(f"agent {agent.name!r}: {exc}") from None
 
     async def _model_messages(self, agent: Agent, turn: Turn) -> list[ChatMessage]:
         """The agent's instructions, then the history as its model may see it."""
@@ -580,6 +764,52 @@ class Runner:
             return await RemoteAgent.connect(uri, gateway)
 
         return connect
+
+
+async def _gather(thunks: Sequence[Callable[[], Awaitable[Outcome]]], *, concurrently: bool) -> list[Outcome]:
+    """Each thunk's outcome, in order: one after another, or all at once in a task group."""
+    outcomes: list[Outcome | None] = [None] * len(thunks)
+
+    async def run(index: int) -> None:
+        outcomes[index] = await thunks[index]()
+
+    if concurrently and len(thunks) > 1:
+        async with anyio.create_task_group() as tasks:
+            for index in range(len(thunks)):
+                tasks.start_soon(run, index)
+    else:
+        for index in range(len(thunks)):
+            await run(index)
+    return [outcome for outcome in outcomes if outcome is not None]
+
+
+def _is_transfer(value: Any) -> bool:
+    """A tool's value that asks for a transfer: a Handoff, or an agent (OpenAI swarm's way)."""
+    return isinstance(value, Handoff | Agent | RemoteAgent)
+
+
+def _cause(cause: str | None) -> dict[str, str]:
+    return {} if cause is None else {"cause": cause}
+
+
+def _handoff_metadata(arrival: HandoffRecord, session: Session) -> dict[str, Any]:
+    """``metadata.handoff`` of the first task a remote agent gets after a transfer to it, with the HandoffPayload."""
+    payload = handoff_payload(session.history[: arrival.at], arrival, session.context_variables)
+    return {
+        "source": arrival.source,
+        "target": arrival.target,
+        "reason": arrival.reason,
+        "payload": payload.model_dump(mode="json"),
+    }
+
+
+def _print_event(event: Event) -> None:
+    """``debug=True``: the event as the API shows it, one line on stderr."""
+    print(f"[switchboard debug] {event.to_json().decode()}", file=sys.stderr, flush=True)
+
+
+def _ignore(event: Event) -> None:
+    """Events are not printed without ``debug``."""
 
 
 def _closing(items: AsyncIterator[Any]) -> AbstractAsyncContextManager[AsyncIterator[Any]]:

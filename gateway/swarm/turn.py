@@ -1,17 +1,74 @@
-"""The state of one user turn while the runner works on it, and what the turn returns."""
+"""The state of one user turn while the runner works on it, what the turn returns, and how it was asked to run.
+
+``current_turn()`` tells a tool which session and caller it runs for (the blackboard's
+tools read it), like ``current_recorder()`` tells an agent tool where to record.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_server.auth import Principal
 from gateway.events import Event, EventType
-from gateway.models.base import ChatMessage
+from gateway.models.base import ChatMessage, ChatModel, ModelResponse, ToolCall
 from gateway.recorder import RunRecorder
+from protocol import TaskState
 
 from .handoff import Handoff
 from .member import SwarmMember
-from .sessions.base import Session
+from .sessions.base import HandoffRecord, Session
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """OpenAI swarm's run options, for one turn.
+
+    ``model_override``: the model (or a model name) every local agent uses in this turn.
+    ``max_turns``: at most this many agent steps (model calls or remote tasks); the turn
+    then ends with what was said last. ``execute_tools`` False: the first response with
+    tool calls ends the turn, its calls returned (``RunResponse.pending_tool_calls``) and
+    answered in the history as not run. ``debug``: every event printed to stderr as it
+    is recorded.
+    """
+
+    model_override: ChatModel | str | None = None
+    max_turns: int | None = None
+    execute_tools: bool = True
+    debug: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_turns is not None and self.max_turns < 1:
+            raise ValueError("max_turns must be >= 1 (or None: no limit but the runner's)")
+
+
+@dataclass(frozen=True)
+class TurnScope:
+    """Who a tool runs for: the turn's session, its caller (None: nobody authenticated) and the session's owner."""
+
+    session_id: str
+    caller: Principal | None
+    owner: str | None = None
+
+
+_scope: ContextVar[TurnScope | None] = ContextVar("switchboard_turn_scope", default=None)
+
+
+def current_turn() -> TurnScope | None:
+    """The turn the running tool belongs to; None outside a swarm turn."""
+    return _scope.get()
+
+
+@contextmanager
+def in_turn(scope: TurnScope) -> Iterator[None]:
+    token = _scope.set(scope)
+    try:
+        yield
+    finally:
+        _scope.reset(token)
 
 
 @dataclass
@@ -26,6 +83,8 @@ class RunResponse:
     messages: list[ChatMessage]
     events: list[Event]
     context_variables: dict[str, Any]
+    state: TaskState = TaskState.COMPLETED
+    pending_tool_calls: list[ToolCall] = field(default_factory=list)
 
     def events_of(self, type: EventType | str) -> list[Event]:
         kind = type.value if isinstance(type, EventType) else type
@@ -39,20 +98,32 @@ class Turn:
     ``path`` lists the agents that held the conversation in this turn, in order, local and
     remote alike: cycle detection reads it, and each accepted transfer adds one entry.
     Events go through ``recorder`` (which keeps them for the turn), whoever emits them.
+    ``arrival`` is a transfer the agent it went to has not been told about yet (a remote
+    agent gets it in its task's metadata).
     """
 
     session: Session
     recorder: RunRecorder
     agent: SwarmMember
     stream: bool
+    options: RunOptions = field(default_factory=RunOptions)
+    caller: Principal | None = None
     path: list[str] = field(default_factory=list)
+    steps: int = 0
     tool_calls: int = 0
     transfers_blocked: bool = False
     remote_input: str | None = None
     last_handoff: Handoff | None = None
+    arrival: HandoffRecord | None = None
     content: str = ""
+    state: TaskState = TaskState.COMPLETED
+    pending_tool_calls: list[ToolCall] = field(default_factory=list)
     done: bool = False
     new_messages: list[ChatMessage] = field(default_factory=list)
+
+    @property
+    def scope(self) -> TurnScope:
+        return TurnScope(self.session.id, self.caller, self.session.owner)
 
     @property
     def handoffs(self) -> int:
@@ -85,10 +156,22 @@ class Turn:
         self.add({"role": "tool", "tool_call_id": call_id, "name": tool, "content": content})
         await self.emit(EventType.TOOL_RESULT, agent=agent, tool=tool, call_id=call_id, content=content, **fields)
 
-    def finish(self, content: str) -> None:
-        """The active agent answered: the turn ends with ``content``."""
+    def finish(self, content: str, state: TaskState = TaskState.COMPLETED) -> None:
+        """The active agent answered: the turn ends with ``content`` (``input-required``: waiting for a human)."""
         self.content = content
+        self.state = state
         self.done = True
+
+    def last_said(self) -> str:
+        """The text of the last assistant message of this turn ("" when none had text)."""
+        return next(
+            (
+                str(m["content"])
+                for m in reversed(self.new_messages)
+                if m.get("role") == "assistant" and m.get("content")
+            ),
+            "",
+        )
 
     def response(self) -> RunResponse:
         return RunResponse(
@@ -100,4 +183,11 @@ class Turn:
             messages=list(self.new_messages),
             events=list(self.recorder.events or []),
             context_variables=dict(self.session.context_variables),
+            state=self.state,
+            pending_tool_calls=list(self.pending_tool_calls),
         )
+
+
+def pending_calls_wire(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """Tool calls in the OpenAI shape (what ``run_completed`` carries for ``execute_tools=False``)."""
+    return list(ModelResponse(tool_calls=calls).to_message().get("tool_calls", []))

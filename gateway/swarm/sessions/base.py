@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 
 from gateway.models.base import ChatMessage
+from gateway.swarm.member import SwarmMember
 
 
 @dataclass
@@ -77,6 +78,32 @@ class Session:
 
     def copy(self) -> Session:
         return copy.deepcopy(self)
+
+    def set_active_agent(
+        self,
+        agent: SwarmMember,
+        context_updates: dict[str, Any] | None = None,
+        *,
+        reason: str | None = None,
+        payload: dict[str, Any] | None = None,
+        source: str | None = None,
+    ) -> HandoffRecord:
+        """Hand the conversation to ``agent`` (chatflow's name for a transfer): the runner's transfers come here.
+
+        The context variables take ``context_updates``; the record of the transfer (from the
+        agent that held the conversation) tells history policies where ``agent``'s part
+        begins; ``source`` names that agent when it is not the stored active one (a new
+        session's starting agent). Outside a turn, save the session afterwards; the next turn
+        goes to ``agent`` if the runner knows it by name. No URI is kept: only the runner knows
+        whether an agent was found by its URI (and records it when the turn ends).
+        """
+        origin = source if source is not None else self.active_agent or ""
+        record = HandoffRecord(origin, agent.name, reason, dict(payload or {}), at=len(self.history))
+        self.active_agent = agent.name
+        self.active_agent_uri = None
+        self.context_variables.update(context_updates or {})
+        self.handoff = record
+        return record
 
 
 class SessionStore(abc.ABC):
