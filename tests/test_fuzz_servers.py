@@ -51,8 +51,9 @@ RAW_REQUESTS_PER_SERVER = 200
 CONCURRENCY = 8
 REQUEST_DEADLINE_S = 60.0
 """Far above any request here (they take milliseconds); one that takes longer is reported as hanging."""
-PATIENT = ServerLimits(header_timeout_s=60.0, body_timeout_s=60.0)
-"""The servers' read timeouts are not under test here: on a starved machine they must not cut a request."""
+PATIENT = ServerLimits(header_timeout_s=60.0, body_timeout_s=60.0, keep_alive_timeout_s=60.0)
+"""The servers' read timeouts are not under test here: on a starved machine they must not cut a request,
+and an idle pooled connection must not be closed by the server just as the client reuses it."""
 MAX_READ_BYTES = 4 << 20
 GATEWAY_BODY_LIMIT = 1 << 20
 AGENT_BODY_LIMIT = 10 * 1024 * 1024
