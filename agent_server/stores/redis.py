@@ -17,12 +17,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
 from contextlib import AbstractContextManager, asynccontextmanager
+from typing import Any
 
 import anyio
 import orjson
-import redis.asyncio
 
 from protocol import StreamEvent, Task, parse_stream_event
 
@@ -64,7 +63,7 @@ class RedisTaskStore(TaskStore):
     """Tasks of one agent in Redis at ``spec`` (``redis://HOST:PORT/DB[?prefix=NAME]``); see the module docstring."""
 
     def __init__(self, spec: str, *, ttl_s: float = DEFAULT_TTL_S, settings: RedisSettings | None = None) -> None:
-        self.target: RedisTarget = parse_redis_spec(spec)
+        self.target: RedisTarget = parse_redis_spec(spec, "task store")
         self.settings = settings or RedisSettings()
         self.ttl_s = ttl_s
         self._client = connect(self.target, self.settings)

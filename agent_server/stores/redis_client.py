@@ -43,8 +43,9 @@ class RedisSettings:
     ``lock_wait_s``: how long a turn waits for a session another process holds.
     ``connect_timeout_s`` and ``command_timeout_s`` bound one connection attempt and one call.
     ``follow_block_s``: how long a reader following a stream waits in one call before it
-    checks again whether the stream ended. ``max_connections``: per pool (commands, and
-    readers following streams, each have one).
+    checks again whether the stream ended; ``reconnect_s``: how long such a reader keeps
+    trying when the connection is lost before it fails. ``max_connections``: per pool
+    (commands, and readers following streams, each have one).
     """
 
     lease_s: float = 5.0
@@ -52,10 +53,18 @@ class RedisSettings:
     connect_timeout_s: float = 2.0
     command_timeout_s: float = 5.0
     follow_block_s: float = 5.0
+    reconnect_s: float = 30.0
     max_connections: int = 1024
 
     def __post_init__(self) -> None:
-        for name in ("lease_s", "lock_wait_s", "connect_timeout_s", "command_timeout_s", "follow_block_s"):
+        for name in (
+            "lease_s",
+            "lock_wait_s",
+            "connect_timeout_s",
+            "command_timeout_s",
+            "follow_block_s",
+            "reconnect_s",
+        ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be > 0")
         if self.max_connections < 1:
@@ -78,24 +87,27 @@ class RedisTarget(NamedTuple):
     shown: str
 
 
-def parse_redis_spec(spec: str) -> RedisTarget:
-    """``redis://HOST:PORT/DB[?prefix=NAME]``; anything else is a ValueError that says what is wrong."""
+def parse_redis_spec(spec: str, what: str = "store") -> RedisTarget:
+    """``redis://HOST:PORT/DB[?prefix=NAME]``; anything else is a ValueError naming ``what`` and the problem."""
     parts = urlsplit(spec)
+    shown = _hide_password(spec)
     if parts.scheme.lower() not in ("redis", "rediss"):
-        raise ValueError(f"{_hide_password(spec)!r} is not a Redis URL (redis://HOST:PORT/DB or rediss://...)")
+        raise ValueError(f"the {what} {shown!r} is not a Redis URL (redis://HOST:PORT/DB or rediss://...)")
     if not parts.hostname:
-        raise ValueError(f"{_hide_password(spec)!r} names no host (redis://HOST:PORT/DB)")
+        raise ValueError(f"the {what} {shown!r} names no host (redis://HOST:PORT/DB)")
     try:
         parts.port  # noqa: B018 (raises on a port that is not a number)
     except ValueError:
-        raise ValueError(f"{_hide_password(spec)!r} has a port that is not a number") from None
+        raise ValueError(f"the {what} {shown!r} has a port that is not a number") from None
     database = parts.path.strip("/")
     if database and not database.isdigit():
-        raise ValueError(f"{_hide_password(spec)!r}: the database after the port must be a number, not {database!r}")
+        raise ValueError(f"the {what} {shown!r}: the database after the port must be a number, not {database!r}")
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     prefix = query.pop("prefix", DEFAULT_PREFIX)
     if not _PREFIX.match(prefix):
-        raise ValueError(f"prefix {prefix!r} is not valid (1-64 letters, digits, '_', '.', ':' or '-')")
+        raise ValueError(
+            f"the {what} {shown!r}: prefix {prefix!r} is not valid (1-64 letters, digits, '_', '.', ':' or '-')"
+        )
     url = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query), ""))
     return RedisTarget(url, prefix + ":", _hide_password(url))
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 
 import anyio
 import redis.asyncio
 
-from .redis_client import UNREACHABLE, RedisSettings
 from .base import StoreUnavailable
+from .redis_client import UNREACHABLE, RedisSettings
 
 logger = logging.getLogger("switchboard.redis")
 
@@ -41,10 +42,8 @@ class Liveness:
     async def forget(self) -> None:
         """At a clean stop: others need not wait for the lease to run out."""
         with anyio.move_on_after(self._settings.command_timeout_s, shield=True):
-            try:
+            with suppress(*UNREACHABLE):
                 await self._client.delete(self.key())
-            except UNREACHABLE:
-                pass
 
 
 async def renew_forever(renew: Callable[[], Awaitable[None]], every_s: float, what: str) -> None:

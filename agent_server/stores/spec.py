@@ -18,7 +18,7 @@ class StoreSpec(NamedTuple):
 
 
 def parse_store_spec(spec: str, *, what: str = "store", default_path: str | Path | None = None) -> StoreSpec:
-    """Parse ``"memory"``, ``"sqlite:PATH"`` or a Redis URL; ``"sqlite"`` alone means ``default_path`` when one is given.
+    """Parse ``"memory"``, ``"sqlite:PATH"`` or a Redis URL; ``"sqlite"`` alone means ``default_path`` if given.
 
     PATH is taken as written (relative to the working directory, or absolute). Anything
     else is a ValueError that names ``what`` (e.g. "task store") and the accepted forms.

@@ -8,7 +8,8 @@ so an event appended between the read and the wait is never missed and nothing p
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 
@@ -64,6 +65,14 @@ class EventLog(abc.ABC):
     @abc.abstractmethod
     async def list_runs(self, limit: int = 100, *, owner: str | None = None) -> list[str]:
         """Run ids, newest first; with ``owner``, only that owner's."""
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Held while a gateway uses the log: a log shared by replicas keeps their leases and closes dead ones' runs.
+
+        A log of one process has nothing to do.
+        """
+        yield
 
     async def aclose(self) -> None:
         """Release the storage; followers still waiting end."""
