@@ -55,7 +55,7 @@ if TYPE_CHECKING:
         parse_store_spec as parse_store_spec,
     )
     from agent_server.stores.redis import RedisTaskStore as RedisTaskStore
-    from agent_server.stores.redis_client import RedisSettings as RedisSettings
+    from agent_server.stores.redis_settings import RedisSettings as RedisSettings
     from agent_server.task_manager import TaskManager as TaskManager
 
 _EXPORTS = {
@@ -68,7 +68,7 @@ _EXPORTS = {
     "InputRequired": "agent_server.agent",
     "MemoryTaskStore": "agent_server.stores",
     "Principal": "agent_server.auth",
-    "RedisSettings": "agent_server.stores.redis_client",
+    "RedisSettings": "agent_server.stores.redis_settings",
     "RedisTaskStore": "agent_server.stores.redis",
     "SQLiteTaskStore": "agent_server.stores",
     "ServerLimits": "agent_server.limits",

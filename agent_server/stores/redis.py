@@ -26,8 +26,9 @@ import orjson
 from protocol import StreamEvent, Task, parse_stream_event
 
 from .base import RUNNING_STATES, CancelRequested, TaskStore
-from .redis_client import UNREACHABLE, RedisSettings, RedisTarget, connect, parse_redis_spec, unavailable_as
+from .redis_client import UNREACHABLE, connect, unavailable_as
 from .redis_leases import Liveness, renew_forever
+from .redis_settings import RedisSettings, RedisTarget, parse_redis_spec
 
 logger = logging.getLogger("agent_server")
 

@@ -16,7 +16,8 @@ import anyio
 import redis.asyncio
 
 from .base import StoreUnavailable
-from .redis_client import UNREACHABLE, RedisSettings
+from .redis_client import UNREACHABLE
+from .redis_settings import RedisSettings
 
 logger = logging.getLogger("switchboard.redis")
 

@@ -14,7 +14,7 @@ from .memory import MemoryEventLog
 from .sqlite import SQLiteEventLog
 
 if TYPE_CHECKING:
-    from agent_server.stores.redis_client import RedisSettings
+    from agent_server.stores.redis_settings import RedisSettings
 
 
 def open_event_log(spec: str, *, redis: RedisSettings | None = None) -> EventLog:

@@ -31,14 +31,9 @@ import anyio
 import orjson
 
 from agent_server.stores.base import StoreUnavailable
-from agent_server.stores.redis_client import (
-    RedisSettings,
-    RedisTarget,
-    connect,
-    parse_redis_spec,
-    unavailable_as,
-)
+from agent_server.stores.redis_client import connect, unavailable_as
 from agent_server.stores.redis_leases import Liveness
+from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
 from gateway.errors import RunClosedError
 from gateway.events import Event, EventType, now_ms
 

@@ -28,8 +28,9 @@ from typing import Any
 import anyio
 import orjson
 
-from agent_server.stores.redis_client import RedisSettings, RedisTarget, connect, parse_redis_spec, unavailable_as
+from agent_server.stores.redis_client import connect, unavailable_as
 from agent_server.stores.redis_leases import renew_forever
+from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
 from gateway.errors import SessionBusy, SessionConflictError, SessionLockLost
 from gateway.events import now_ms
 
