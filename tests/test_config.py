@@ -132,7 +132,10 @@ def test_bad_values_are_all_reported_at_once(tmp_path: Path) -> None:
         in problems
     )
     assert f"{path}: limits.max_tool_iterations: Input should be greater than or equal to 0 (got -1)" in problems
-    assert f"{path}: stores.events: unknown store 'redis' (expected memory, sqlite, sqlite:PATH or redis://HOST:PORT/DB)" in problems
+    assert (
+        f"{path}: stores.events: unknown store 'redis' (expected memory, sqlite, sqlite:PATH or redis://HOST:PORT/DB)"
+        in problems
+    )
     assert any(
         p.startswith(f"{path}: agents[0].model: 'claude 3' is not a model name (expected offline, PROVIDER:MODEL")
         for p in problems

@@ -18,13 +18,15 @@ it has been connected for a lease, closes every open run whose writer's mark has
 expired: ``run_failed`` with the ``INTERRUPTED`` error, then closed, exactly once whoever
 sweeps (the script checks again). So a run whose replica died is closed by another one
 about ``lease_s`` after the death, while the others keep running, not only at a restart.
+A run of this process whose append or close failed because Redis was away is closed
+the same way (error ``STORE_LOST``) as soon as Redis answers again.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -42,6 +44,8 @@ from .base import INTERRUPTED, EventLog
 logger = logging.getLogger("gateway.events")
 
 _MAX_SEQ = 2**63 - 2
+STORE_LOST = "failed: Redis could not be reached while the run went on, so its events stop here"
+"""The ``error`` of the ``run_failed`` event that ends a run whose writes failed while Redis was away."""
 _CREATE = """
 local function create(run, runs, open, order, run_id, now, writer)
   local n = redis.call('INCR', order)
@@ -117,6 +121,8 @@ class RedisEventLog(EventLog):
         self._append = self._client.register_script(_APPEND)
         self._close = self._client.register_script(_CLOSE)
         self._close_abandoned = self._client.register_script(_CLOSE_ABANDONED)
+        self._broken: set[str] = set()
+        """Runs of this process whose append or close failed on a lost connection: closed once Redis is back."""
 
     @property
     def process_id(self) -> str:
@@ -125,7 +131,7 @@ class RedisEventLog(EventLog):
 
     async def append(self, event: Event) -> Event:
         run_id = event.run_id
-        with self._unavailable():
+        with self._broken_on_failure(run_id), self._unavailable():
             seq = int(
                 await self._append(
                     keys=[*self._index_keys(run_id), self._events_key(run_id)],
@@ -145,7 +151,7 @@ class RedisEventLog(EventLog):
         return [event for entry_id, fields in entries if (event := _event(entry_id, fields)) is not None]
 
     async def close_run(self, run_id: str) -> None:
-        with self._unavailable():
+        with self._broken_on_failure(run_id), self._unavailable():
             await self._close(
                 keys=[*self._index_keys(run_id), self._events_key(run_id)], args=[run_id, now_ms(), self._liveness.id]
             )
@@ -171,12 +177,32 @@ class RedisEventLog(EventLog):
             for run_id, writer in zip(open_runs, writers, strict=True):
                 if writer is not None and alive[writer]:
                     continue
-                failed = Event.create(EventType.RUN_FAILED, run_id, error=INTERRUPTED, error_type="Interrupted")
                 mark = self._liveness.key(writer.decode() if writer is not None else "none")
-                keys = [self._run_key(run_id), self._key("runs-open"), self._events_key(run_id), mark]
-                if await self._close_abandoned(keys=keys, args=[run_id, failed.to_json()]):
+                if await self._close_failed(run_id, mark, INTERRUPTED, "Interrupted"):
                     closed.append(run_id)
         return closed
+
+    async def _close_failed(self, run_id: str, mark: str, error: str, error_type: str) -> bool:
+        """``run_failed`` and the close in one script, unless the run is closed or ``mark`` (a life) exists."""
+        failed = Event.create(EventType.RUN_FAILED, run_id, error=error, error_type=error_type)
+        keys = [self._run_key(run_id), self._key("runs-open"), self._events_key(run_id), mark]
+        return bool(await self._close_abandoned(keys=keys, args=[run_id, failed.to_json()]))
+
+    async def _close_broken(self) -> None:
+        """The runs whose writes failed while Redis was away end ``run_failed``, so their readers end too."""
+        for run_id in sorted(self._broken):
+            with self._unavailable():
+                await self._close_failed(run_id, self._key("alive:-"), STORE_LOST, "StoreUnavailable")
+            self._broken.discard(run_id)
+            logger.warning("run %s could not be written while Redis was away; closed it as run_failed", run_id)
+
+    @contextmanager
+    def _broken_on_failure(self, run_id: str) -> Iterator[None]:
+        try:
+            yield
+        except StoreUnavailable:
+            self._broken.add(run_id)
+            raise
 
     async def open_run(self, run_id: str, *, owner: str | None = None) -> None:
         keys = [*self._index_keys(run_id), self._key(f"runs-by:{owner or ''}")]
@@ -259,6 +285,7 @@ class RedisEventLog(EventLog):
             try:
                 with self._unavailable():
                     await self._liveness.renew()
+                await self._close_broken()
                 connected_since = connected_since or anyio.current_time()
                 if anyio.current_time() - connected_since >= self.settings.lease_s:
                     for run_id in await self.close_abandoned_runs():
