@@ -58,6 +58,10 @@ class EventLog(abc.ABC):
         A run that is only appended to is indexed at its first event, without an owner.
         """
 
+    async def has_run(self, run_id: str) -> bool:
+        """Whether the log knows the run: it has events or was closed (a shared log: also once it was opened)."""
+        return await self.is_closed(run_id) or bool(await self.read(run_id, -1, limit=1))
+
     @abc.abstractmethod
     async def run_owner(self, run_id: str) -> str | None:
         """The owner ``open_run`` recorded (None when none, or the run is unknown)."""

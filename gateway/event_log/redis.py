@@ -209,6 +209,11 @@ class RedisEventLog(EventLog):
         with self._unavailable():
             await self._open(keys=keys, args=[run_id, now_ms(), owner or "", self._liveness.id])
 
+    async def has_run(self, run_id: str) -> bool:
+        """Known from ``open_run`` on, on every replica: a reader may follow a run before its first event."""
+        with self._unavailable():
+            return bool(await self._client.exists(self._run_key(run_id)))
+
     async def run_owner(self, run_id: str) -> str | None:
         with self._unavailable():
             owner: Any = await self._client.hget(self._run_key(run_id), "owner")

@@ -417,9 +417,7 @@ class GatewayService:
         """A run the log has events for, or one this service started and has not written yet; ``caller`` may see it."""
         if caller is not None and not caller.may_see(await self.event_log.run_owner(run_id)):
             return False
-        if run_id in self.runs.active or await self.event_log.is_closed(run_id):
-            return True
-        return bool(await self.event_log.read(run_id, -1, limit=1))
+        return run_id in self.runs.active or await self.event_log.has_run(run_id)
 
     async def list_runs(self, limit: int, caller: Principal | None = None) -> list[str]:
         """Newest first: every run for an admin (or no caller), else the caller's own."""
