@@ -8,6 +8,7 @@ answers first and hands off to the remote ``stream`` agent (the scripted agent: 
 
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
@@ -123,7 +124,7 @@ def test_concurrent_messages_to_one_session_through_different_replicas_run_one_a
     assert session["version"] == 2 * len(messages) and session["open_run"] is None
     runs.sort(key=lambda events: events[-1]["session_version"])
     assert [events[-1]["session_version"] for events in runs] == [2 * n for n in range(1, len(messages) + 1)]
-    for before, after in zip(runs, runs[1:], strict=False):
+    for before, after in itertools.pairwise(runs):
         assert before[-1]["timestamp_ms"] <= after[0]["timestamp_ms"], "two turns held the session at once"
 
 
