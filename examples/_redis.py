@@ -62,6 +62,10 @@ class LocalRedis:
         return f"redis://127.0.0.1:{self.port}"
 
     @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process is not None else None
+
+    @property
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
