@@ -22,9 +22,9 @@ from typing import Any
 import httpx
 import orjson
 from servers import free_port
+from waiting import PROCESS_S
 
 ROOT = Path(__file__).resolve().parent.parent
-STARTUP_S = 30.0
 STOP_S = 10.0
 
 
@@ -85,7 +85,7 @@ def lines_of(response: httpx.Response) -> list[dict[str, Any]]:
 
 
 def _wait_healthy(replica: Replica) -> None:
-    deadline = time.monotonic() + STARTUP_S
+    deadline = time.monotonic() + PROCESS_S
     while time.monotonic() < deadline:
         if replica.process.poll() is not None:
             raise AssertionError(f"replica {replica.name} exited: {replica.log.read_text(errors='replace')}")
