@@ -36,7 +36,7 @@ from gateway.agent_result import AgentToolResult
 from gateway.agent_tool import AgentTool, AgentToolFunction, ToolInput
 from gateway.blackboard import Blackboard
 from gateway.config import ToolConfig
-from gateway.errors import AgentToolError, SessionConflictError, SessionNotFound
+from gateway.errors import AgentToolError, SessionBusy, SessionConflictError, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.gateway import Gateway
 from gateway.models import Providers
@@ -366,7 +366,7 @@ class GatewayService:
         """Start one user turn in the background; returns its run id as soon as ``run_started`` is written.
 
         Errors before the run starts are raised here: another caller's session (404), a
-        session another process changed meanwhile (409), a broken session store.
+        session another process changed meanwhile or held too long (409), a broken session store.
         """
         runner = self.runner
         try:
@@ -377,6 +377,8 @@ class GatewayService:
             raise NotFound(str(exc)) from None
         except SessionConflictError as exc:
             raise Conflict(f"{exc}; send the message again") from None
+        except SessionBusy as exc:
+            raise Conflict(str(exc)) from None
         return run_id
 
     async def _turn(
