@@ -125,9 +125,8 @@ async def test_list_runs_is_newest_first(log: EventLog) -> None:
     assert await log.list_runs(limit=2) == ["third", "second"]
 
 
+@pytest.mark.parametrize("log", ["memory", "sqlite"], indirect=True)  # Redis: tests/test_redis_stores.py
 async def test_aclose_ends_waiting_followers(log: EventLog, monkeypatch: pytest.MonkeyPatch) -> None:
-    if isinstance(log, RedisEventLog):
-        pytest.skip("a Redis follower waits in Redis, not in _wait: test_redis_stores.py closes one waiting there")
     done, waiting = anyio.Event(), anyio.Event()
     wait_for_append = log._wait
 
