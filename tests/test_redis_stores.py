@@ -20,6 +20,7 @@ from gateway.errors import RunClosedError, SessionBusy, SessionConflictError, Se
 from gateway.event_log.base import INTERRUPTED
 from gateway.event_log.redis import RedisEventLog
 from gateway.events import Event, EventType
+from gateway.gateway import Gateway
 from gateway.registrations import MemoryRegistryStore, RegistryStore, SQLiteRegistryStore, open_registry
 from gateway.registrations.redis import RedisRegistryStore
 from gateway.service import GatewayService
@@ -226,15 +227,27 @@ async def test_open_registry_specs(tmp_path: Path) -> None:
         open_registry(f"sqlite:{tmp_path}")
 
 
-async def test_a_tool_defined_through_the_service_is_there_after_a_restart_on_sqlite(tmp_path: Path) -> None:
+async def test_tools_defined_and_removed_through_the_service_stay_so_after_a_restart_on_sqlite(tmp_path: Path) -> None:
+    """Also over the configuration's tools: one removed stays removed, one defined anew is the API's."""
     path = tmp_path / "sessions.db"
-    async with GatewayService(registry=SQLiteRegistryStore(path)) as service:
+
+    def configured() -> Gateway:
+        gateway = Gateway()
+        for name in ("dropped", "redefined"):
+            gateway.add_tool(ToolConfig(name=name, agent="http://127.0.0.1:9").agent_tool())
+        return gateway
+
+    async with GatewayService(gateway=configured(), registry=SQLiteRegistryStore(path)) as service:
         await service.add_tool(ToolConfig(name="research", agent="http://127.0.0.1:9", mode="streaming"))
         await service.add_tool(ToolConfig(name="gone", agent="http://127.0.0.1:9"))
         await service.remove_tool("gone")
-    async with GatewayService(registry=SQLiteRegistryStore(path)) as restarted:
-        assert sorted(restarted.gateway.tools) == ["research"]
+        await service.remove_tool("dropped")
+        await service.remove_tool("redefined")
+        await service.add_tool(ToolConfig(name="redefined", agent="http://127.0.0.1:9", mode="streaming"))
+    async with GatewayService(gateway=configured(), registry=SQLiteRegistryStore(path)) as restarted:
+        assert sorted(restarted.gateway.tools) == ["redefined", "research"]
         assert restarted.get_tool("research").mode.kind == "streaming"
+        assert restarted.get_tool("redefined").mode.kind == "streaming"
 
 
 async def test_a_task_left_running_by_a_process_that_died_is_closed_by_another_replica(redis_url: str) -> None:

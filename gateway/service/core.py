@@ -265,7 +265,7 @@ class GatewayService:
             self._registry_version = version
 
     def _apply_tool(self, entry: Registration) -> None:
-        """A tool defined or removed elsewhere; one whose name a tool of the configuration holds is skipped."""
+        """A tool defined or removed elsewhere; it replaces one of its name (a configured one removed, defined anew)."""
         name, data = entry.name, entry.data
         if data is None:
             if name in self.gateway.tools:
@@ -274,11 +274,6 @@ class GatewayService:
         if self._applied_tools.get(name) == data:
             return
         if name in self.gateway.tools:
-            if name not in self._applied_tools:
-                logger.warning(
-                    "the registry's tool %r is not applied: the configuration defines one by that name", name
-                )
-                return
             self._remove_tool(name)
         self._add_tool(name, data)
 

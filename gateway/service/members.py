@@ -217,8 +217,9 @@ class Members:
     def apply(self, entry: Registration) -> None:
         """Bring an agent registered or removed elsewhere (another replica, an earlier start) into this swarm.
 
-        Built from the entry's card, without a request to the agent. An entry whose name a
-        local or configured agent holds is skipped with a warning: the configuration wins.
+        Built from the entry's card, without a request to the agent. It replaces a remote
+        agent of that name (one of the configuration, removed and registered again through
+        the API); an entry whose name a local agent holds is skipped with a warning.
         """
         name, data = entry.name, entry.data
         if data is None:
