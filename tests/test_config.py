@@ -342,7 +342,14 @@ def test_redis_stores_take_their_settings_and_the_registry_follows_the_sessions(
     assert config.store_path(config.stores.sessions, "sessions.db") is None
     assert validate_config({}).stores.registry_spec == "sqlite"
     with pytest.raises(ConfigError) as caught:
-        load_config(_write(tmp_path, '[stores]\nregistry = "redis://h:port/0"\n\n[stores.redis]\nlease_secs = 0\n'))
+        load_config(
+            _write(
+                tmp_path,
+                '[stores]\nregistry = "redis://h:port/0"\nblackboard = "redis://h:1/0"\n'
+                "\n[stores.redis]\nlease_secs = 0\n",
+            )
+        )
     problems = str(caught.value)
+    assert "stores.blackboard: the blackboard has no Redis store ('redis://h:1/0')" in problems
     assert "stores.registry: the store 'redis://h:port/0' has a port that is not a number" in problems
     assert "stores.redis.lease_secs: Input should be greater than 0" in problems

@@ -19,7 +19,7 @@ def open_board_store(spec: str) -> BoardStore:
     if kind == "memory":
         return MemoryBoardStore()
     if kind == "redis":
-        raise ValueError(f"the blackboard has no Redis store ({spec!r}); use \"memory\" or \"sqlite:PATH\"")
+        raise ValueError(f'the blackboard has no Redis store ({spec!r}); use "memory" or "sqlite:PATH"')
     assert path is not None
     try:
         return SQLiteBoardStore(path)

@@ -176,7 +176,13 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
     )
 
 
-_STORES = {"sessions": "sessions.db", "events": "events.db", "tasks": "tasks.db", "blackboard": "boards.db", "registry": "sessions.db"}
+_STORES = {
+    "sessions": "sessions.db",
+    "events": "events.db",
+    "tasks": "tasks.db",
+    "blackboard": "boards.db",
+    "registry": "sessions.db",
+}
 _Store = TypeVar("_Store")
 
 
