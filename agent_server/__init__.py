@@ -49,10 +49,13 @@ if TYPE_CHECKING:
         SQLiteTaskStore as SQLiteTaskStore,
         StoreFull as StoreFull,
         StoreSpec as StoreSpec,
+        StoreUnavailable as StoreUnavailable,
         TaskStore as TaskStore,
         open_store as open_store,
         parse_store_spec as parse_store_spec,
     )
+    from agent_server.stores.redis import RedisTaskStore as RedisTaskStore
+    from agent_server.stores.redis_settings import RedisSettings as RedisSettings
     from agent_server.task_manager import TaskManager as TaskManager
 
 _EXPORTS = {
@@ -65,10 +68,13 @@ _EXPORTS = {
     "InputRequired": "agent_server.agent",
     "MemoryTaskStore": "agent_server.stores",
     "Principal": "agent_server.auth",
+    "RedisSettings": "agent_server.stores.redis_settings",
+    "RedisTaskStore": "agent_server.stores.redis",
     "SQLiteTaskStore": "agent_server.stores",
     "ServerLimits": "agent_server.limits",
     "StoreFull": "agent_server.stores",
     "StoreSpec": "agent_server.stores",
+    "StoreUnavailable": "agent_server.stores",
     "TaskContext": "agent_server.agent",
     "TaskManager": "agent_server.task_manager",
     "TaskStore": "agent_server.stores",

@@ -9,6 +9,10 @@ stream; it ends with exactly one ``final`` status line (a terminal state, or
 
 A task belongs to the caller that created it (``caller``, a ``Principal``; None where
 nobody is authenticated): another caller that is not an admin is told it does not exist.
+
+On a store shared by several server processes (Redis), a task another live process runs
+is read from the store, its events followed as that process appends them, and a cancel
+passed on to that process (``_elsewhere``); it is never taken for one a stopped process left.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from .stores.base import StoreFull, TaskStore, is_running
 logger = logging.getLogger("agent_server")
 
 _FINISH_TIMEOUT_S = 5.0
+_CANCEL_ELSEWHERE_TIMEOUT_S = 2 * _FINISH_TIMEOUT_S
 _CANCELED_BY_REQUEST = "canceled by request"
 _CANCELED_ON_DISCONNECT = "canceled: the client disconnected"
 _CANCELED_ON_SHUTDOWN = "canceled: the server is shutting down"
@@ -99,7 +104,7 @@ class TaskManager:
         """Own the task group runs live in; on exit, running tasks are canceled and end ``canceled``."""
         if self._task_group is not None:
             raise RuntimeError("this TaskManager is already running")
-        async with anyio.create_task_group() as task_group:
+        async with self.store.serving(self._cancel_requested), anyio.create_task_group() as task_group:
             self._task_group = task_group
             try:
                 yield self
@@ -173,6 +178,10 @@ class TaskManager:
                     return
             run = run or self._runs.get(task_id)
             if run is None:
+                if await self.store.running_elsewhere(task_id):
+                    async with aclosing(self._elsewhere(task_id, seen)) as events:
+                        async for event in events:
+                            yield event
                 return
         async with aclosing(self._follow(run, seen)) as events:
             async for event in events:
@@ -195,6 +204,8 @@ class TaskManager:
             run.cancel(_CANCELED_BY_REQUEST)
             await run.done.wait()
             return _trimmed(run.task, None)
+        if is_running(task) and await self.store.running_elsewhere(task_id):
+            return await self._cancel_elsewhere(task_id)
         if task.status.state is not TaskState.INPUT_REQUIRED:
             raise ProtocolError(
                 ErrorCode.TASK_NOT_CANCELABLE,
@@ -206,6 +217,48 @@ class TaskManager:
             if task.status.state is TaskState.INPUT_REQUIRED:
                 task = await self._close_idle(task, TaskState.CANCELED, _CANCELED_BY_REQUEST)
         return _trimmed(task, None)
+
+    def _cancel_requested(self, task_id: str) -> None:
+        """Another server process asked to cancel a task this one runs."""
+        run = self._runs.get(task_id)
+        if run is not None:
+            run.cancel(_CANCELED_BY_REQUEST)
+
+    async def _elsewhere(self, task_id: str, after_seq: int) -> AsyncGenerator[StreamEvent, None]:
+        """The events of a task another process runs, through its final one, also if that process dies first."""
+        seen = after_seq
+        async with aclosing(self.store.follow_events(task_id, after_seq)) as events:
+            async for event in events:
+                seen = event.seq
+                yield event
+                if event.final:
+                    return
+        await self._load(task_id)  # it died: the task is closed ``failed`` here, with a final line
+        for event in await self.store.read_events(task_id, seen):
+            yield event
+            if event.final:
+                return
+
+    async def _cancel_elsewhere(self, task_id: str) -> Task:
+        """Ask the process running the task to cancel it, and wait (bounded) for the task's final line."""
+        seen = await self.store.last_seq(task_id)
+        if not await self.store.request_cancel(task_id):
+            raise ProtocolError(
+                ErrorCode.INTERNAL_ERROR,
+                f"task {task_id!r} runs on another server process, which did not hear the cancel; retry",
+                http_status=503,
+            )
+        with anyio.move_on_after(_CANCEL_ELSEWHERE_TIMEOUT_S):
+            async with aclosing(self._elsewhere(task_id, seen)) as events:
+                async for event in events:
+                    if event.final:
+                        return _trimmed(await self._load(task_id), None)
+        raise ProtocolError(
+            ErrorCode.INTERNAL_ERROR,
+            f"task {task_id!r} runs on another server process and did not end within "
+            f"{_CANCEL_ELSEWHERE_TIMEOUT_S:g} s of the cancel request",
+            http_status=504,
+        )
 
     async def _begin(self, params: TaskSendParams, caller: Principal | None) -> _Run:
         """Check, record and start a run; shielded so a caller that goes away cannot half-start it."""
@@ -397,7 +450,7 @@ class TaskManager:
         task = await self.store.load_task(task_id)
         if task is None:
             raise _not_found(task_id)
-        if not is_running(task) or task_id in self._busy:
+        if not is_running(task) or task_id in self._busy or await self.store.running_elsewhere(task_id):
             return task
         with self._reserved(task_id), anyio.CancelScope(shield=True):
             healed = await self._load_own(task_id)
@@ -406,7 +459,7 @@ class TaskManager:
     async def _load_own(self, task_id: str) -> Task | None:
         """Load a task whose id this caller has reserved, healing an orphaned run."""
         task = await self.store.load_task(task_id)
-        if task is not None and is_running(task):
+        if task is not None and is_running(task) and not await self.store.running_elsewhere(task_id):
             logger.warning("task %s was left %s by a previous server process", task_id, task.status.state.value)
             task = await self._close_idle(task, TaskState.FAILED, _INTERRUPTED)
         return task

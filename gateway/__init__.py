@@ -29,7 +29,10 @@ if TYPE_CHECKING:
         PeerProtocolError as PeerProtocolError,
         PeerRedirect as PeerRedirect,
         PoolExhausted as PoolExhausted,
+        RunClosedError as RunClosedError,
+        SessionBusy as SessionBusy,
         SessionConflictError as SessionConflictError,
+        SessionLockLost as SessionLockLost,
         UnknownAgentTool as UnknownAgentTool,
     )
     from gateway.event_log import (
@@ -38,10 +41,18 @@ if TYPE_CHECKING:
         SQLiteEventLog as SQLiteEventLog,
         open_event_log as open_event_log,
     )
+    from gateway.event_log.redis import RedisEventLog as RedisEventLog
     from gateway.events import Event as Event, EventType as EventType
     from gateway.gateway import Gateway as Gateway
     from gateway.peers.base import Peer as Peer
     from gateway.peers.limits import PeerLimits as PeerLimits
+    from gateway.registrations import (
+        MemoryRegistryStore as MemoryRegistryStore,
+        RegistryStore as RegistryStore,
+        SQLiteRegistryStore as SQLiteRegistryStore,
+        open_registry as open_registry,
+    )
+    from gateway.registrations.redis import RedisRegistryStore as RedisRegistryStore
     from gateway.service import GatewayService as GatewayService, create_gateway_app as create_gateway_app
     from gateway.swarm import (
         Agent as Agent,
@@ -56,6 +67,7 @@ if TYPE_CHECKING:
         StructuredHistory as StructuredHistory,
         SummaryHistory as SummaryHistory,
     )
+    from gateway.swarm.sessions.redis import RedisSessionStore as RedisSessionStore
     from gateway.tools import ToolResult as ToolResult, tool as tool
     from gateway.uri import parse_agent_uri as parse_agent_uri
 
@@ -82,6 +94,7 @@ _EXPORTS = {
     "HostAllowlist": "gateway.allowed_hosts",
     "InvalidAgentURI": "gateway.errors",
     "MemoryEventLog": "gateway.event_log",
+    "MemoryRegistryStore": "gateway.registrations",
     "MemorySessionStore": "gateway.swarm",
     "Peer": "gateway.peers.base",
     "PeerConnectionError": "gateway.errors",
@@ -90,12 +103,20 @@ _EXPORTS = {
     "PeerProtocolError": "gateway.errors",
     "PeerRedirect": "gateway.errors",
     "PoolExhausted": "gateway.errors",
+    "RedisEventLog": "gateway.event_log.redis",
+    "RedisRegistryStore": "gateway.registrations.redis",
+    "RedisSessionStore": "gateway.swarm.sessions.redis",
+    "RegistryStore": "gateway.registrations",
     "RemoteAgent": "gateway.swarm",
+    "RunClosedError": "gateway.errors",
     "RunResponse": "gateway.swarm",
     "Runner": "gateway.swarm",
     "SQLiteEventLog": "gateway.event_log",
+    "SQLiteRegistryStore": "gateway.registrations",
     "SQLiteSessionStore": "gateway.swarm",
+    "SessionBusy": "gateway.errors",
     "SessionConflictError": "gateway.errors",
+    "SessionLockLost": "gateway.errors",
     "SessionStore": "gateway.swarm",
     "StructuredHistory": "gateway.swarm",
     "SummaryHistory": "gateway.swarm",
@@ -104,6 +125,7 @@ _EXPORTS = {
     "create_gateway_app": "gateway.service",
     "load_config": "gateway.config",
     "open_event_log": "gateway.event_log",
+    "open_registry": "gateway.registrations",
     "parse_agent_uri": "gateway.uri",
     "tool": "gateway.tools",
 }

@@ -22,6 +22,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent_server.limits import ServerLimits
+from agent_server.stores.redis_settings import RedisSettings, parse_redis_spec
+from agent_server.stores.spec import REDIS_SCHEMES
 from protocol import dotted_path
 
 from . import defaults
@@ -44,6 +46,7 @@ _LOCAL_ONLY = ("instructions", "model", "base_url", "api_key_env", "handoffs", "
 _TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _PEER_DEFAULTS = PeerLimits()
 _SERVER_DEFAULTS = ServerLimits()
+_REDIS_DEFAULTS = RedisSettings()
 ADMIN_TOKEN_ENV = "SWITCHBOARD_ADMIN_TOKEN"
 """The environment variable whose value, when set, is the gateway's admin token (principal ``admin``)."""
 
@@ -203,20 +206,65 @@ class ProviderConfig(_Strict):
         return ProviderSettings(base_url=self.base_url, api_key_env=self.api_key_env)
 
 
+class RedisConfig(_Strict):
+    """``[stores.redis]``: leases and timeouts of the Redis stores (agent_server/stores/redis_settings.py)."""
+
+    lease_secs: float = Field(_REDIS_DEFAULTS.lease_s, gt=0)
+    lock_wait_secs: float = Field(_REDIS_DEFAULTS.lock_wait_s, gt=0)
+    connect_timeout_secs: float = Field(_REDIS_DEFAULTS.connect_timeout_s, gt=0)
+    command_timeout_secs: float = Field(_REDIS_DEFAULTS.command_timeout_s, gt=0)
+    follow_block_secs: float = Field(_REDIS_DEFAULTS.follow_block_s, gt=0)
+    reconnect_secs: float = Field(_REDIS_DEFAULTS.reconnect_s, gt=0)
+    max_connections: int = Field(_REDIS_DEFAULTS.max_connections, ge=1)
+
+    def settings(self) -> RedisSettings:
+        return RedisSettings(
+            lease_s=self.lease_secs,
+            lock_wait_s=self.lock_wait_secs,
+            connect_timeout_s=self.connect_timeout_secs,
+            command_timeout_s=self.command_timeout_secs,
+            follow_block_s=self.follow_block_secs,
+            reconnect_s=self.reconnect_secs,
+            max_connections=self.max_connections,
+        )
+
+
 class StoresConfig(_Strict):
-    """``[stores]``: ``memory``, ``sqlite`` (a file under ``data_dir``) or ``sqlite:PATH``."""
+    """``[stores]``: ``memory``, ``sqlite`` (a file under ``data_dir``), ``sqlite:PATH`` or ``redis://HOST:PORT/DB``.
+
+    ``registry`` (agents and tools registered through the API) is by default where
+    ``sessions`` are (for plain ``sqlite``, in the sessions' file).
+    """
 
     sessions: str = "sqlite"
     events: str = "sqlite"
     tasks: str = "memory"
     blackboard: str = "sqlite"
+    registry: str | None = None
+    redis: RedisConfig = Field(default_factory=RedisConfig)
 
-    @field_validator("sessions", "events", "tasks", "blackboard")
+    @field_validator("sessions", "events", "tasks", "blackboard", "registry")
     @classmethod
-    def _store_spec(cls, value: str) -> str:
-        if value in ("memory", "sqlite") or (value.startswith("sqlite:") and len(value) > len("sqlite:")):
+    def _store_spec(cls, value: str | None) -> str | None:
+        if value is None or value in ("memory", "sqlite"):
             return value
-        raise ValueError(f"unknown store {value!r} (expected memory, sqlite or sqlite:PATH)")
+        if value.startswith("sqlite:") and len(value) > len("sqlite:"):
+            return value
+        if value.lower().startswith(REDIS_SCHEMES):
+            parse_redis_spec(value)
+            return value
+        raise ValueError(f"unknown store {value!r} (expected memory, sqlite, sqlite:PATH or redis://HOST:PORT/DB)")
+
+    @field_validator("blackboard")
+    @classmethod
+    def _board_spec(cls, value: str) -> str:
+        if value.lower().startswith(REDIS_SCHEMES):
+            raise ValueError(f"the blackboard has no Redis store ({value!r}); use memory, sqlite or sqlite:PATH")
+        return value
+
+    @property
+    def registry_spec(self) -> str:
+        return self.registry if self.registry is not None else self.sessions
 
 
 class AgentConfig(_Strict):
@@ -378,8 +426,8 @@ class GatewayConfig(_Strict):
         return self.model_copy(update={"agents": [default]})
 
     def store_path(self, spec: str, default_file: str) -> str | None:
-        """The SQLite file a store spec names (``sqlite`` alone: ``data_dir/default_file``); None for memory."""
-        if spec == "memory":
+        """The SQLite file a store spec names (``sqlite`` alone: ``data_dir/default_file``); None for memory, Redis."""
+        if spec == "memory" or spec.lower().startswith(REDIS_SCHEMES):
             return None
         if spec == "sqlite":
             return str(Path(self.gateway.data_dir) / default_file)

@@ -8,7 +8,7 @@ Two forms, applied in this order (later wins):
   ``SWITCHBOARD__TOOLS__RESEARCH__MAX_COST_USD=0.05``.
 - Shortcuts for what changes between machines: ``SWITCHBOARD_HOST``, ``SWITCHBOARD_PORT``,
   ``SWITCHBOARD_DATA_DIR``, ``SWITCHBOARD_LOG_LEVEL``, ``SWITCHBOARD_SESSIONS_STORE``,
-  ``SWITCHBOARD_EVENTS_STORE``, ``SWITCHBOARD_TASKS_STORE``.
+  ``SWITCHBOARD_EVENTS_STORE``, ``SWITCHBOARD_TASKS_STORE``, ``SWITCHBOARD_REGISTRY_STORE``.
 
 A value starting with ``[`` or ``{`` is read as a TOML array or inline table; any other value
 is kept as a string, which the configuration's models convert where the key wants a number
@@ -31,6 +31,7 @@ SHORTCUTS: dict[str, tuple[str, str]] = {
     "SWITCHBOARD_SESSIONS_STORE": ("stores", "sessions"),
     "SWITCHBOARD_EVENTS_STORE": ("stores", "events"),
     "SWITCHBOARD_TASKS_STORE": ("stores", "tasks"),
+    "SWITCHBOARD_REGISTRY_STORE": ("stores", "registry"),
 }
 
 Loc = tuple[str | int, ...]

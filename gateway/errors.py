@@ -5,6 +5,7 @@
     SwitchboardError                      protocol.errors: the root
     ├── ProtocolError                     a request the binding refuses, or an error answer read back (code, status)
     │   ├── EnvelopedProtocolError        the same, raised after a JSON-RPC envelope was read
+    │   ├── StoreUnavailable (503)        agent_server.stores: a store's server (Redis) cannot be reached
     │   └── ServiceError                  gateway.service: a request the gateway API refuses
     │       ├── Forbidden (403), NotFound (404), Conflict (409)
     │       ├── AgentUnreachable (502)    a card could not be fetched
@@ -24,7 +25,10 @@
     ├── SwarmError                        the swarm runner
     │   ├── AgentHandoffError             a transfer names no agent the runner can resolve
     │   ├── SessionNotFound               another caller's session
+    │   ├── SessionBusy                   another process held the session longer than the lock wait
     │   └── SessionConflictError          another turn saved the session first
+    │       └── SessionLockLost           the session's lock lease ran out: the save was refused (fencing)
+    ├── RunClosedError                    an append to a run the event log already closed
     ├── BoardError                        gateway.blackboard
     │   ├── BoardConflict                 a write with a version that is no longer the board's; ``current``
     │   ├── BoardNotFound                 another caller's board, or none written yet (also a LookupError)
@@ -238,6 +242,34 @@ class SessionConflictError(SwarmError):
         self.session_id = session_id
         self.expected_version = expected_version
         self.actual_version = actual_version
+
+
+class SessionLockLost(SessionConflictError):
+    """The turn's lock on the session expired (its process stalled past the lease) and its save was refused."""
+
+    def __init__(self, session_id: str, expected_version: int, actual_version: int) -> None:
+        super().__init__(session_id, expected_version, actual_version)
+        self.args = (
+            f"session {session_id!r}: this turn's lock on it expired and another may hold it now; nothing was saved",
+        )
+
+
+class SessionBusy(SwarmError):
+    """Another process held the session for longer than the lock wait; the turn did not start."""
+
+    def __init__(self, session_id: str, waited_s: float) -> None:
+        super().__init__(
+            f"session {session_id!r} is busy: another gateway replica has held it for {waited_s:g} s; retry later"
+        )
+        self.session_id = session_id
+
+
+class RunClosedError(SwitchboardError):
+    """An append to a run the event log has closed: another replica took this one for dead and closed its run."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id!r} is closed; nothing more can be appended to it")
+        self.run_id = run_id
 
 
 class ModelError(SwitchboardError):

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import settings
+
+from examples._redis import LocalRedis
 
 # Property tests check behaviour, not speed: no per-example deadline on a busy 2-core machine.
 settings.register_profile("switchboard", deadline=None)
@@ -13,3 +18,16 @@ settings.load_profile("switchboard")
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRedis]:
+    """One Redis-compatible server per test process (each xdist worker has its own), started on first use."""
+    with LocalRedis(tmp_path_factory.mktemp("redis"), fsync="everysec") as server:
+        yield server
+
+
+@pytest.fixture
+def redis_url(redis_server: LocalRedis) -> str:
+    """A store spec on that server with a key prefix of this test's own, so no test sees another's keys."""
+    return f"{redis_server.url}/0?prefix=t{uuid.uuid4().hex[:12]}"

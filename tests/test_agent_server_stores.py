@@ -1,4 +1,4 @@
-"""Task stores: the memory store's bound and expiry, the SQLite store's persistence, open_store."""
+"""Task stores: the memory store's bound and expiry, the SQLite store's persistence, the Redis store, open_store."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 
 from agent_server import MemoryTaskStore, SQLiteTaskStore, StoreFull, TaskStore, open_store
 from agent_server.stores import SQLiteDatabase, StoreSpec, parse_store_spec
+from agent_server.stores.redis import RedisTaskStore
 from protocol import Artifact, ArtifactEvent, StatusEvent, Task, TaskState, TaskStatus, TextPart
 
 pytestmark = pytest.mark.anyio
@@ -64,6 +65,14 @@ async def test_memory_store_roundtrip() -> None:
 
 async def test_sqlite_store_roundtrip(tmp_path: Path) -> None:
     store = SQLiteTaskStore(tmp_path / "t.db")
+    try:
+        await _roundtrip(store)
+    finally:
+        await store.aclose()
+
+
+async def test_redis_store_roundtrip(redis_url: str) -> None:
+    store = RedisTaskStore(redis_url)
     try:
         await _roundtrip(store)
     finally:
@@ -176,7 +185,10 @@ async def test_open_store_specs(tmp_path: Path) -> None:
     store = open_store(f"sqlite:{tmp_path / 'x.db'}")
     await store.aclose()
     assert isinstance(store, SQLiteTaskStore) and store.path == tmp_path / "x.db"
-    for bad in ("redis://x", "sqlite:", ""):
+    store = open_store("redis://127.0.0.1:1/0")
+    await store.aclose()
+    assert isinstance(store, RedisTaskStore) and store.target.prefix == "switchboard:"
+    for bad in ("redis:x", "redis://127.0.0.1:x/0", "redis://h/zero", "sqlite:", ""):
         with pytest.raises(ValueError, match="store"):
             open_store(bad)
 
@@ -244,9 +256,10 @@ def test_parse_store_spec_is_the_one_parser_of_store_specs(tmp_path: Path) -> No
         parse_store_spec("sqlite", what="event log")
     with pytest.raises(ValueError, match="a sqlite task store needs a path"):
         parse_store_spec("sqlite:", what="task store", default_path="x.db")
-    with pytest.raises(ValueError, match="""unknown task store 'redis://x'; use "memory" or "sqlite:PATH\""""):
-        parse_store_spec("redis://x", what="task store")
-    with pytest.raises(ValueError, match='use "memory", "sqlite" or "sqlite:PATH"'):
+    assert parse_store_spec("redis://h:1/2?prefix=p") == ("redis", "redis://h:1/2?prefix=p")
+    with pytest.raises(ValueError, match="""unknown task store 'redis:x'; use "memory", "sqlite:PATH" or "redis://"""):
+        parse_store_spec("redis:x", what="task store")
+    with pytest.raises(ValueError, match='use "memory", "sqlite", "sqlite:PATH" or "redis://HOST:PORT/DB"'):
         parse_store_spec("", default_path="x.db")
 
 

@@ -132,8 +132,8 @@ def test_a_bad_store_spec_gets_a_clear_error(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(ROOT)
-    assert main(["serve", "examples.echo:agent", "--store", "redis://x"]) == 2
-    assert 'use "memory" or "sqlite:PATH"' in capsys.readouterr().err
+    assert main(["serve", "examples.echo:agent", "--store", "redis:x"]) == 2
+    assert 'use "memory", "sqlite:PATH" or "redis://HOST:PORT/DB"' in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

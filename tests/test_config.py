@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from agent_server.stores.redis_settings import RedisSettings
 from gateway.agent_tool import Mode
 from gateway.config import ConfigError, load_config, validate_config
 from gateway.service import build_service
@@ -132,7 +133,10 @@ def test_bad_values_are_all_reported_at_once(tmp_path: Path) -> None:
         in problems
     )
     assert f"{path}: limits.max_tool_iterations: Input should be greater than or equal to 0 (got -1)" in problems
-    assert f"{path}: stores.events: unknown store 'redis' (expected memory, sqlite or sqlite:PATH)" in problems
+    assert (
+        f"{path}: stores.events: unknown store 'redis' (expected memory, sqlite, sqlite:PATH or redis://HOST:PORT/DB)"
+        in problems
+    )
     assert any(
         p.startswith(f"{path}: agents[0].model: 'claude 3' is not a model name (expected offline, PROVIDER:MODEL")
         for p in problems
@@ -325,3 +329,27 @@ def test_the_defaults_of_limits_and_tools_are_the_librarys() -> None:
     assert config.limits.max_tool_iterations == runner["max_tool_iterations"].default
     assert config.tools[0].timeout_ms == DEFAULT_TIMEOUT_MS
     assert config.tools[0].idle_timeout_secs == DEFAULT_IDLE_TIMEOUT_S
+
+
+def test_redis_stores_take_their_settings_and_the_registry_follows_the_sessions(tmp_path: Path) -> None:
+    spec = "redis://127.0.0.1:6390/2?prefix=desk"
+    config = load_config(
+        _write(tmp_path, f'[stores]\nsessions = "{spec}"\nevents = "{spec}"\n\n[stores.redis]\nlease_secs = 2\n'),
+        environ={"SWITCHBOARD__STORES__REDIS__LOCK_WAIT_SECS": "7"},
+    )
+    assert config.stores.registry_spec == spec and config.stores.registry is None
+    assert config.stores.redis.settings() == RedisSettings(lease_s=2.0, lock_wait_s=7.0)
+    assert config.store_path(config.stores.sessions, "sessions.db") is None
+    assert validate_config({}).stores.registry_spec == "sqlite"
+    with pytest.raises(ConfigError) as caught:
+        load_config(
+            _write(
+                tmp_path,
+                '[stores]\nregistry = "redis://h:port/0"\nblackboard = "redis://h:1/0"\n'
+                "\n[stores.redis]\nlease_secs = 0\n",
+            )
+        )
+    problems = str(caught.value)
+    assert "stores.blackboard: the blackboard has no Redis store ('redis://h:1/0')" in problems
+    assert "stores.registry: the store 'redis://h:port/0' has a port that is not a number" in problems
+    assert "stores.redis.lease_secs: Input should be greater than 0" in problems

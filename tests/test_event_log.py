@@ -1,4 +1,4 @@
-"""The event log, memory and SQLite behind one interface: per-run seq, reads from a seq, live follow."""
+"""The event log, memory, SQLite and Redis behind one interface: per-run seq, reads from a seq, live follow."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from waiting import until
 
 from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log
+from gateway.event_log.redis import RedisEventLog
 from gateway.events import Event, EventType
 
 pytestmark = pytest.mark.anyio
@@ -22,13 +23,15 @@ NO_POLL_S = 3600.0
 """SQLite's re-read for other processes, made longer than any test: a live event then comes only by a wake-up."""
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 async def log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[EventLog]:
-    store: EventLog = (
-        MemoryEventLog()
-        if request.param == "memory"
-        else SQLiteEventLog(tmp_path / "events.db", cross_process_poll_s=NO_POLL_S)
-    )
+    store: EventLog
+    if request.param == "memory":
+        store = MemoryEventLog()
+    elif request.param == "sqlite":
+        store = SQLiteEventLog(tmp_path / "events.db", cross_process_poll_s=NO_POLL_S)
+    else:
+        store = RedisEventLog(request.getfixturevalue("redis_url"))
     try:
         yield store
     finally:
@@ -122,6 +125,7 @@ async def test_list_runs_is_newest_first(log: EventLog) -> None:
     assert await log.list_runs(limit=2) == ["third", "second"]
 
 
+@pytest.mark.parametrize("log", ["memory", "sqlite"], indirect=True)  # Redis: tests/test_redis_stores.py
 async def test_aclose_ends_waiting_followers(log: EventLog, monkeypatch: pytest.MonkeyPatch) -> None:
     done, waiting = anyio.Event(), anyio.Event()
     wait_for_append = log._wait
@@ -193,8 +197,11 @@ def test_open_event_log_specs(tmp_path: Path) -> None:
     sqlite_log = open_event_log(f"sqlite:{tmp_path / 'e.db'}")
     assert isinstance(sqlite_log, SQLiteEventLog)
     anyio.run(sqlite_log.aclose)
-    for bad in ("redis://x", "sqlite:", ""):
-        with pytest.raises(ValueError, match='"memory" or "sqlite:PATH"|needs a path'):
+    redis_log = open_event_log("redis://127.0.0.1:1/0")
+    assert isinstance(redis_log, RedisEventLog)
+    anyio.run(redis_log.aclose)
+    for bad in ("redis:x", "sqlite:", ""):
+        with pytest.raises(ValueError, match='"memory", "sqlite:PATH" or "redis://HOST:PORT/DB"|needs a path'):
             open_event_log(bad)
 
 

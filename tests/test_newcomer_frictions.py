@@ -114,10 +114,12 @@ def _echo() -> HostedAgent:
     return HostedAgent("echo", echo, description="Repeats the text of the message it receives.")
 
 
+@pytest.mark.parametrize("registry", ["memory", "sqlite"])
 def test_after_a_restart_a_session_held_by_an_agent_no_longer_registered_goes_back_to_the_starting_agent(
-    tmp_path: Path,
+    tmp_path: Path, registry: str
 ) -> None:
-    """docs/gateway-service.md: agents added through the API are lost at a restart, and their sessions go back.
+    """docs/gateway-service.md: with a memory registry, agents added through the API are lost at a restart, and
+    their sessions go back; with the default (the sessions' SQLite file) the agent is back and keeps its session.
 
     Even where the gateway may still connect to the agent's host (here ``allowed_agent_hosts``): it is not
     connected again by the URL the session stored, since nobody registered it in this process.
@@ -125,7 +127,7 @@ def test_after_a_restart_a_session_held_by_an_agent_no_longer_registered_goes_ba
     config = tmp_path / "gw.toml"
     config.write_text(
         f'[gateway]\ndata_dir = "{tmp_path}"\n[stores]\nsessions = "sqlite"\nevents = "sqlite"\n'
-        '[security]\nallowed_agent_hosts = ["127.0.0.1"]\n'
+        f'registry = "{registry}"\n[security]\nallowed_agent_hosts = ["127.0.0.1"]\n'
     )
     with serve_app(create_app(_echo())) as echo_url:
         with serve_app(create_gateway_app(load_config(config))) as url:
@@ -136,7 +138,14 @@ def test_after_a_restart_a_session_held_by_an_agent_no_longer_registered_goes_ba
             assert first[-1]["active_agent_name"] == "echo"
         with serve_app(create_gateway_app(load_config(config))) as url:
             again = lines_of(httpx.post(f"{url}/sessions/r1/messages", json={"message": "hello"}, timeout=30))
+            listed = [agent["name"] for agent in httpx.get(f"{url}/agents", timeout=10).json()["agents"]]
     changed = [e for e in again if e["type"] == "agent_changed"]
+    if registry == "sqlite":
+        assert "echo" in listed and not changed
+        assert again[-1]["type"] == "run_completed" and again[-1]["active_agent_name"] == "echo"
+        assert again[-1]["content"] == "hello"
+        return
+    assert "echo" not in listed
     assert changed and changed[0]["previous"] == "echo" and changed[0]["agent"] == "assistant"
     assert changed[0]["cause"] == "not_registered"
     assert again[-1]["type"] == "run_completed" and again[-1]["active_agent_name"] == "assistant"

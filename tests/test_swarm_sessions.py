@@ -16,16 +16,24 @@ from waiting import DEADLINE_S, until
 from gateway import Agent, MemorySessionStore, Runner, SessionConflictError, SQLiteSessionStore, tool
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
 from gateway.swarm import HandoffRecord, Session, SessionStore
+from gateway.swarm.sessions.redis import RedisSessionStore
 
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    made: SessionStore = MemorySessionStore() if request.param == "memory" else SQLiteSessionStore(tmp_path / "s.db")
-    yield made
+    made: SessionStore
+    if request.param == "memory":
+        made = MemorySessionStore()
+    elif request.param == "sqlite":
+        made = SQLiteSessionStore(tmp_path / "s.db")
+    else:
+        made = RedisSessionStore(request.getfixturevalue("redis_url"))
+    async with made.running():
+        yield made
     await made.close()
 
 

@@ -1,11 +1,11 @@
-"""Task stores: the interface, an in-memory store and a SQLite store, ``open_store``, and the
-pieces other SQLite stores share: ``parse_store_spec`` and ``SQLiteDatabase``."""
+"""Task stores: the interface, an in-memory store, a SQLite store and a Redis store (``redis.py``, imported
+when first opened), ``open_store``, and the pieces other stores share: ``parse_store_spec``, ``SQLiteDatabase``."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from .base import StoreFull, TaskStore
+from .base import StoreFull, StoreUnavailable, TaskStore
 from .memory import MemoryTaskStore
 from .spec import StoreKind, StoreSpec, parse_store_spec
 from .sqlite import SQLiteTaskStore
@@ -13,13 +13,18 @@ from .sqlite_db import SQLiteDatabase, write_transaction
 
 
 def open_store(spec: str) -> TaskStore:
-    """``"memory"`` or ``"sqlite:PATH"`` (PATH relative to the working directory or absolute).
+    """``"memory"``, ``"sqlite:PATH"`` (PATH relative to the working directory or absolute) or ``"redis://..."``.
 
     Every way a spec can fail, including a file that cannot be opened, is a ValueError that says why.
+    A Redis store connects at its first call.
     """
     kind, path = parse_store_spec(spec, what="task store")
     if kind == "memory":
         return MemoryTaskStore()
+    if kind == "redis":
+        from .redis import RedisTaskStore
+
+        return RedisTaskStore(spec)
     assert path is not None
     try:
         return SQLiteTaskStore(path)
@@ -34,6 +39,7 @@ __all__ = [
     "StoreFull",
     "StoreKind",
     "StoreSpec",
+    "StoreUnavailable",
     "TaskStore",
     "open_store",
     "parse_store_spec",

@@ -4,19 +4,38 @@ A store keeps the latest snapshot of each task, the task's events in seq order, 
 name of the caller that created it (its owner, None on a server without tokens). It
 never decides anything about task life; "running" means state ``submitted`` or
 ``working``, and a store never evicts or expires such a task.
+
+A store shared by several server processes (Redis) also tells which running tasks
+another live process runs, hands their events on as that process appends them, and
+passes a cancel request to it (``running_elsewhere``, ``follow_events``,
+``request_cancel``, while ``serving``). A store of one process has none of that: every
+running task it holds without a run here was left by a process that stopped.
 """
 
 from __future__ import annotations
 
 import abc
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
-from protocol import StreamEvent, SwitchboardError, Task, TaskState
+from protocol import ErrorCode, ProtocolError, StreamEvent, SwitchboardError, Task, TaskState
 
 RUNNING_STATES = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 
 
 class StoreFull(SwitchboardError):
     """Raised by ``save_task`` for a new task when the store is full of running tasks."""
+
+
+class StoreUnavailable(ProtocolError):
+    """A store cannot be reached (its server is down or restarting): the call failed, retry later (503)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.INTERNAL_ERROR, message, http_status=503)
+
+
+CancelRequested = Callable[[str], None]
+"""Called with a task id when another process asks to cancel a task this one runs."""
 
 
 class TaskStore(abc.ABC):
@@ -56,6 +75,24 @@ class TaskStore(abc.ABC):
 
     async def aclose(self) -> None:
         """Release what the store holds (connections, files)."""
+
+    @asynccontextmanager
+    async def serving(self, cancel: CancelRequested) -> AsyncIterator[None]:
+        """Held by the TaskManager while it runs tasks; a shared store marks this process alive and hears cancels."""
+        yield
+
+    async def running_elsewhere(self, task_id: str) -> bool:
+        """Whether another live process runs this running task (never, in a store of one process)."""
+        return False
+
+    async def follow_events(self, task_id: str, after_seq: int) -> AsyncGenerator[StreamEvent, None]:
+        """Events another process appends after ``after_seq``, as they come, through the final one."""
+        for event in await self.read_events(task_id, after_seq):
+            yield event
+
+    async def request_cancel(self, task_id: str) -> bool:
+        """Ask the process that runs the task to cancel it; False when none will hear it."""
+        return False
 
 
 def is_running(task: Task) -> bool:

@@ -1,22 +1,24 @@
-"""Store specs, the one parser: ``memory``, ``sqlite:PATH``, and ``sqlite`` alone where a default file exists."""
+"""Store specs, the one parser: ``memory``, ``sqlite:PATH``, ``sqlite`` alone where a default file exists, and
+``redis://HOST:PORT/DB`` (``rediss://`` with TLS) for a store shared by several processes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-StoreKind = Literal["memory", "sqlite"]
+StoreKind = Literal["memory", "sqlite", "redis"]
+REDIS_SCHEMES = ("redis://", "rediss://")
 
 
 class StoreSpec(NamedTuple):
-    """A parsed store spec: ``kind``, and for sqlite the file ``path`` (None for memory)."""
+    """A parsed store spec: ``kind``, and for sqlite the file ``path``, for redis the URL (None for memory)."""
 
     kind: StoreKind
     path: str | None
 
 
 def parse_store_spec(spec: str, *, what: str = "store", default_path: str | Path | None = None) -> StoreSpec:
-    """Parse ``"memory"`` or ``"sqlite:PATH"``; ``"sqlite"`` alone means ``default_path`` when one is given.
+    """Parse ``"memory"``, ``"sqlite:PATH"`` or a Redis URL; ``"sqlite"`` alone means ``default_path`` if given.
 
     PATH is taken as written (relative to the working directory, or absolute). Anything
     else is a ValueError that names ``what`` (e.g. "task store") and the accepted forms.
@@ -29,7 +31,10 @@ def parse_store_spec(spec: str, *, what: str = "store", default_path: str | Path
         raise ValueError(f'a sqlite {what} needs a path, e.g. "sqlite:{_example(what)}"')
     if spec.startswith("sqlite:"):
         return StoreSpec("sqlite", spec.removeprefix("sqlite:"))
-    forms = '"memory", "sqlite" or "sqlite:PATH"' if default_path is not None else '"memory" or "sqlite:PATH"'
+    if spec.lower().startswith(REDIS_SCHEMES):
+        return StoreSpec("redis", spec)
+    forms = '"memory", "sqlite", "sqlite:PATH"' if default_path is not None else '"memory", "sqlite:PATH"'
+    forms += ' or "redis://HOST:PORT/DB"'
     raise ValueError(f"unknown {what} {spec!r}; use {forms}")
 
 

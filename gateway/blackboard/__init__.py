@@ -18,6 +18,8 @@ def open_board_store(spec: str) -> BoardStore:
     kind, path = parse_store_spec(spec, what="blackboard store")
     if kind == "memory":
         return MemoryBoardStore()
+    if kind == "redis":
+        raise ValueError(f'the blackboard has no Redis store ({spec!r}); use "memory" or "sqlite:PATH"')
     assert path is not None
     try:
         return SQLiteBoardStore(path)

@@ -133,6 +133,7 @@ def _banner(config: GatewayConfig) -> str:
         f"  agents: {agents}; starting agent: {config.starting_agent}\n"
         f"  tools: {', '.join(t.name for t in config.tools) or 'none'}\n"
         f"  stores: sessions={config.stores.sessions} events={config.stores.events} tasks={config.stores.tasks}"
+        f" registry={config.stores.registry_spec}"
         f" (data dir {config.gateway.data_dir})"
     )
 

@@ -83,7 +83,11 @@ def add_serve(subparsers: Any) -> None:
     parser.add_argument("target", metavar="MODULE:ATTR", help="e.g. examples/echo.py:agent or examples.echo:agent")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
-    parser.add_argument("--store", default="memory", help='task store: "memory" (default) or "sqlite:PATH"')
+    parser.add_argument(
+        "--store",
+        default="memory",
+        help='task store: "memory" (default), "sqlite:PATH" or "redis://HOST:PORT/DB" (shared by replicas)',
+    )
     parser.add_argument(
         "--cancel-on-disconnect", action="store_true", help="cancel a task when its stream's client goes away"
     )

@@ -1,8 +1,11 @@
-"""The event log: every step of every run, append-only, readable from a seq and followed live."""
+"""The event log: every step of every run, append-only, readable from a seq and followed live.
+
+Memory, SQLite, and Redis (``redis.py``, imported when first opened: shared by gateway replicas)."""
 
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
 from agent_server.stores import parse_store_spec
 
@@ -10,15 +13,23 @@ from .base import EventLog
 from .memory import MemoryEventLog
 from .sqlite import SQLiteEventLog
 
+if TYPE_CHECKING:
+    from agent_server.stores.redis_settings import RedisSettings
 
-def open_event_log(spec: str) -> EventLog:
-    """``"memory"`` or ``"sqlite:PATH"`` (see ``agent_server.stores.parse_store_spec``).
+
+def open_event_log(spec: str, *, redis: RedisSettings | None = None) -> EventLog:
+    """``"memory"``, ``"sqlite:PATH"`` or ``"redis://..."`` (see ``agent_server.stores.parse_store_spec``).
 
     Every way a spec can fail, including a file that cannot be opened, is a ValueError that says why.
+    A Redis log connects at its first call; ``redis`` are its settings.
     """
     kind, path = parse_store_spec(spec, what="event log")
     if kind == "memory":
         return MemoryEventLog()
+    if kind == "redis":
+        from .redis import RedisEventLog
+
+        return RedisEventLog(spec, settings=redis)
     assert path is not None
     try:
         return SQLiteEventLog(path)

@@ -8,7 +8,8 @@ so an event appended between the read and the wait is never missed and nothing p
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import asynccontextmanager
 
 import anyio
 
@@ -57,6 +58,10 @@ class EventLog(abc.ABC):
         A run that is only appended to is indexed at its first event, without an owner.
         """
 
+    async def has_run(self, run_id: str) -> bool:
+        """Whether the log knows the run: it has events or was closed (a shared log: also once it was opened)."""
+        return await self.is_closed(run_id) or bool(await self.read(run_id, -1, limit=1))
+
     @abc.abstractmethod
     async def run_owner(self, run_id: str) -> str | None:
         """The owner ``open_run`` recorded (None when none, or the run is unknown)."""
@@ -64,6 +69,14 @@ class EventLog(abc.ABC):
     @abc.abstractmethod
     async def list_runs(self, limit: int = 100, *, owner: str | None = None) -> list[str]:
         """Run ids, newest first; with ``owner``, only that owner's."""
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Held while a gateway uses the log: a log shared by replicas keeps their leases and closes dead ones' runs.
+
+        A log of one process has nothing to do.
+        """
+        yield
 
     async def aclose(self) -> None:
         """Release the storage; followers still waiting end."""

@@ -179,6 +179,7 @@ def _origin_of(url: str) -> str:
 
 async def _health(request: Request) -> Response:
     service = service_of(request)
+    await service.sync_registrations()
     return json_response(
         {
             "status": "ok",

@@ -59,6 +59,7 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
         if not ctx.text.strip():
             raise ValueError("the message has no text: send the user's words as a text part")
         streamed = False
+        await service.sync_registrations()
         with service.runs.stoppable(lambda: agent.cancel_task(ctx.task_id)):
             turn = service.runner.run_stream(ctx.session_id, ctx.text, caller=ctx.caller)
             async with aclosing(turn) as events:

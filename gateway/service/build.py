@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from agent_server.auth import Principal, TokenTable, token_problem
 from agent_server.stores import parse_store_spec
+from agent_server.stores.spec import REDIS_SCHEMES
 from gateway.allowed_hosts import HostAllowlist
 from gateway.blackboard import Blackboard, blackboard_tools, open_board_store
 from gateway.config import ADMIN_TOKEN_ENV, BLACKBOARD_TOOLS, AgentConfig, GatewayConfig
@@ -26,6 +27,7 @@ from gateway.event_log import EventLog, open_event_log
 from gateway.gateway import Gateway
 from gateway.models import ChatModel, Providers
 from gateway.python_refs import import_python_ref, is_python_ref
+from gateway.registrations import RegistryStore, open_registry
 from gateway.swarm import (
     Agent,
     FullHistory,
@@ -96,6 +98,13 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         _close_unstarted(session_store.close)
         _close_unstarted(event_log.aclose)
         raise
+    try:
+        registry = _registry(config, origin)
+    except BaseException:
+        _close_unstarted(session_store.close)
+        _close_unstarted(event_log.aclose)
+        _close_unstarted(blackboard.close)
+        raise
     providers = Providers(config.provider_table())
     models = _models(config, providers)
     board_tools = {tool.name: tool for tool in blackboard_tools(blackboard)}
@@ -160,22 +169,31 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         startup_wait_s=config.gateway.startup_wait_secs,
         resolve_uris=config.swarm.resolve_uris,
         blackboard=blackboard,
+        registry=registry,
         fallback=config.swarm.fallback,
         router=_router(config, providers),
         providers=providers,
     )
 
 
-_STORES = {"sessions": "sessions.db", "events": "events.db", "tasks": "tasks.db", "blackboard": "boards.db"}
+_STORES = {
+    "sessions": "sessions.db",
+    "events": "events.db",
+    "tasks": "tasks.db",
+    "blackboard": "boards.db",
+    "registry": "sessions.db",
+}
 _Store = TypeVar("_Store")
 
 
 def store_spec(config: GatewayConfig, spec: str, default_file: str) -> str:
-    """``memory`` or ``sqlite:PATH`` (``sqlite`` alone becomes a file under ``data_dir``, created if needed).
+    """``memory``, ``sqlite:PATH`` (``sqlite`` alone becomes a file under ``data_dir``, created if needed) or Redis.
 
     A directory that cannot be created is an OSError; ``build_service`` checks first (``check_machine``).
     """
     kind, path = parse_store_spec(spec, default_path=Path(config.gateway.data_dir) / default_file)
+    if kind == "redis":
+        return spec
     if kind == "memory" or path is None:
         return "memory"
     Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -187,18 +205,27 @@ def task_store_spec(config: GatewayConfig, origin: str = "configuration") -> str
     return _open_store(config, origin, "tasks", lambda spec: spec)
 
 
+def _spec_of(config: GatewayConfig, store: str) -> str:
+    """The spec of ``store`` as configured (the registry's default: the sessions')."""
+    return config.stores.registry_spec if store == "registry" else str(getattr(config.stores, store))
+
+
 def _store_key(config: GatewayConfig, store: str) -> str:
     """The key to blame for a store's path: ``gateway.data_dir`` for plain ``sqlite``, else the store's own."""
-    return "gateway.data_dir" if getattr(config.stores, store) == "sqlite" else f"stores.{store}"
+    if _spec_of(config, store) == "sqlite":
+        return "gateway.data_dir"
+    return "stores.sessions" if store == "registry" and config.stores.registry is None else f"stores.{store}"
 
 
 def _store_problems(config: GatewayConfig, origin: str) -> list[Problem]:
     """A SQLite store whose folder cannot exist: something on its path that is not a directory."""
     problems: list[Problem] = []
+    checked: set[str] = set()
     for store, default_file in _STORES.items():
-        path = config.store_path(getattr(config.stores, store), default_file)
-        if path is None:
+        path = config.store_path(_spec_of(config, store), default_file)
+        if path is None or path in checked:
             continue
+        checked.add(path)
         target = Path(path)
         if target.is_dir():
             problems.append(Problem(origin, _store_key(config, store), f"{path} is a directory, not a database file"))
@@ -215,18 +242,36 @@ def _store_problems(config: GatewayConfig, origin: str) -> list[Problem]:
 def _open_store(config: GatewayConfig, origin: str, store: str, open_: Callable[[str], _Store]) -> _Store:
     key = _store_key(config, store)
     try:
-        return open_(store_spec(config, getattr(config.stores, store), _STORES[store]))
+        return open_(store_spec(config, _spec_of(config, store), _STORES[store]))
     except (OSError, ValueError, sqlite3.Error) as exc:
         raise ConfigError([Problem(origin, key, f"cannot open the {store} store: {exc}")]) from None
 
 
 def _event_log(config: GatewayConfig, origin: str) -> EventLog:
-    return _open_store(config, origin, "events", open_event_log)
+    def open_(spec: str) -> EventLog:
+        if spec.lower().startswith(REDIS_SCHEMES):
+            from gateway.event_log.redis import RedisEventLog
+
+            return RedisEventLog(spec, settings=config.stores.redis.settings())
+        return open_event_log(spec)
+
+    return _open_store(config, origin, "events", open_)
+
+
+def _registry(config: GatewayConfig, origin: str) -> RegistryStore:
+    redis = config.stores.redis.settings()
+    return _open_store(config, origin, "registry", lambda spec: open_registry(spec, redis=redis))
 
 
 def _session_store(config: GatewayConfig, origin: str) -> SessionStore:
     def open_(spec: str) -> SessionStore:
-        return MemorySessionStore() if spec == "memory" else SQLiteSessionStore(spec.removeprefix("sqlite:"))
+        if spec == "memory":
+            return MemorySessionStore()
+        if spec.lower().startswith(REDIS_SCHEMES):
+            from gateway.swarm.sessions.redis import RedisSessionStore
+
+            return RedisSessionStore(spec, settings=config.stores.redis.settings())
+        return SQLiteSessionStore(spec.removeprefix("sqlite:"))
 
     return _open_store(config, origin, "sessions", open_)
 

@@ -8,6 +8,11 @@ it disconnects (it can be read again from the event log). Leaving the block canc
 still going (they end ``run_failed``) and closes every part: the Gateway, the session
 store, the event log and whatever ``closers`` were given.
 
+While it runs, the stores' own background work is held too (``running()``: a store
+shared by replicas renews its leases and closes the runs of replicas that died), and
+what the API registered on any replica, or before a restart, is applied from the
+registry store whenever its version moved (``sync_registrations``, before each request).
+
 Sessions and runs belong to the caller that started them (a ``Principal``; see
 agent_server/auth.py): methods that take a ``caller`` answer another caller that is not
 an admin as if the session or run did not exist.
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from contextlib import aclosing
+from contextlib import AsyncExitStack, aclosing
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -31,11 +36,12 @@ from gateway.agent_result import AgentToolResult
 from gateway.agent_tool import AgentTool, AgentToolFunction, ToolInput
 from gateway.blackboard import Blackboard
 from gateway.config import ToolConfig
-from gateway.errors import AgentToolError, SessionConflictError, SessionNotFound
+from gateway.errors import AgentToolError, SessionBusy, SessionConflictError, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.gateway import Gateway
 from gateway.models import Providers
 from gateway.recorder import new_run_id
+from gateway.registrations import Registration, RegistryStore
 from gateway.swarm import (
     CURRENT,
     Agent,
@@ -93,6 +99,7 @@ class GatewayService:
         fallback: Fallback = CURRENT,
         router: SemanticRouter | None = None,
         providers: Providers | None = None,
+        registry: RegistryStore | None = None,
     ) -> None:
         """``starting_agent`` answers first; or name it with ``starting_agent_name`` when it is one of ``remotes``.
 
@@ -102,7 +109,8 @@ class GatewayService:
         ``resolve_uris`` is the Runner's: false, a transfer a remote agent asks for must name
         an agent registered by name (its target is never taken as a URI); so are ``fallback``,
         ``router`` and ``providers``. ``blackboard``: the boards of ``/boards`` and of the
-        agents' blackboard tools (default: in memory); the service closes it.
+        agents' blackboard tools (default: in memory); the service closes it. ``registry``: where
+        what the API registers is kept (default: in memory, this process only).
         """
         if starting_agent is None and starting_agent_name is None:
             starting_agent = Agent(defaults.STARTING_AGENT_NAME, defaults.STARTING_AGENT_INSTRUCTIONS)
@@ -123,7 +131,9 @@ class GatewayService:
             agents=agents,
             remotes=remotes,
             startup_wait_s=startup_wait_s,
+            registry=registry,
         )
+        self.registry = self.members.registry
         self.runs = ServiceRuns()
         self._runner_options: dict[str, Any] = {
             "max_handoffs_per_turn": max_handoffs_per_turn,
@@ -135,18 +145,28 @@ class GatewayService:
             "providers": providers,
         }
         self._closers = list(closers)
+        self._upkeep = AsyncExitStack()
+        self._registry_version: int | None = None
+        self._registry_lock = anyio.Lock()
+        self._applied_tools: dict[str, dict[str, Any]] = {}
 
     # -- lifecycle ------------------------------------------------------------------------
 
     async def __aenter__(self) -> GatewayService:
         await self.gateway.__aenter__()
         try:
+            await self._upkeep.enter_async_context(self.session_store.running())
+            await self._upkeep.enter_async_context(self.event_log.running())
             for run_id in await self.event_log.close_abandoned_runs():
                 logger.warning("run %s was left open by a process that stopped; closed it as run_failed", run_id)
             await self.members.start(self._make_runner)
+            await self.sync_registrations()
             await self.runs.__aenter__()
         except BaseException:
-            await self._close_parts()
+            try:
+                await self._upkeep.aclose()
+            finally:
+                await self._close_parts()
             raise
         return self
 
@@ -155,6 +175,7 @@ class GatewayService:
     ) -> None:
         try:
             await self.runs.__aexit__(None, None, None)
+            await self._upkeep.aclose()
         finally:
             await self._close_parts()
 
@@ -180,6 +201,7 @@ class GatewayService:
             await _quietly(self.session_store.close)
             await _quietly(self.event_log.aclose)
             await _quietly(self.blackboard.close)
+            await _quietly(self.registry.close)
             for closer in self._closers:
                 await _quietly(closer)
 
@@ -195,27 +217,80 @@ class GatewayService:
 
     # -- agent tools --------------------------------------------------------------------------
 
-    def add_tool(self, spec: ToolConfig, attach_to: Sequence[str] | None = None, token: str | None = None) -> AgentTool:
+    async def add_tool(
+        self, spec: ToolConfig, attach_to: Sequence[str] | None = None, token: str | None = None
+    ) -> AgentTool:
         """Define an agent tool; ``attach_to`` names local agents whose model may call it; ``token`` its credential.
 
-        ``attach_to`` None: the starting agent, when it is local (none otherwise).
+        ``attach_to`` None: the starting agent, when it is local (none otherwise). Recorded in
+        the registry store first, so every replica has it, also after a restart.
         """
         if spec.name in self.gateway.tools:
             raise Conflict(f"an agent tool named {spec.name!r} already exists; delete it first")
         if attach_to is None:
             attach_to = [self.starting_agent.name] if isinstance(self.starting_agent, Agent) else []
-        targets = [self.members.local_agent(name, "attach_to") for name in attach_to]
+        for name in attach_to:
+            self.members.local_agent(name, "attach_to")
         try:
-            function = self.gateway.add_tool(spec.agent_tool(token))
+            spec.agent_tool(token)
         except ValueError as exc:
             raise ServiceError(str(exc)) from None
-        for agent in targets:
-            agent.add_tool(function)
+        entry = {"config": spec.model_dump(mode="json"), "attach_to": list(attach_to), "token": token}
+        if not await self.registry.register("tool", spec.name, entry):
+            raise Conflict(
+                f"an agent tool named {spec.name!r} was defined meanwhile (through another gateway replica); "
+                "delete it first"
+            )
+        return self._add_tool(spec.name, entry)
+
+    async def remove_tool(self, name: str) -> AgentTool:
+        """Remove an agent tool, recorded in the registry store first (every replica removes it)."""
+        self.get_tool(name)
+        await self.registry.unregister("tool", name)
+        return self._remove_tool(name)
+
+    async def sync_registrations(self) -> None:
+        """Apply what the API registered or removed on any replica (or before a restart), when anything changed."""
+        if await self.registry.version() == self._registry_version:
+            return
+        async with self._registry_lock:
+            version = await self.registry.version()
+            if version == self._registry_version:
+                return
+            for entry in await self.registry.entries():
+                if entry.kind == "agent":
+                    self.members.apply(entry)
+                else:
+                    self._apply_tool(entry)
+            self._registry_version = version
+
+    def _apply_tool(self, entry: Registration) -> None:
+        """A tool defined or removed elsewhere; it replaces one of its name (a configured one removed, defined anew)."""
+        name, data = entry.name, entry.data
+        if data is None:
+            if name in self.gateway.tools:
+                self._remove_tool(name)
+            return
+        if self._applied_tools.get(name) == data:
+            return
+        if name in self.gateway.tools:
+            self._remove_tool(name)
+        self._add_tool(name, data)
+
+    def _add_tool(self, name: str, entry: dict[str, Any]) -> AgentTool:
+        spec = ToolConfig.model_validate(entry["config"])
+        function = self.gateway.add_tool(spec.agent_tool(entry.get("token")))
+        local = self.members.local_agents()
+        for target in entry.get("attach_to") or []:
+            if target in local:
+                local[target].add_tool(function)
+        self._applied_tools[name] = entry
         return function.tool
 
-    def remove_tool(self, name: str) -> AgentTool:
+    def _remove_tool(self, name: str) -> AgentTool:
         tool = self.get_tool(name)
         del self.gateway.tools[name]
+        self._applied_tools.pop(name, None)
         for agent in self.members.local_agents().values():
             agent.tools = [t for t in agent.tools if not _calls(t, tool)]
         return tool
@@ -286,7 +361,7 @@ class GatewayService:
         """Start one user turn in the background; returns its run id as soon as ``run_started`` is written.
 
         Errors before the run starts are raised here: another caller's session (404), a
-        session another process changed meanwhile (409), a broken session store.
+        session another process changed meanwhile or held too long (409), a broken session store.
         """
         runner = self.runner
         try:
@@ -297,6 +372,8 @@ class GatewayService:
             raise NotFound(str(exc)) from None
         except SessionConflictError as exc:
             raise Conflict(f"{exc}; send the message again") from None
+        except SessionBusy as exc:
+            raise Conflict(str(exc)) from None
         return run_id
 
     async def _turn(
@@ -337,18 +414,20 @@ class GatewayService:
         """A run the log has events for, or one this service started and has not written yet; ``caller`` may see it."""
         if caller is not None and not caller.may_see(await self.event_log.run_owner(run_id)):
             return False
-        if run_id in self.runs.active or await self.event_log.is_closed(run_id):
-            return True
-        return bool(await self.event_log.read(run_id, -1, limit=1))
+        return run_id in self.runs.active or await self.event_log.has_run(run_id)
 
     async def list_runs(self, limit: int, caller: Principal | None = None) -> list[str]:
         """Newest first: every run for an admin (or no caller), else the caller's own."""
         owner = None if caller is None or caller.is_admin else caller.name
         return await self.event_log.list_runs(limit, owner=owner)
 
-    def run_state(self, run_id: str) -> str:
-        """``running`` while this service runs it, else ``interrupted`` (a turn that started and never ended)."""
-        return "running" if run_id in self.runs.active else "interrupted"
+    async def run_state(self, run_id: str) -> str:
+        """``running`` while this service or another replica runs it (open in the log), else ``interrupted``.
+
+        A turn's mark stays on its session only while the turn goes on, or when it never ended.
+        """
+        running = run_id in self.runs.active or not await self.event_log.is_closed(run_id)
+        return "running" if running else "interrupted"
 
     async def session(self, session_id: str, caller: Principal | None = None) -> Session:
         """A stored session ``caller`` may see; NotFound for an unknown one or another caller's."""

@@ -83,11 +83,15 @@ def query_bool(request: Request, name: str) -> bool:
 
 
 def api_route(path: str, endpoint: Endpoint, methods: Sequence[str], *, scope: ScopeName = "admin") -> Route:
-    """A route of the API: the caller's token must have ``scope`` (admin unless the route says chat); JSON refusals."""
+    """A route of the API: the caller's token must have ``scope`` (admin unless the route says chat); JSON refusals.
+
+    What other replicas registered is applied first, so every route sees the swarm as it is now.
+    """
 
     @wraps(endpoint)
     async def scoped(request: Request) -> Response:
         require_scope(request, scope)
+        await service_of(request).sync_registrations()
         return await endpoint(request)
 
     return Route(path, guarded(scoped), methods=list(methods))

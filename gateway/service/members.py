@@ -5,6 +5,11 @@ with the Runner, a removed one forgotten by it (gateway/swarm/registry.py). ``Me
 adds what only the service knows: which agents came by URL and may be removed, how to
 connect them at start (services start in any order), and which URIs the HTTP API may
 name at all (``check_api_target``). A run already going keeps the members it started with.
+
+What the API registers or removes is recorded in the registry store first (the one
+record across replicas and restarts: gateway/registrations/), then applied here;
+``apply`` brings in what other replicas recorded (service core.py calls it when the
+registry's version moved).
 """
 
 from __future__ import annotations
@@ -12,16 +17,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import anyio
 
 from gateway.config import check_agent_url
 from gateway.errors import AgentToolError, InvalidAgentURI, PeerHTTPError
 from gateway.gateway import Gateway
+from gateway.registrations import MemoryRegistryStore, Registration, RegistryStore
 from gateway.swarm import Agent, RemoteAgent, Runner
 from gateway.swarm.member import SwarmMember
 from gateway.swarm.registry import AgentRegistry
 from gateway.uri import MCPStdioTarget, parse_agent_uri
+from protocol import AgentCard
 
 from .errors import AgentUnreachable, Conflict, Forbidden, NotFound, ServiceError
 
@@ -90,14 +98,18 @@ class Members:
         agents: Sequence[SwarmMember],
         remotes: Sequence[RemoteSpec],
         startup_wait_s: float,
+        registry: RegistryStore | None = None,
     ) -> None:
         self.gateway = gateway
+        self.registry = registry or MemoryRegistryStore()
         self.starting_agent_name = starting_agent.name if starting_agent is not None else starting_agent_name
         self._starting = starting_agent
         self._given = list(agents)
         self._pending = list(remotes)
         self._startup_wait_s = startup_wait_s
         self._by_url: dict[str, RemoteAgent] = {}
+        self._applied: dict[str, dict[str, Any]] = {}
+        """Agent name -> the registry entry it was built from (registered here, or applied from the store)."""
         self._runner: Runner | None = None
 
     async def start(self, make_runner: MakeRunner) -> Runner:
@@ -177,16 +189,82 @@ class Members:
             self.local_agent(source, "handoff_from")
         if name is not None:
             self._check_free(name)
-        remote = await self._connect(RemoteSpec(url, name, description, tuple(sources), token))
+        spec = RemoteSpec(url, name, description, tuple(sources), token)
+        remote = await self._fetch(spec)
+        entry: dict[str, Any] = {
+            "url": url,
+            "description": description,
+            "handoff_from": sources,
+            "token": token,
+            "card": remote.card.to_wire(),
+        }
+        if not await self.registry.register("agent", remote.name, entry):
+            raise Conflict(
+                f"an agent named {remote.name!r} was registered meanwhile (through another gateway replica); "
+                "remove it first or register under another name"
+            )
+        self._add(remote, spec)
+        self._applied[remote.name] = entry
         self.runner.register_agent(remote)
         return remote
 
-    def remove_agent(self, name: str) -> RemoteAgent:
+    async def remove_agent(self, name: str) -> RemoteAgent:
+        """``forget``, recorded in the registry store first, so every replica forgets it, also after a restart."""
+        self._removable(name)
+        await self.registry.unregister("agent", name)
+        return self.forget(name)
+
+    def apply(self, entry: Registration) -> None:
+        """Bring an agent registered or removed elsewhere (another replica, an earlier start) into this swarm.
+
+        Built from the entry's card, without a request to the agent. It replaces a remote
+        agent of that name (one of the configuration, removed and registered again through
+        the API); an entry whose name a local agent holds is skipped with a warning.
+        """
+        name, data = entry.name, entry.data
+        if data is None:
+            if name in self._by_url:
+                self.forget(name)
+            return
+        if self._applied.get(name) == data:
+            return
+        if name in self._by_url:
+            self.forget(name)
+        if name in self._known():
+            logger.warning("the registry's agent %r is not applied: another agent has that name here", name)
+            return
+        token = data.get("token")
+        card = AgentCard.model_validate(data["card"])
+        remote = RemoteAgent(
+            self.gateway.peer(str(data["url"]), token=token),
+            card,
+            name=name,
+            description=data.get("description"),
+            cancel_timeout_s=self.gateway.limits.cancel_timeout_s,
+            authenticated=token is not None,
+        )
+        local = self.local_agents()
+        sources = tuple(source for source in data.get("handoff_from") or [] if source in local)
+        self._add(remote, RemoteSpec(str(data["url"]), name, data.get("description"), sources, token))
+        self._applied[name] = data
+        self.runner.register_agent(remote)
+
+    def forget(self, name: str) -> RemoteAgent:
         """Forget a remote agent registered by URL; local agents stop offering the transfer to it.
 
         Sessions it held go back to the starting agent at their next turn: the agent is not
         reconnected by its URI, and stays gone until an agent is registered under its name again.
         """
+        remote = self._removable(name)
+        for agent in self.local_agents().values():
+            agent.remove_handoff(name)
+        del self._by_url[name]
+        self._applied.pop(name, None)
+        self.runner.forget(name)
+        return remote
+
+    def _removable(self, name: str) -> RemoteAgent:
+        """The remote agent ``name`` registered by URL; NotFound or Conflict (saying why) for any other name."""
         remote = self._by_url.get(name)
         if remote is None:
             member = self.agents().get(name)
@@ -198,10 +276,6 @@ class Members:
             raise NotFound(f"no agent named {name!r} (agents: {', '.join(sorted(self.agents())) or 'none'})")
         if self.starting_agent is remote:
             raise Conflict(f"agent {name!r} is the starting agent; it cannot be removed")
-        for agent in self.local_agents().values():
-            agent.remove_handoff(name)
-        del self._by_url[name]
-        self.runner.forget(name)
         return remote
 
     def _how_added(self, member: SwarmMember) -> str:
@@ -234,6 +308,12 @@ class Members:
                 attempt += 1
 
     async def _connect(self, spec: RemoteSpec) -> RemoteAgent:
+        remote = await self._fetch(spec)
+        self._add(remote, spec)
+        return remote
+
+    async def _fetch(self, spec: RemoteSpec) -> RemoteAgent:
+        """The agent at ``spec.url``, its card fetched and its name checked; nothing changes here yet."""
         try:
             remote = await RemoteAgent.connect(
                 spec.url, self.gateway, name=spec.name, description=spec.description, token=spec.token
@@ -250,10 +330,14 @@ class Members:
             )
         self._check_free(remote.name)
         for source in spec.handoff_from:
+            self.local_agent(source, "handoff_from")
+        return remote
+
+    def _add(self, remote: RemoteAgent, spec: RemoteSpec) -> None:
+        for source in spec.handoff_from:
             self.local_agent(source, "handoff_from").add_handoff(remote)
         self.gateway.trust(spec.url)
         self._by_url[remote.name] = remote
-        return remote
 
     def _known(self) -> dict[str, SwarmMember]:
         """Every agent known so far, also before the Runner exists (while connecting at start)."""

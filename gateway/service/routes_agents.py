@@ -75,7 +75,7 @@ async def _get(request: Request) -> Response:
 
 
 async def _remove(request: Request) -> Response:
-    removed = service_of(request).members.remove_agent(request.path_params["name"])
+    removed = await service_of(request).members.remove_agent(request.path_params["name"])
     return json_response({"removed": removed.name, "url": removed.uri})
 
 

@@ -101,10 +101,12 @@ async def _list(request: Request) -> Response:
 
 
 async def _get(request: Request) -> Response:
-    """``open_run``: a turn that started and has not ended, ``running`` here or ``interrupted`` (its process ended)."""
+    """``open_run``: a turn that started and has not ended, ``running`` (on any replica) or ``interrupted``."""
     service = service_of(request)
     session = await service.session(session_id_of(request), principal_of(request))
-    open_run = {"run_id": session.open_run, "state": service.run_state(session.open_run)} if session.open_run else None
+    open_run = (
+        {"run_id": session.open_run, "state": await service.run_state(session.open_run)} if session.open_run else None
+    )
     return json_response(
         {
             "session_id": session.id,

@@ -43,7 +43,7 @@ async def _define(request: Request) -> Response:
     body = await read_body(request, DefineToolBody, body_limit(request))
     service = service_of(request)
     check_api_target(service.gateway, body.agent, "agent")
-    tool = service.add_tool(body.config(), attach_to=body.attach_to, token=body.token)
+    tool = await service.add_tool(body.config(), attach_to=body.attach_to, token=body.token)
     return json_response(tool_info(service, tool), status_code=201, headers={"location": f"/tools/{tool.name}"})
 
 
@@ -53,7 +53,7 @@ async def _get(request: Request) -> Response:
 
 
 async def _remove(request: Request) -> Response:
-    removed = service_of(request).remove_tool(request.path_params["name"])
+    removed = await service_of(request).remove_tool(request.path_params["name"])
     return json_response({"removed": removed.name})
 
 

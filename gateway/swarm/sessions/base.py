@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import anyio
+import orjson
 
 from gateway.models.base import ChatMessage
 from gateway.swarm.member import SwarmMember
@@ -105,9 +106,16 @@ class Session:
         self.handoff = record
         return record
 
+    def state_json(self, what: str) -> bytes:
+        """``to_state`` as JSON; a context variable JSON cannot hold fails here, before anything is written."""
+        try:
+            return orjson.dumps(self.to_state(), option=orjson.OPT_NON_STR_KEYS)
+        except TypeError as exc:
+            raise TypeError(f"session {self.id!r} holds a value {what} cannot store as JSON: {exc}") from exc
+
 
 class SessionStore(abc.ABC):
-    """Load and compare-and-set sessions; ``lock`` serializes turns within one process."""
+    """Load and compare-and-set sessions; ``lock`` serializes turns within one process (across processes on Redis)."""
 
     def __init__(self) -> None:
         self._locks: dict[str, _LockEntry] = {}
@@ -128,6 +136,14 @@ class SessionStore(abc.ABC):
 
     async def close(self) -> None:
         """Release resources; the default has none."""
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Held while turns use the store: a store shared by processes renews the leases of its locks meanwhile.
+
+        A store of one process has nothing to do.
+        """
+        yield
 
     @asynccontextmanager
     async def lock(self, session_id: str) -> AsyncIterator[None]:

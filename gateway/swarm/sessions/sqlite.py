@@ -43,7 +43,7 @@ class SQLiteSessionStore(SessionStore):
         return Session.from_state(session_id, version, orjson.loads(state))
 
     async def save(self, session: Session) -> Session:
-        state = _encode(session)
+        state = session.state_json("SQLite sessions")
         await self._db.run(_compare_and_set, session.id, session.version, state)
         session.version += 1
         return session
@@ -81,11 +81,3 @@ def _compare_and_set(conn: sqlite3.Connection, session_id: str, expected: int, s
 
 def _delete(conn: sqlite3.Connection, session_id: str) -> None:
     conn.execute("DELETE FROM swarm_sessions WHERE id = ?", (session_id,))
-
-
-def _encode(session: Session) -> bytes:
-    """JSON state; a context variable that JSON cannot hold fails here, before anything is written."""
-    try:
-        return orjson.dumps(session.to_state(), option=orjson.OPT_NON_STR_KEYS)
-    except TypeError as exc:
-        raise TypeError(f"session {session.id!r} holds a value SQLite sessions cannot store as JSON: {exc}") from exc
