@@ -58,5 +58,7 @@ def test_a_redis_restart_fails_the_call_in_flight_clearly_loses_nothing_acknowle
             assert session["open_run"] == {"run_id": received[0]["run_id"], "state": "interrupted"}
 
             answer = http.post("/sessions/after/messages", json={"message": "stream 2 0 0", "stream": False})
-            assert answer.status_code == 200, f"the same gateway process serves turns again, without a restart: {answer.text}"
+            assert answer.status_code == 200, (
+                f"the same gateway process serves turns again, without a restart: {answer.text}"
+            )
             assert answer.json()["content"].strip() == "chunk-0 chunk-1"
