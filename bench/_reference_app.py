@@ -76,6 +76,7 @@ def main() -> None:
         log_level="warning",
         loop="auto" if fast else "asyncio",
         http="auto" if fast else "h11",
+        timeout_keep_alive=75,  # no idle connection closed under a client mid-bench
     )
 
 

@@ -24,16 +24,17 @@ from examples._loopback import free_port
 STARTUP_S = 30.0
 STOP_S = 10.0
 
+_CORES = sorted(os.sched_getaffinity(0))  # before any pinning of this process
+
 Op = Callable[[], Awaitable[int]]
 """One operation of a rate: it returns how many units it did (requests, lines)."""
 
 
 def cores() -> tuple[set[int] | None, set[int] | None]:
     """(servers' cores, client's cores), or (None, None) on a machine with fewer than two."""
-    available = sorted(os.sched_getaffinity(0))
-    if len(available) < 2:
+    if len(_CORES) < 2:
         return None, None
-    return {available[0]}, {available[1]}
+    return {_CORES[0]}, {_CORES[1]}
 
 
 def pinning() -> str:
@@ -69,7 +70,7 @@ def server_process(
         if servers:
             os.sched_setaffinity(0, servers)
 
-    argv = [part.format(port=port) for part in command]
+    argv = [part.replace("{port}", str(port)) for part in command]
     environment = {k: v for k, v in (env or os.environ).items() if not k.startswith("SWITCHBOARD")}
     with log.open("wb") as sink:
         process = subprocess.Popen(
@@ -122,7 +123,8 @@ async def rate(op: Op, *, concurrency: int, count: int, seconds: float) -> float
         nonlocal done, units
         while done < count and time.perf_counter() < deadline:
             done += 1
-            units += await op()
+            did = await op()  # awaited before the sum is read: ``units += await op()`` would lose updates
+            units += did
 
     async with anyio.create_task_group() as task_group:
         for _ in range(concurrency):
