@@ -133,11 +133,13 @@ def serve(
     log_level: str = "info",
     graceful_shutdown_s: int = 5,
     limits: ServerLimits | None = None,
+    speedups: bool | None = None,
 ) -> None:
     """Run the agent's app with uvicorn until interrupted, behind ``limits`` (default ``ServerLimits()``).
 
     ``token`` and ``allowed_origins``: see ``create_app``. Open streams get
     ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
+    ``speedups``: uvloop and httptools (``build_server``; default: when installed).
     """
     app = create_app(
         agent,
@@ -148,7 +150,13 @@ def serve(
         allowed_origins=allowed_origins,
     )
     server = build_server(
-        app, host=host, port=port, limits=limits, log_level=log_level, timeout_graceful_shutdown=graceful_shutdown_s
+        app,
+        host=host,
+        port=port,
+        limits=limits,
+        log_level=log_level,
+        timeout_graceful_shutdown=graceful_shutdown_s,
+        speedups=speedups,
     )
     server.run()
 

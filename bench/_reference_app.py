@@ -1,12 +1,11 @@
 """The reference server of the benches: the least a Starlette app on uvicorn does for the same answers.
 
-    python -m bench._reference_app PORT [--fast]
+    python -m bench._reference_app PORT [asyncio|uvloop] [h11|httptools]
 
 ``POST /json`` answers a small task-shaped JSON object; ``POST /stream`` with ``{"lines": N}``
 answers N NDJSON lines shaped like artifact events, written as they are produced (one
-``send`` each, as an agent server's stream does); ``GET /ready`` answers 200. ``--fast``
-runs it on uvloop and httptools (when installed), else on asyncio and h11 as the agent
-server runs by default.
+``send`` each, as an agent server's stream does); ``GET /ready`` answers 200. It runs on the loop and HTTP parser
+named (default asyncio and h11), as the agent server is compared on the same.
 """
 
 from __future__ import annotations
@@ -68,14 +67,14 @@ app = Starlette(
 
 def main() -> None:
     port = int(sys.argv[1])
-    fast = "--fast" in sys.argv[2:]
+    loop, http = (sys.argv[2:] + ["asyncio", "h11"][len(sys.argv) - 2 :])[:2]
     uvicorn.run(
         app,
         host="127.0.0.1",
         port=port,
         log_level="warning",
-        loop="auto" if fast else "asyncio",
-        http="auto" if fast else "h11",
+        loop=loop,
+        http=http,
         timeout_keep_alive=75,  # no idle connection closed under a client mid-bench
     )
 

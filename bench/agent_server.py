@@ -13,7 +13,8 @@ ratio agent server / reference:
 - ``/tasks/send`` requests per second at 10 callers against the reference's ``/json``.
 
 When uvloop and httptools are installed (``pip install '.[speed]'``) the same is measured
-again with both servers on them (``--fast``), which is how ``switchboard serve`` runs then.
+again on uvloop with h11 (how ``serve`` runs then, by default) and on uvloop with httptools
+(``serve(..., speedups=True)``), the reference on the same loop and parser each time.
 """
 
 from __future__ import annotations
@@ -34,10 +35,15 @@ STREAM_EVENTS = 2000
 SEND_CALLERS = 10
 _JSON = {"content-type": "application/json"}
 _AGENT_SERVER = (
-    "from agent_server import serve; from agent_server.testing import scripted_agent; "
-    "import sys; fast = {'speedups': True} if '--fast' in sys.argv else {}; "
-    "serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning', **fast)"
+    "from agent_server import serve; from agent_server.testing import scripted_agent; import sys; "
+    "speedups = {'h11': {}, 'asyncio': {'speedups': False}, 'httptools': {'speedups': True}}[sys.argv[2]]; "
+    "serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning', **speedups)"
 )
+MODES = {
+    "asyncio + h11 (no speed extra)": ("asyncio", "asyncio", "h11"),
+    "uvloop + h11 (the default with the speed extra)": ("h11", "uvloop", "h11"),
+    "uvloop + httptools (speedups=True)": ("httptools", "uvloop", "httptools"),
+}
 
 
 def speedups_installed() -> bool:
@@ -101,13 +107,13 @@ async def measure(agent_url: str, reference_url: str, *, quick: bool) -> dict[st
     return {what: (median(a), median(r)) for what, (a, r) in seen.items()}
 
 
-def run(*, fast: bool, quick: bool, tmp: Path) -> dict[str, tuple[float, float]]:
-    flag = ["--fast"] if fast else []
-    agent_command = python("-c", _AGENT_SERVER, "{port}", *flag)
-    reference_command = python("-m", "bench._reference_app", "{port}", *flag)
+def run(mode: str, *, quick: bool, tmp: Path) -> dict[str, tuple[float, float]]:
+    agent_mode, loop, http = MODES[mode]
+    agent_command = python("-c", _AGENT_SERVER, "{port}", agent_mode)
+    reference_command = python("-m", "bench._reference_app", "{port}", loop, http)
     with (
-        server_process(agent_command, "/.well-known/agent.json", tmp / f"agent{len(flag)}.log") as agent_url,
-        server_process(reference_command, "/ready", tmp / f"reference{len(flag)}.log") as reference_url,
+        server_process(agent_command, "/.well-known/agent.json", tmp / f"agent-{agent_mode}.log") as agent_url,
+        server_process(reference_command, "/ready", tmp / f"reference-{agent_mode}.log") as reference_url,
     ):
         return anyio.run(lambda: measure(agent_url, reference_url, quick=quick))
 
@@ -125,13 +131,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp, client_core():
         print(f"agent server against the reference Starlette app, read by aiohttp; {pinning()}; medians of rounds")
-        figures = run(fast=False, quick=args.quick, tmp=Path(tmp))
-        print(report("asyncio + h11 (the defaults):", figures), flush=True)
-        if speedups_installed():
-            figures = run(fast=True, quick=args.quick, tmp=Path(tmp))
-            print(report("uvloop + httptools (the speed extra):", figures))
-        else:
-            print("uvloop + httptools: not installed (pip install '.[speed]'), not measured")
+        for mode in MODES:
+            if mode.startswith("uvloop") and not speedups_installed():
+                print(f"{mode}: uvloop and httptools are not installed (pip install '.[speed]'), not measured")
+                continue
+            print(report(mode + ":", run(mode, quick=args.quick, tmp=Path(tmp))), flush=True)
 
 
 if __name__ == "__main__":
