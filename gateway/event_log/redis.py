@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, aclosing, asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -278,6 +278,12 @@ class RedisEventLog(EventLog):
                     return
                 seen = event.seq
                 yield event
+
+    async def _live_ndjson(self, run_id: str, after_seq: int) -> AsyncGenerator[bytes, None]:
+        """Through ``follow``: the stream wakes readers on every replica, not only this process's appends."""
+        async with aclosing(self.follow(run_id, after_seq)) as events:
+            async for event in events:
+                yield event.to_json() + b"\n"
 
     async def _keep_watch(self) -> None:
         """Renew this process's mark; once connected for a whole lease, close the runs of dead writers.
