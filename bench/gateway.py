@@ -22,6 +22,7 @@ compared; medians are printed with their ratio to the direct figure of the same 
 from __future__ import annotations
 
 import argparse
+import functools
 import tempfile
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, ExitStack, contextmanager
@@ -69,7 +70,7 @@ def _gateways(agent_url: str, tmp: Path) -> Iterator[dict[str, str]]:
 
 
 async def relay(agent_url: str, gateways: dict[str, str], *, quick: bool) -> dict[str, tuple[float, float]]:
-    """(through the gateway, direct) chunks/s medians, per gateway."""
+    """(through the gateway, direct) chunks/s medians, per gateway; one direct read per round, the order rotating."""
     rounds = 1 if quick else 3
     chunks = 200 if quick else STREAM_CHUNKS
     text = f"stream {chunks} 0 0"
@@ -95,20 +96,16 @@ async def relay(agent_url: str, gateways: dict[str, str], *, quick: bool) -> dic
         def through(url: str) -> Awaitable[float]:
             return lines(url + "/tools/stream/call", tool_body, _is_progress)
 
-        figures: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in gateways}
-        await direct()
-        for url in gateways.values():
-            await through(url)
+        reads = {"direct": direct, **{name: functools.partial(through, url) for name, url in gateways.items()}}
+        seen: dict[str, list[float]] = {name: [] for name in reads}
+        for read in reads.values():
+            await read()
         for number in range(rounds):
-            for name, url in gateways.items():
-                gateway_values, direct_values = figures[name]
-                if number % 2:
-                    direct_values.append(await direct())
-                    gateway_values.append(await through(url))
-                else:
-                    gateway_values.append(await through(url))
-                    direct_values.append(await direct())
-    return {name: (median(g), median(d)) for name, (g, d) in figures.items()}
+            order = list(reads.items())
+            for name, read in order[number % len(order) :] + order[: number % len(order)]:
+                seen[name].append(await read())
+    direct_median = median(seen.pop("direct"))
+    return {name: (median(values), direct_median) for name, values in seen.items()}
 
 
 def _is_chunk(event: object) -> bool:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import orjson
 import pytest
 from waiting import until
@@ -276,3 +277,35 @@ async def test_sqlite_appends_made_together_share_a_commit_and_each_is_committed
     assert seen_by_another_connection == [True] * 40
     assert sum(batches) == 40
     assert len(batches) < 40
+
+
+async def test_a_live_ndjson_follower_gets_every_line_once_in_order_while_appends_race_it(log: EventLog) -> None:
+    """Lines handed on from memory or read back, single appends and batches, a reader slower than the writer:
+    each event exactly once, in seq order, and none waits for the poll (the test's poll is an hour)."""
+    await log.append(_event("r", 0))
+    got = bytearray()
+
+    async def follower() -> None:
+        async for piece in log.as_ndjson("r", follow=True):
+            got.extend(piece)
+            if len(got) % 3 == 0:
+                await anyio.lowlevel.checkpoint()  # sometimes behind the writer
+
+    async def writer() -> None:
+        for n in range(1, 120):
+            if n % 10 == 0:
+                async with anyio.create_task_group() as tg:
+                    for _ in range(3):
+                        tg.start_soon(log.append, _event("r", n))
+            else:
+                await log.append(_event("r", n))
+            await anyio.lowlevel.checkpoint()
+        await log.close_run("r")
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follower)
+            tg.start_soon(writer)
+    seqs = [orjson.loads(line)["seq"] for line in bytes(got).splitlines()]
+    assert seqs == list(range(len(await log.read("r"))))
+    assert len(seqs) == 1 + 119 + 11 * 2

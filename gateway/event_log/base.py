@@ -27,9 +27,13 @@ class _Page(Generic[P]):
     closed: bool
     last_seq: int | None
     items: P
+    latest: bool = False
+    """Taken from what this process has appended, all of it: wait for the next append before reading again."""
 
 
-_Reader = Callable[[str, int], Awaitable[_Page[P]]]
+_Reader = Callable[[str, int, bool], Awaitable[_Page[P]]]
+"""Reads a page of a run after a seq. The flag (``current``): the follower has read since it began, or since a wait
+that an append of this process ended; False at first and after SQLite's poll for other processes."""
 
 INTERRUPTED = "interrupted: the process stopped before the run ended"
 """The ``error`` of the ``run_failed`` event that ``close_abandoned_runs`` appends."""
@@ -119,7 +123,7 @@ class EventLog(abc.ABC):
                 async for piece in pieces:
                     yield piece
             return
-        page = await self._ndjson_page(run_id, after_seq)
+        page = await self._ndjson_page(run_id, after_seq, False)
         if page.items:
             yield page.items
 
@@ -131,32 +135,36 @@ class EventLog(abc.ABC):
 
     async def _follow(self, run_id: str, after_seq: int, read: _Reader[P]) -> AsyncGenerator[_Page[P], None]:
         """Pages of what ``read`` finds after ``after_seq``, then of what is appended; ends when the run is closed."""
+        current = False
         while not self._closing:
             wakeup = self._wakeup(run_id)
-            page = await read(run_id, after_seq)
+            page = await read(run_id, after_seq, current)
             if page.last_seq is not None:
                 yield page
                 after_seq = page.last_seq
-                continue
-            if page.closed:
+                current = True
+                if not page.latest:
+                    continue
+            elif page.closed:
                 self._wakeups.pop(run_id, None)
                 return
-            await self._wait(wakeup)
+            current = await self._wait(wakeup)
 
-    async def _events_page(self, run_id: str, after_seq: int) -> _Page[list[Event]]:
+    async def _events_page(self, run_id: str, after_seq: int, current: bool) -> _Page[list[Event]]:
         """Whether the run is closed, read first, then its events after ``after_seq``: closed and none means done."""
         closed = await self.is_closed(run_id)
         events = await self.read(run_id, after_seq)
         return _Page(closed, events[-1].seq if events else None, events)
 
-    async def _ndjson_page(self, run_id: str, after_seq: int) -> _Page[bytes]:
+    async def _ndjson_page(self, run_id: str, after_seq: int, current: bool) -> _Page[bytes]:
         """The same as NDJSON lines; a log that stores the JSON hands it on without parsing it."""
-        page = await self._events_page(run_id, after_seq)
+        page = await self._events_page(run_id, after_seq, current)
         return _Page(page.closed, page.last_seq, b"".join(event.to_json() + b"\n" for event in page.items))
 
-    async def _wait(self, wakeup: anyio.Event) -> None:
-        """How a follower waits for the next append; SQLite also bounds it to see other processes."""
+    async def _wait(self, wakeup: anyio.Event) -> bool:
+        """Wait for the next append (True once woken by one); SQLite bounds the wait to see other processes."""
         await wakeup.wait()
+        return True
 
     def _wakeup(self, run_id: str) -> anyio.Event:
         wakeup = self._wakeups.get(run_id)

@@ -22,6 +22,8 @@ threads, one call at a time on one connection (queued in the event loop, not on 
 
 from __future__ import annotations
 
+import collections
+import itertools
 import sqlite3
 from pathlib import Path
 from typing import Literal
@@ -35,6 +37,8 @@ from gateway.events import Event, EventType, now_ms
 from .base import INTERRUPTED, EventLog, _Page
 
 _MAX_INTEGER = 2**63 - 1
+RECENT_LINES = 16
+"""Per open run, the NDJSON lines of its last events committed by this process, kept for its followers."""
 CHECKPOINT_PAGES = 10_000
 """WAL pages (4 KiB each) between checkpoints: concurrent runs each dirty their own page per commit,
 and copying a page back once per 10,000 rather than once per 1,000 (SQLite's default) halves the
@@ -70,6 +74,7 @@ class SQLiteEventLog(EventLog):
         self.cross_process_poll_s = cross_process_poll_s
         self._gathering: _Batch | None = None
         self._writing = False
+        self._recent: dict[str, collections.deque[tuple[int, bytes]]] = {}  # per open run: (seq, line) committed here
         self._db = SQLiteDatabase(
             self.path,
             schema=_SCHEMA,
@@ -105,6 +110,7 @@ class SQLiteEventLog(EventLog):
 
     async def close_run(self, run_id: str) -> None:
         await self._db.run(_close_run, run_id)
+        self._recent.pop(run_id, None)
         self._notify(run_id)
 
     async def is_closed(self, run_id: str) -> bool:
@@ -129,18 +135,34 @@ class SQLiteEventLog(EventLog):
         await super().aclose()
         await self._db.aclose()
 
-    async def _events_page(self, run_id: str, after_seq: int) -> _Page[list[Event]]:
+    async def _events_page(self, run_id: str, after_seq: int, current: bool) -> _Page[list[Event]]:
         closed, rows = await self._db.run(_page, run_id, min(after_seq, _MAX_INTEGER))
         return _Page(closed, rows[-1][0] if rows else None, [Event.from_dict(orjson.loads(body)) for _, body in rows])
 
-    async def _ndjson_page(self, run_id: str, after_seq: int) -> _Page[bytes]:
-        """The stored JSON as it is: no event is parsed or serialised again on its way to a reader."""
+    async def _ndjson_page(self, run_id: str, after_seq: int, current: bool) -> _Page[bytes]:
+        """The stored JSON as it is, no event parsed or serialised again; the lines just committed without a read.
+
+        A follower that carries on from a seq among the run's last ``RECENT_LINES`` committed
+        here takes the lines from memory; once ``current``, it then waits for the next append.
+        Otherwise (the first read, a gap, the poll for other processes, a follower that fell
+        behind) the file is read.
+        """
+        recent = self._recent.get(run_id)
+        if recent:
+            start = after_seq + 1 - recent[0][0]
+            last = recent[-1][0]
+            if current and last == after_seq:  # it has every line this process committed
+                return _Page(False, None, b"", latest=True)
+            if 0 <= start < len(recent) and last - after_seq == len(recent) - start:  # contiguous: all of it from here
+                lines = b"".join(line for _, line in itertools.islice(recent, start, None))
+                return _Page(False, last, lines, latest=current)
         closed, rows = await self._db.run(_page, run_id, min(after_seq, _MAX_INTEGER))
         return _Page(closed, rows[-1][0] if rows else None, b"".join(body + b"\n" for _, body in rows))
 
-    async def _wait(self, wakeup: anyio.Event) -> None:
+    async def _wait(self, wakeup: anyio.Event) -> bool:
         with anyio.move_on_after(self.cross_process_poll_s):
             await wakeup.wait()
+        return wakeup.is_set()
 
     async def _write(self, batch: _Batch) -> None:
         """Commit ``batch`` (its appenders wait), then give the turn to the batch gathered meanwhile."""
@@ -159,6 +181,11 @@ class SQLiteEventLog(EventLog):
                 self._writing = False
             else:
                 following.turn.set()
+        for event in batch.stored or ():
+            recent = self._recent.get(event.run_id)
+            if recent is None:
+                recent = self._recent[event.run_id] = collections.deque(maxlen=RECENT_LINES)
+            recent.append((event.seq, event.to_json() + b"\n"))
         for run_id in {event.run_id for event in batch.stored or ()}:
             self._notify(run_id)
 
