@@ -96,7 +96,8 @@ async def relay(agent_url: str, gateways: dict[str, str], *, quick: bool) -> dic
         def through(url: str) -> Awaitable[float]:
             return lines(url + "/tools/stream/call", tool_body, _is_progress)
 
-        reads = {"direct": direct, **{name: functools.partial(through, url) for name, url in gateways.items()}}
+        reads: dict[str, Callable[[], Awaitable[float]]] = {"direct": direct}
+        reads.update({name: functools.partial(through, url) for name, url in gateways.items()})
         seen: dict[str, list[float]] = {name: [] for name in reads}
         for read in reads.values():
             await read()
