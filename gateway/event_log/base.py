@@ -128,7 +128,7 @@ class EventLog(abc.ABC):
             yield page.items
 
     async def _live_ndjson(self, run_id: str, after_seq: int) -> AsyncGenerator[bytes, None]:
-        """``as_ndjson`` with ``follow``: pages of lines; a log that follows its own way (Redis) uses ``follow``."""
+        """``as_ndjson`` with ``follow``: pages of lines. A log that follows its own way overrides it (Redis)."""
         async with aclosing(self._follow(run_id, after_seq, self._ndjson_page)) as pages:
             async for page in pages:
                 yield page.items
