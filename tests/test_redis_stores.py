@@ -13,8 +13,10 @@ from waiting import until
 
 from agent_server import TaskManager
 from agent_server.stores.redis import RedisTaskStore
-from agent_server.stores.redis_settings import RedisSettings
+from agent_server.stores.redis_client import connect
+from agent_server.stores.redis_settings import RedisSettings, parse_redis_spec
 from agent_server.testing import scripted_agent
+from examples._redis import LocalRedis
 from gateway.config import ToolConfig
 from gateway.errors import RunClosedError, SessionBusy, SessionConflictError, SessionLockLost
 from gateway.event_log.base import INTERRUPTED
@@ -30,6 +32,32 @@ from protocol import Task, TaskState, TaskStatus
 pytestmark = pytest.mark.anyio
 
 SHORT = RedisSettings(lease_s=0.3, lock_wait_s=5.0, follow_block_s=0.5)
+
+
+async def test_after_a_redis_restart_no_call_fails_on_a_connection_the_old_server_closed(tmp_path: Path) -> None:
+    """Idle pooled connections are checked before use: only the call in flight at the crash fails, none after."""
+    with LocalRedis(tmp_path / "redis") as redis:
+        client = connect(parse_redis_spec(f"{redis.url}/0", "test store"), RedisSettings())
+        try:
+            async with anyio.create_task_group() as group:  # at once, so the pool holds several connections
+                for index in range(6):
+                    group.start_soon(client.set, f"k{index}", index)
+            await anyio.to_thread.run_sync(redis.kill)
+            await anyio.to_thread.run_sync(redis.start)
+            answers: list[object] = []
+
+            async def read(key: str) -> None:
+                try:
+                    answers.append(await client.get(key))
+                except Exception as exc:  # what failed is the finding
+                    answers.append(exc)
+
+            async with anyio.create_task_group() as group:
+                for index in range(6):
+                    group.start_soon(read, f"k{index}")
+            assert sorted(map(repr, answers)) == sorted(repr(str(i).encode()) for i in range(6)), answers
+        finally:
+            await client.aclose()
 
 
 def _event(run_id: str, n: int) -> Event:
