@@ -35,7 +35,7 @@ SHORT = RedisSettings(lease_s=0.3, lock_wait_s=5.0, follow_block_s=0.5)
 
 
 async def test_after_a_redis_restart_no_call_fails_on_a_connection_the_old_server_closed(tmp_path: Path) -> None:
-    """Idle pooled connections are checked before use: only the call in flight at the crash fails, none after."""
+    """Idle pooled connections are checked before use, so none that the killed server closed fails a later call."""
     with LocalRedis(tmp_path / "redis") as redis:
         client = connect(parse_redis_spec(f"{redis.url}/0", "test store"), RedisSettings())
         try:
@@ -170,6 +170,26 @@ async def test_a_follower_on_one_log_sees_what_another_appends_live_and_ends_at_
     with pytest.raises(RunClosedError, match="is closed"):
         await writer.append(_event("r", 3))
     assert await reader.list_runs(owner="ada") == ["r"] and await reader.list_runs(owner="bob") == []
+
+
+async def test_a_follower_whose_empty_read_is_followed_by_the_close_still_gets_the_last_events(
+    logs: tuple[RedisEventLog, RedisEventLog],
+) -> None:
+    """The run ends between a read that found nothing and the check whether it is closed: its end is not lost."""
+    writer, reader = logs
+    await writer.append(_event("late", 0))
+    is_closed = reader.is_closed
+
+    async def closed_meanwhile(run_id: str) -> bool:
+        if not await writer.is_closed(run_id):
+            await writer.append(_event(run_id, 1))
+            await writer.close_run(run_id)
+        return await is_closed(run_id)
+
+    reader.is_closed = closed_meanwhile  # type: ignore[method-assign]
+    with anyio.fail_after(10 * SHORT.follow_block_s + 5):
+        seen = [event.seq async for event in reader.follow("late")]
+    assert seen == [0, 1]
 
 
 async def test_aclose_ends_a_follower_waiting_in_redis(logs: tuple[RedisEventLog, RedisEventLog]) -> None:
