@@ -273,7 +273,11 @@ class RedisEventLog(EventLog):
                     )
                     entries = answer[0][1] if answer else []
                     if not entries and await self.is_closed(run_id):
-                        return
+                        # Closed after that read found nothing: what was written up to the close is still unread.
+                        answer = await self._reader.xread({key: f"{seen}-1" if seen >= 0 else "0-0"}, count=512)
+                        entries = answer[0][1] if answer else []
+                        if not entries:
+                            return
             except StoreUnavailable:
                 if self._closing:
                     return
