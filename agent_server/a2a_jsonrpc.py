@@ -241,9 +241,16 @@ def _push_unsupported() -> ProtocolError:
 
 
 async def _known(exchange: _Exchange, task_id: str | None) -> None:
-    """A message naming a task continues it: the task must exist and be the caller's (-32001 otherwise)."""
-    if task_id is not None:
-        await exchange.manager.get(task_id, 0, exchange.caller)
+    """A message naming a task continues it: the caller's task (-32001 otherwise), not finished (-32004)."""
+    if task_id is None:
+        return
+    task = await exchange.manager.get(task_id, 0, exchange.caller)
+    if task.status.state.is_terminal:
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_OPERATION,
+            f"task {task_id!r} is {task.status.state.value} and takes no more messages; "
+            "send the message without a taskId to start a new task (same contextId to stay in the conversation)",
+        )
 
 
 def _utc_time(value: str | None) -> str | None:

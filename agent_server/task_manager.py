@@ -403,7 +403,7 @@ class TaskManager:
         state = existing.status.state
         if state is not TaskState.INPUT_REQUIRED:
             raise ProtocolError(
-                ErrorCode.UNSUPPORTED_OPERATION,
+                ErrorCode.INVALID_REQUEST,
                 f"task {task_id!r} is {state.value} and takes no more messages; "
                 "send without an id to start a new task (same sessionId to stay in the session)",
                 http_status=409,
