@@ -42,6 +42,7 @@ from protocol import (
     ProtocolError,
     StreamEvent,
     Task,
+    TaskSendParams,
     encode_event,
     parse_call,
     parse_params,
@@ -98,6 +99,17 @@ class _Exchange:
         if self.is_v1:
             return parse_params(self.call, v1.SendMessageRequest)
         return v03.send_params_to_v1(parse_params(self.call, v03.MessageSendParams))
+
+    def send_params(self, request: v1.SendMessageRequest) -> TaskSendParams:
+        """The request as the task model's send; -32602 for what the model cannot hold (bytes that are not base64)."""
+        try:
+            return send_params_from_v1(request)
+        except ValueError as exc:
+            raise ProtocolError(
+                ErrorCode.INVALID_PARAMS,
+                f"invalid params: message.parts: {exc}",
+                data=[{"field": "message.parts", "problem": str(exc)}],
+            ) from None
 
     def stream(self, encoder: StreamEncoder, events: AsyncIterator[StreamEvent]) -> Response:
         return SSEStreamResponse(_sse(self, encoder, events))
@@ -156,7 +168,7 @@ async def _send(exchange: _Exchange) -> Response:
     config = request.configuration
     if config is not None and config.task_push_notification_config:
         raise _push_unsupported()
-    params = send_params_from_v1(request)
+    params = exchange.send_params(request)
     await _known(exchange, params.id)
     if config is not None and config.return_immediately:
         task = await exchange.manager.start(params, exchange.caller)
@@ -169,7 +181,7 @@ async def _send_streaming(exchange: _Exchange) -> Response:
     request = exchange.send_request()
     if request.configuration is not None and request.configuration.task_push_notification_config:
         raise _push_unsupported()
-    params = send_params_from_v1(request)
+    params = exchange.send_params(request)
     await _known(exchange, params.id)
     opened: list[Task] = []
     events = exchange.manager.subscribe(params, exchange.caller, on_start=opened.append)
