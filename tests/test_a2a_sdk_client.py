@@ -8,7 +8,7 @@ stream event into its own protobuf types. The agent behind both is the scripted 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -63,14 +63,14 @@ def version(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-async def card(base_url: str, version: str) -> AsyncIterator[AgentCard]:
+async def card(base_url: str, version: str) -> AgentCard:
     async with httpx.AsyncClient(timeout=30) as http:
         card = await A2ACardResolver(http, base_url).get_agent_card()
     keep = [i for i in card.supported_interfaces if i.protocol_binding == "JSONRPC" and i.protocol_version == version]
     assert keep, f"the card offers JSON-RPC {version}"
     del card.supported_interfaces[:]
     card.supported_interfaces.extend(keep)
-    yield card
+    return card
 
 
 def client_for(card: AgentCard, http: httpx.AsyncClient, *, streaming: bool) -> Client:
