@@ -1,0 +1,168 @@
+"""The gateway's JSON-RPC peer against Switchboard agents that offer only JSON-RPC (1.0, or 0.3) on their card.
+
+With the NDJSON binding gone from the card the gateway must speak standard A2A to them, so
+everything the scripted agent can do is checked over SSE: cost in ``metadata.cost_usd`` and a
+budget cutoff whose cancel reached the agent's code, a handoff request in ``metadata.handoff``
+taken by a swarm (a remote member handing back to a local agent), a ``timeout_ms`` cancel in
+sync mode, and a stream cut in the middle (a proxy ends the first response after a few
+events) picked up by ``SubscribeToTask`` / ``tasks/resubscribe`` with nothing lost or doubled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+from agent_tool_support import call_events
+from servers import serve_app
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from agent_server import create_app
+from agent_server.testing import Probe, scripted_agent
+from gateway import Agent, AgentToolTimeout, BudgetExceeded, Gateway, HostAllowlist, Runner
+from gateway.models import ModelResponse, ScriptedModel, ToolCall
+from protocol import JSONRPC_BINDING, AgentCard
+
+pytestmark = pytest.mark.anyio
+
+PROBE = Probe()
+CUT_AFTER_EVENTS = 3
+
+
+def jsonrpc_only(version: str) -> object:
+    """The scripted agent, its card offering JSON-RPC ``version`` only."""
+    agent = scripted_agent(probe=PROBE)
+    standard_card = agent.card
+
+    def card(url: str) -> AgentCard:
+        full = standard_card(url)
+        kept = [
+            i
+            for i in full.supported_interfaces or []
+            if i.protocol_binding == JSONRPC_BINDING and i.protocol_version == version
+        ]
+        return full.model_copy(
+            update={"supported_interfaces": kept, "additional_interfaces": None, "protocol_version": version}
+        )
+
+    agent.card = card  # type: ignore[method-assign]
+    return agent
+
+
+@pytest.fixture(scope="module", params=["1.0", "0.3"])
+def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, str]]:
+    with serve_app(create_app(jsonrpc_only(request.param))) as url:  # type: ignore[arg-type]
+        yield url, f"jsonrpc-{request.param}"
+
+
+@pytest.fixture
+async def gateway() -> AsyncIterator[Gateway]:
+    async with Gateway(allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway:
+        yield gateway
+
+
+async def test_the_card_leads_the_gateway_to_json_rpc_and_costs_add_up_to_a_budget_cutoff(
+    served: tuple[str, str], gateway: Gateway
+) -> None:
+    url, binding = served
+    gateway.add_agent_tool("spender", url, mode="streaming", budget={"max_cost_usd": 0.0035})
+    with pytest.raises(BudgetExceeded) as caught:
+        await gateway.call_tool("spender", "stream 200 0.01 0.001", run_id="r-budget")
+    partial = caught.value.partial
+    assert partial is not None and partial.text == "chunk-0 chunk-1 chunk-2 "
+    assert partial.cost_usd == pytest.approx(0.004)
+    events = await call_events(gateway, "r-budget")
+    assert events[0].fields["binding"] == binding
+    assert events[-1].fields["reason"] == "budget_exceeded" and events[-1].fields["cancel_acknowledged"] is True
+    assert PROBE.wait_canceled(partial.task_id or "") is not None, "the cancel reached the agent's code"
+
+
+async def test_a_sync_call_past_timeout_ms_is_canceled_by_the_id_the_server_named(
+    served: tuple[str, str], gateway: Gateway
+) -> None:
+    url, _ = served
+    gateway.add_agent_tool("slow", url, timeout_ms=300)
+    with pytest.raises(AgentToolTimeout) as caught:
+        await gateway.call_tool("slow", "sleep 30", run_id="r-slow")
+    partial = caught.value.partial
+    assert partial is not None and partial.task_id
+    terminated = (await call_events(gateway, "r-slow"))[-1].fields
+    assert terminated["reason"] == "timeout" and terminated["cancel_acknowledged"] is True
+    assert (await gateway.peer(url).get(partial.task_id)).status.state.value == "canceled"
+
+
+async def test_a_remote_member_over_json_rpc_hands_back_to_a_local_agent(
+    served: tuple[str, str], gateway: Gateway
+) -> None:
+    url, _ = served
+    desk = Agent(
+        "desk",
+        model=ScriptedModel(
+            [
+                ModelResponse(tool_calls=[ToolCall(id="t1", name="transfer_to_scripted", arguments={})]),
+                ModelResponse(content="Desk again."),
+            ]
+        ),
+    )
+    runner = Runner(desk, gateway=gateway)
+    desk.add_handoff(await runner.register_remote(url))
+    response = await runner.run_async("cust-rpc", "handoff desk back to you")
+    hops = [(e.fields["source"], e.fields["target"], e.fields["remote"]) for e in response.events_of("handoff")]
+    assert hops == [("desk", "scripted", True), ("scripted", "desk", True)]
+    assert response.active_agent_name == "desk" and response.content == "Desk again."
+
+
+def cutting_proxy(target: str) -> Starlette:
+    """Forwards every JSON-RPC request to ``target``; the first stream of each task is ended after a few events."""
+    cut: set[bytes] = set()
+
+    async def forward(request: Request) -> Response:
+        body = await request.body()
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+        client = httpx.AsyncClient(timeout=30)
+        upstream = await client.send(
+            client.build_request("POST", target + "/", content=body, headers=headers), stream=True
+        )
+        cutting = b'"message/stream"' in body or b'"SendStreamingMessage"' in body
+        first = body not in cut
+        cut.add(body)
+
+        async def relay() -> AsyncIterator[bytes]:
+            events = 0
+            try:
+                async for chunk in upstream.aiter_raw():
+                    yield chunk
+                    events += chunk.count(b"\n\n")
+                    if cutting and first and events >= CUT_AFTER_EVENTS:
+                        return
+            finally:
+                await upstream.aclose()
+                await client.aclose()
+
+        media_type = upstream.headers.get("content-type")
+        return StreamingResponse(relay(), status_code=upstream.status_code, media_type=media_type)
+
+    async def card(request: Request) -> Response:
+        async with httpx.AsyncClient(timeout=30) as client:
+            answer = await client.get(target + request.url.path)
+        return Response(answer.content, media_type="application/json")
+
+    return Starlette(routes=[Route("/", forward, methods=["POST"]), Route("/.well-known/{name}", card)])
+
+
+async def test_a_stream_cut_in_the_middle_is_resubscribed_and_reads_as_if_it_never_broke(
+    served: tuple[str, str], gateway: Gateway
+) -> None:
+    url, _ = served
+    with serve_app(cutting_proxy(url)) as proxy:
+        gateway.add_agent_tool("streamer", proxy, mode="streaming")
+        result = await gateway.call_tool("streamer", "stream 6 0.05 0.001", run_id="r-cut")
+    assert result.state == "completed"
+    assert result.text == "".join(f"chunk-{i} " for i in range(6)), "every chunk once"
+    assert result.cost_usd == pytest.approx(0.006)
+    kinds = [e.fields.get("kind") for e in await call_events(gateway, "r-cut") if e.type == "agent_tool_progress"]
+    assert kinds.count("resubscribed") == 1
