@@ -167,3 +167,12 @@ def test_malformed_params_never_reach_a_5xx(agent_url: str, params: Any) -> None
             if (method == "ListTasks" and params is None) or (method == "ListTasks" and isinstance(params, dict)):
                 continue  # its params are all optional, and unknown fields are ignored
             assert error_of(response)["code"] in (-32600, -32602), (method, response.text)
+
+
+def test_the_card_is_cached_and_revalidated_by_its_etag(agent_url: str) -> None:
+    with httpx.Client(base_url=agent_url, timeout=30) as http:
+        card = http.get("/.well-known/agent-card.json")
+        assert card.status_code == 200 and "max-age=" in card.headers["cache-control"]
+        assert http.get("/.well-known/agent.json").json() == card.json(), "the older path serves the same card"
+        again = http.get("/.well-known/agent-card.json", headers={"if-none-match": card.headers["etag"]})
+        assert again.status_code == 304 and again.content == b""
