@@ -91,7 +91,14 @@ class AgentCard(WireModel):
         input_modes: list[str] | None = None,
         output_modes: list[str] | None = None,
     ) -> AgentCard:
-        """The card of an agent served at ``url`` by a Switchboard server, for readers of every version."""
+        """The card of an agent served at ``url`` by a Switchboard server, for readers of every version.
+
+        A2A 1.0 requires a description, and at least one skill, each with a description and
+        tags: an agent without a description is described by its name, one that names no skill
+        is one skill of its own name, and a skill without them gets its name as description and
+        its id as tag.
+        """
+        description = description or f"The agent {name!r}."
         return cls(
             name=name,
             description=description,
@@ -107,7 +114,7 @@ class AgentCard(WireModel):
                 LegacyInterface(url=url, transport=JSONRPC_BINDING),
                 LegacyInterface(url=url, transport=NDJSON_BINDING),
             ],
-            skills=list(skills or []),
+            skills=[_complete(skill) for skill in skills or [AgentSkill(id=name, name=name, description=description)]],
             default_input_modes=list(input_modes or DEFAULT_INPUT_MODES),
             default_output_modes=list(output_modes or DEFAULT_OUTPUT_MODES),
         )
@@ -144,6 +151,11 @@ class AgentCard(WireModel):
             for extra in self.additional_interfaces or []
         ]
         return [main, *more]
+
+
+def _complete(skill: AgentSkill) -> AgentSkill:
+    """The skill with the fields A2A 1.0 requires filled in where they are empty."""
+    return skill.model_copy(update={"description": skill.description or skill.name, "tags": skill.tags or [skill.id]})
 
 
 def major_minor(version: str | None) -> str | None:
