@@ -4,8 +4,9 @@ With the NDJSON binding gone from the card the gateway must speak standard A2A t
 everything the scripted agent can do is checked over SSE: cost in ``metadata.cost_usd`` and a
 budget cutoff whose cancel reached the agent's code, a handoff request in ``metadata.handoff``
 taken by a swarm (a remote member handing back to a local agent), a ``timeout_ms`` cancel in
-sync mode, and a stream cut in the middle (a proxy ends the first response after a few
-events) picked up by ``SubscribeToTask`` / ``tasks/resubscribe`` with nothing lost or doubled.
+sync mode, a stream cut in the middle (a proxy ends the first response after a few
+events) picked up by ``SubscribeToTask`` / ``tasks/resubscribe`` with nothing lost or doubled;
+and which binding a card leads to, on the host the agent was registered at whatever the card says.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from starlette.routing import Route
 from agent_server import create_app
 from agent_server.testing import Probe, scripted_agent
 from gateway import Agent, AgentToolTimeout, BudgetExceeded, Gateway, HostAllowlist, Runner
+from gateway.errors import PeerProtocolError
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
+from gateway.peers.discovery import choose_binding
 from protocol import JSONRPC_BINDING, AgentCard
 
 pytestmark = pytest.mark.anyio
@@ -166,3 +169,20 @@ async def test_a_stream_cut_in_the_middle_is_resubscribed_and_reads_as_if_it_nev
     assert result.cost_usd == pytest.approx(0.006)
     kinds = [e.fields.get("kind") for e in await call_events(gateway, "r-cut") if e.type == "agent_tool_progress"]
     assert kinds.count("resubscribed") == 1
+
+
+def test_the_binding_is_chosen_from_the_card_and_kept_on_the_registered_host() -> None:
+    def card(*interfaces: tuple[str, str, str]) -> AgentCard:
+        listed = [{"url": u, "protocolBinding": b, "protocolVersion": v} for b, v, u in interfaces]
+        return AgentCard.model_validate({"name": "x", "supportedInterfaces": listed})
+
+    base = "http://127.0.0.1:8001"
+    both = card(("JSONRPC", "0.3", "http://evil.example:81/v03"), ("JSONRPC", "1.0.2", "http://evil.example:81/rpc"))
+    assert choose_binding(both, base, base) == (JSONRPC_BINDING, "1.0", "http://127.0.0.1:8001/rpc")
+    ndjson = card(("JSONRPC", "1.0", base), ("urn:switchboard:a2a-ndjson", "1.0", base + "/agent"))
+    assert choose_binding(ndjson, base, base)[0] == "urn:switchboard:a2a-ndjson"
+    legacy = AgentCard.model_validate({"name": "x", "url": "http://other/a2a", "protocolVersion": "0.3"})
+    assert choose_binding(legacy, base, base) == (JSONRPC_BINDING, "0.3", "http://127.0.0.1:8001/a2a")
+    with pytest.raises(PeerProtocolError) as refused:
+        choose_binding(card(("GRPC", "1.0", base)), base, base)
+    assert refused.value.reason == "no_binding"
