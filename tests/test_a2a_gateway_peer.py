@@ -81,7 +81,7 @@ async def test_the_card_leads_the_gateway_to_json_rpc_and_costs_add_up_to_a_budg
     events = await call_events(gateway, "r-budget")
     assert events[0].fields["binding"] == binding
     assert events[-1].fields["reason"] == "budget_exceeded" and events[-1].fields["cancel_acknowledged"] is True
-    assert PROBE.wait_canceled(partial.task_id or "") is not None, "the cancel reached the agent's code"
+    assert PROBE.wait_canceled(partial.task_id or "", timeout_s=30) is not None, "the cancel reached the agent's code"
 
 
 async def test_a_sync_call_past_timeout_ms_is_canceled_by_the_id_the_server_named(
