@@ -146,7 +146,7 @@ async def test_cancel_of_a_running_task_ends_it_canceled(card: AgentCard) -> Non
 async def test_subscribe_after_a_disconnect_opens_with_the_task_and_follows_it_to_the_end(card: AgentCard) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
         client = client_for(card, http, streaming=True)
-        stream = client.send_message(message("stream 4 0.2 0"))
+        stream = client.send_message(message("stream 6 0.5 0"))  # 3 s: ample time to subscribe before it ends
         first = await anext(stream)
         await stream.aclose()  # the connection is cut; the task goes on
         events = [e async for e in client.subscribe(SubscribeToTaskRequest(id=first.task.id))]
@@ -155,7 +155,7 @@ async def test_subscribe_after_a_disconnect_opens_with_the_task_and_follows_it_t
     seen = text_of(events[0].task) + "".join(
         e.artifact_update.artifact.parts[0].text for e in events if e.HasField("artifact_update")
     )
-    assert seen == "chunk-0 chunk-1 chunk-2 chunk-3 ", "the Task and the updates after it hold every chunk once"
+    assert seen == "".join(f"chunk-{i} " for i in range(6)), "the Task and the updates after it hold every chunk once"
 
 
 async def test_an_input_required_round_trip_continues_the_same_task(card: AgentCard) -> None:
