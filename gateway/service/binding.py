@@ -1,14 +1,14 @@
 """The gateway as an agent: its swarm behind the A2A-NDJSON binding, so one gateway can be another's agent.
 
-Each task runs one swarm turn on the swarm session named by the task's ``sessionId``
-(the same sessions ``/sessions/{id}`` uses), and streams the answer's text as it is
-produced. When no text was streamed (a non-streaming model), the turn's final content
-is sent at the end; a turn escalated to a human (``[swarm] fallback = "human"``) ends the
-task in ``input-required`` with the escalation's words, and so does a turn whose answering
-member asked for input (a remote agent's ``input-required``), with its question: the
-caller's next message on that task continues the same session, and so the member's task. The card lists every agent of the
-swarm as a skill. When the gateway shuts down, tasks still going are canceled (state
-``canceled``, final line sent), like the runs the service started itself.
+Each task runs one swarm turn on the swarm session named by the task's ``sessionId`` (the
+same sessions ``/sessions/{id}`` uses), and streams the answer's text as it is produced.
+When no text was streamed (a non-streaming model), the turn's final content is sent at the
+end; a turn escalated to a human (``[swarm] fallback = "human"``) ends the task in
+``input-required`` with the escalation's words, and so does a turn whose answering member asked for
+input (a remote agent's ``input-required``), with its question: the caller's next message
+on that task continues the same session, and so the member's task. The card lists every
+agent of the swarm as a skill. When the gateway shuts down, tasks still going are canceled
+(state ``canceled``, final line sent), like the runs the service started itself.
 """
 
 from __future__ import annotations
