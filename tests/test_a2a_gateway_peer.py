@@ -6,13 +6,17 @@ budget cutoff whose cancel reached the agent's code, a handoff request in ``meta
 taken by a swarm (a remote member handing back to a local agent), a ``timeout_ms`` cancel in
 sync mode, a stream cut in the middle (a proxy ends the first response after a few
 events) picked up by ``SubscribeToTask`` / ``tasks/resubscribe`` with nothing lost or doubled;
-and which binding a card leads to, on the host the agent was registered at whatever the card says.
+one pool of connections shared with the NDJSON binding (a JSON-RPC stream holding the only
+connection makes an NDJSON call wait, and fail ``pool_exhausted``; the slot is free again when
+the stream is left); and which binding a card leads to, on the host the agent was registered at
+whatever the card says.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
+import anyio
 import httpx
 import pytest
 from agent_tool_support import call_events
@@ -21,10 +25,11 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
+from waiting import until
 
 from agent_server import create_app
 from agent_server.testing import Probe, scripted_agent
-from gateway import Agent, AgentToolTimeout, BudgetExceeded, Gateway, HostAllowlist, Runner
+from gateway import Agent, AgentToolTimeout, BudgetExceeded, Gateway, HostAllowlist, PeerLimits, PoolExhausted, Runner
 from gateway.errors import PeerProtocolError
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
 from gateway.peers.discovery import choose_binding
@@ -169,6 +174,36 @@ async def test_a_stream_cut_in_the_middle_is_resubscribed_and_reads_as_if_it_nev
     assert result.cost_usd == pytest.approx(0.006)
     kinds = [e.fields.get("kind") for e in await call_events(gateway, "r-cut") if e.type == "agent_tool_progress"]
     assert kinds.count("resubscribed") == 1
+
+
+async def test_a_json_rpc_stream_and_an_ndjson_call_share_one_pool_of_connections(served: tuple[str, str]) -> None:
+    url, binding = served
+    limits = PeerLimits(max_connections=1, pool_timeout_s=0.5)
+    with serve_app(create_app(scripted_agent())) as ndjson_url:
+        async with Gateway(limits=limits, allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway:
+            gateway.add_agent_tool("streamer", url, mode="streaming")
+            gateway.add_agent_tool("echo", ndjson_url)
+
+            async def hold_the_only_connection() -> None:
+                await gateway.call_tool("streamer", "stream 200 0.05 0", run_id="r-hold")
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(hold_the_only_connection)
+
+                async def streaming() -> bool:
+                    if "r-hold" not in await gateway.event_log.list_runs():
+                        return False
+                    return any(e.type == "agent_tool_progress" for e in await gateway.event_log.read("r-hold"))
+
+                await until(streaming, "the JSON-RPC stream's first chunk")
+                with pytest.raises(PoolExhausted) as caught:
+                    await gateway.call_tool("echo", "echo hi", run_id="r-wait")
+                group.cancel_scope.cancel()
+            result = await gateway.call_tool("echo", "echo hi", run_id="r-after")
+            invoked = [e for e in await call_events(gateway, "r-hold") if e.type == "agent_tool_invoked"]
+    assert invoked[0].fields["binding"] == binding
+    assert caught.value.reason == "pool_exhausted" and "all 1 connections" in caught.value.message
+    assert result.state == "completed" and result.text == "hi", "the stream left gave its connection back"
 
 
 def test_the_binding_is_chosen_from_the_card_and_kept_on_the_registered_host() -> None:
