@@ -111,8 +111,10 @@ class _Exchange:
                 data=[{"field": "message.parts", "problem": str(exc)}],
             ) from None
 
-    def stream(self, encoder: StreamEncoder, events: AsyncIterator[StreamEvent]) -> Response:
-        return SSEStreamResponse(_sse(self, encoder, events))
+    def stream(
+        self, encoder: StreamEncoder, batches: AsyncIterator[list[StreamEvent]], ready: list[StreamEvent]
+    ) -> Response:
+        return SSEStreamResponse(_sse(self, encoder, batches, ready))
 
 
 class JsonRpcBinding:
@@ -184,13 +186,13 @@ async def _send_streaming(exchange: _Exchange) -> Response:
     params = exchange.send_params(request)
     await _known(exchange, params.id)
     opened: list[Task] = []
-    events = exchange.manager.subscribe(params, exchange.caller, on_start=opened.append)
+    batches = exchange.manager.subscribe_batches(params, exchange.caller, on_start=opened.append)
     try:
-        await anext(events)  # the run's first line, the working status, is the Task the stream opens with
+        first = await anext(batches)  # the run's first line, the working status, is the Task the stream opens with
     except BaseException:
-        await events.aclose()
+        await batches.aclose()
         raise
-    return exchange.stream(StreamEncoder(opened[0]), events)
+    return exchange.stream(StreamEncoder(opened[0]), batches, first[1:])
 
 
 async def _get(exchange: _Exchange) -> Response:
@@ -212,8 +214,8 @@ async def _subscribe(exchange: _Exchange) -> Response:
             ErrorCode.UNSUPPORTED_OPERATION,
             f"task {target.id!r} is {task.status.state.value}: there is nothing to subscribe to; GetTask reads it",
         )
-    events = await exchange.manager.resubscribe(target.id, last_seq, exchange.caller)
-    return exchange.stream(StreamEncoder(task), events)
+    batches = await exchange.manager.resubscribe_batches(target.id, last_seq, exchange.caller)
+    return exchange.stream(StreamEncoder(task), batches, [])
 
 
 async def _list(exchange: _Exchange) -> Response:
@@ -284,15 +286,24 @@ def _utc_time(value: str | None) -> str | None:
 
 
 async def _sse(
-    exchange: _Exchange, encoder: StreamEncoder, events: AsyncIterator[StreamEvent]
+    exchange: _Exchange, encoder: StreamEncoder, batches: AsyncIterator[list[StreamEvent]], ready: list[StreamEvent]
 ) -> AsyncGenerator[bytes, None]:
-    """The opening Task, then each event, each a JSON-RPC response; a failure mid-stream ends it with an error event."""
+    """The opening Task, then each event, each a JSON-RPC response; a failure mid-stream ends it with an error event.
+
+    The events ready together (``ready`` with the opening, then each batch) are written in one piece.
+    """
     envelope = exchange.call.envelope
+
+    def encoded(events: list[StreamEvent]) -> bytes:
+        return b"".join(
+            encode_event(orjson.dumps(envelope.wrap_result(exchange.event(encoder.encode(event))))) for event in events
+        )
+
     try:
-        yield encode_event(orjson.dumps(envelope.wrap_result(exchange.event(encoder.opening()))))
-        async with aclosing(events) as stream:  # type: ignore[type-var]
-            async for event in stream:
-                yield encode_event(orjson.dumps(envelope.wrap_result(exchange.event(encoder.encode(event)))))
+        yield encode_event(orjson.dumps(envelope.wrap_result(exchange.event(encoder.opening())))) + encoded(ready)
+        async with aclosing(batches) as stream:  # type: ignore[type-var]
+            async for batch in stream:
+                yield encoded(batch)
     except Exception as exc:
         logger.exception("a task event stream broke off")
         error = ProtocolError(ErrorCode.INTERNAL_ERROR, f"the stream broke off: {type(exc).__name__}: {exc}")
