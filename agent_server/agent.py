@@ -21,7 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from protocol import AgentCard, AgentSkill, Message
+from protocol import AgentCard, AgentSkill, FilePart, Message
+from protocol.card import DEFAULT_INPUT_MODES
 
 from .auth import Principal
 
@@ -79,12 +80,17 @@ class Handoff:
 
 @dataclass
 class HostedAgent:
-    """An agent handler with the name, description and skills its card advertises."""
+    """An agent handler with the name, description, skills and input media types its card advertises.
+
+    ``input_modes``: the media types of the file parts it takes; a part of another declared
+    type is refused (415, -32005) on every binding, one without a type is let through.
+    """
 
     name: str
     handler: AgentHandler
     description: str = ""
     skills: list[AgentSkill] = field(default_factory=list)
+    input_modes: list[str] = field(default_factory=lambda: list(DEFAULT_INPUT_MODES))
 
     def __post_init__(self) -> None:
         if not self.name:
@@ -98,7 +104,17 @@ class HostedAgent:
         return self.handler(ctx)
 
     def card(self, url: str) -> AgentCard:
-        return AgentCard(name=self.name, description=self.description or None, url=url, skills=self.skills)
+        return AgentCard.standard(
+            name=self.name, url=url, description=self.description, skills=self.skills, input_modes=self.input_modes
+        )
+
+    def refused_media_type(self, message: Message) -> str | None:
+        """The first media type of ``message`` that this agent does not take, if any."""
+        for part in message.parts:
+            media_type = part.file.mime_type if isinstance(part, FilePart) else None
+            if media_type and media_type not in self.input_modes:
+                return media_type
+        return None
 
 
 @overload

@@ -1,4 +1,9 @@
-"""The Starlette app that hosts one agent behind the A2A-NDJSON binding, and ``serve`` to run it."""
+"""The Starlette app that hosts one agent behind the A2A-NDJSON binding and standard A2A JSON-RPC, and ``serve``.
+
+Both bindings drive the same TaskManager: ``/tasks/*`` the NDJSON one, ``POST /`` the
+JSON-RPC one (a2a_jsonrpc.py). The card is at ``/.well-known/agent-card.json`` and, as
+before, ``/.well-known/agent.json``.
+"""
 
 from __future__ import annotations
 
@@ -30,11 +35,13 @@ from protocol import (
     parse_request,
 )
 
+from .a2a_jsonrpc import JsonRpcBinding
 from .agent import AgentHandler, HostedAgent, as_hosted_agent
 from .auth import BearerAuth, Principal, TokenTable, principal_of
 from .browsers import browser_middleware
 from .http import (
     NDJSONStreamResponse,
+    card_response,
     check_content_type,
     guarded,
     internal_error,
@@ -50,15 +57,16 @@ logger = logging.getLogger("agent_server")
 
 OPERATOR = "operator"
 """The principal of an agent server's one token."""
-CARD_PATHS = frozenset({"/.well-known/agent.json"})
+CARD_PATH = "/.well-known/agent-card.json"
+CARD_PATHS = frozenset({CARD_PATH, "/.well-known/agent.json"})
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
 M = TypeVar("M", bound=BaseModel)
 
 _POST_ONLY_NAMES = frozenset({"send", "sendSubscribe", "get", "cancel", "resubscribe"})
 _ROUTES_HELP = (
-    "POST /tasks/send, /tasks/sendSubscribe, /tasks/get, /tasks/cancel, /tasks/resubscribe; "
-    "GET /tasks/{id}, /.well-known/agent.json"
+    "POST / (A2A JSON-RPC), /tasks/send, /tasks/sendSubscribe, /tasks/get, /tasks/cancel, /tasks/resubscribe; "
+    "GET /tasks/{id}, /.well-known/agent-card.json, /.well-known/agent.json"
 )
 
 
@@ -95,14 +103,16 @@ def create_app(
             app.state.task_manager = manager
             yield
 
+    jsonrpc = JsonRpcBinding(_manager, max_body_bytes=max_body_bytes)
     routes = [
+        Route("/", guarded(jsonrpc.endpoint), methods=["POST"]),
         Route("/tasks/send", guarded(handlers.send), methods=["POST"]),
         Route("/tasks/sendSubscribe", guarded(handlers.send_subscribe), methods=["POST"]),
         Route("/tasks/get", guarded(handlers.get), methods=["POST"]),
         Route("/tasks/cancel", guarded(handlers.cancel), methods=["POST"]),
         Route("/tasks/resubscribe", guarded(handlers.resubscribe), methods=["POST"]),
         Route("/tasks/{task_id}", guarded(handlers.get_by_path), methods=["GET"]),
-        Route("/.well-known/agent.json", guarded(handlers.agent_card), methods=["GET"]),
+        *(Route(path, guarded(handlers.agent_card), methods=["GET"]) for path in sorted(CARD_PATHS)),
     ]
     return Starlette(
         routes=routes,
@@ -221,7 +231,7 @@ class _Handlers:
         card = self.agent.card(url)
         if self.authenticated:
             card = card.with_bearer_auth()
-        return json_response(card.to_wire())
+        return card_response(request, card.to_wire())
 
     async def _parse(self, request: Request, model: type[M], method: str) -> ParsedRequest[M]:
         check_content_type(request)

@@ -1,8 +1,9 @@
 """HTTP plumbing shared by the agent server and the gateway service: content types, bounded
-body reading, JSON and NDJSON answers, error bodies."""
+body reading, JSON, NDJSON and SSE answers, the agent card's caching, error bodies."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import wraps
@@ -17,6 +18,9 @@ from starlette.types import Receive, Scope, Send
 
 from protocol import Envelope, EnvelopedProtocolError, ErrorCode, ProtocolError
 from protocol.ndjson import MEDIA_TYPE as NDJSON_MEDIA_TYPE
+from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
+
+from .limits import CARD_MAX_AGE_S
 
 JSON_MEDIA_TYPE = "application/json"
 
@@ -71,6 +75,16 @@ def _too_large(limit: int) -> ProtocolError:
 
 def json_response(content: Any, status_code: int = 200, headers: dict[str, str] | None = None) -> Response:
     return Response(orjson.dumps(content), status_code=status_code, media_type=JSON_MEDIA_TYPE, headers=headers)
+
+
+def card_response(request: Request, card: dict[str, Any]) -> Response:
+    """The agent card with ``Cache-Control`` and a weak ``ETag`` of its content; 304 when ``If-None-Match`` has it."""
+    etag = 'W/"' + hashlib.sha256(orjson.dumps(card, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32] + '"'
+    headers = {"etag": etag, "cache-control": f"public, max-age={CARD_MAX_AGE_S}"}
+    asked = [tag.strip().removeprefix("W/") for tag in request.headers.get("if-none-match", "").split(",")]
+    if "*" in asked or etag.removeprefix("W/") in asked:
+        return Response(status_code=304, headers=headers)
+    return json_response(card, headers=headers)
 
 
 def error_response(
@@ -156,3 +170,9 @@ class NDJSONStreamResponse(Response):
                 with anyio.CancelScope(shield=True):
                     await aclose()
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class SSEStreamResponse(NDJSONStreamResponse):
+    """The same, for a stream of Server-Sent Events (each item already an encoded event)."""
+
+    media_type = SSE_MEDIA_TYPE

@@ -49,3 +49,8 @@ class ServerLimits:
             raise ValueError(f"ServerLimits.max_connections must be at least 1, got {self.max_connections!r}")
         if self.max_drain_bytes < 0:
             raise ValueError(f"ServerLimits.max_drain_bytes must be 0 or more, got {self.max_drain_bytes!r}")
+
+
+CARD_MAX_AGE_S = 60
+"""How long a client may keep the agent card without asking again (``Cache-Control: max-age``); it also
+gets an ``ETag`` to revalidate with. Short, because a gateway's card changes as agents register."""

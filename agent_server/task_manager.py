@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +46,7 @@ from protocol import (
 from ._outputs import Outcome, interpret, reply_message
 from .agent import HostedAgent, TaskContext
 from .auth import Principal
-from .stores.base import StoreFull, TaskStore, is_running
+from .stores.base import StoreFull, TaskFilter, TaskPage, TaskStore, is_running
 from .wakeup import Wakeup
 
 logger = logging.getLogger("agent_server")
@@ -123,24 +123,40 @@ class TaskManager:
         await run.done.wait()
         return _settled(run.task, params.history_length)
 
+    async def start(self, params: TaskSendParams, caller: Principal | None = None) -> Task:
+        """Run the agent on a new message and return the task at once, as its run starts (A2A's returnImmediately)."""
+        run = await self._begin(params, caller)
+        return _trimmed(run.task, params.history_length)
+
     async def subscribe(
-        self, params: TaskSendParams, caller: Principal | None = None
+        self,
+        params: TaskSendParams,
+        caller: Principal | None = None,
+        *,
+        on_start: Callable[[Task], None] | None = None,
     ) -> AsyncGenerator[StreamEvent, None]:
         """Start a run (at the first iteration) and yield its events live; the last one is final.
 
         Refusals (409, 503) are raised by the first iteration. Closing the iterator early
-        leaves the run going, unless ``cancel_on_disconnect``.
+        leaves the run going, unless ``cancel_on_disconnect``. ``on_start`` is handed the
+        task as the run starts, before its first event (a stream that opens with the task).
         """
-        async with aclosing(self.subscribe_batches(params, caller)) as batches:
+        async with aclosing(self.subscribe_batches(params, caller, on_start=on_start)) as batches:
             async for batch in batches:
                 for event in batch:
                     yield event
 
     async def subscribe_batches(
-        self, params: TaskSendParams, caller: Principal | None = None
+        self,
+        params: TaskSendParams,
+        caller: Principal | None = None,
+        *,
+        on_start: Callable[[Task], None] | None = None,
     ) -> AsyncGenerator[list[StreamEvent], None]:
         """``subscribe``, the events that are ready together in one list (a stream writes each list at once)."""
         run = await self._begin(params, caller)
+        if on_start is not None:
+            on_start(_trimmed(run.task, params.history_length))
         delivered_final = False
         try:
             async with aclosing(self._follow(run, run.first_seq - 1)) as batches:
@@ -208,6 +224,46 @@ class TaskManager:
         async with aclosing(self._follow(run, seen)) as batches:
             async for batch in batches:
                 yield batch
+
+    async def snapshot(
+        self, task_id: str, caller: Principal | None = None, history_length: int | None = None
+    ) -> tuple[Task, int]:
+        """The task now and the seq of its newest event, read together: a resubscribe after it misses nothing."""
+        await self._check_visible(task_id, caller)
+        run = self._runs.get(task_id)
+        if run is None:
+            task = await self._load(task_id)
+            last_seq = await self.store.last_seq(task_id)
+            run = self._runs.get(task_id)  # a send may have started one meanwhile
+            if run is None:
+                return _trimmed(task, history_length), last_seq
+        return _trimmed(run.task, history_length), run.next_seq - 1
+
+    async def list_tasks(
+        self,
+        where: TaskFilter,
+        *,
+        limit: int,
+        cursor: str = "",
+        history_length: int | None = None,
+        caller: Principal | None = None,
+    ) -> TaskPage:
+        """A page of the tasks ``caller`` may see (an admin or no caller: all), running ones as they are now."""
+        if caller is not None and not caller.is_admin:
+            where = TaskFilter(
+                owned_by=caller.name, session_id=where.session_id, state=where.state, status_after=where.status_after
+            )
+        try:
+            page = await self.store.list_tasks(where, limit=limit, cursor=cursor)
+        except ValueError as exc:
+            raise ProtocolError(
+                ErrorCode.INVALID_PARAMS,
+                f"invalid params: pageToken: {exc}",
+                data=[{"field": "pageToken", "problem": str(exc)}],
+            ) from None
+        live = [run.task if (run := self._runs.get(task.id)) is not None else task for task in page.tasks]
+        tasks = [_trimmed(task, history_length) for task in live]
+        return TaskPage(tasks=tasks, next_cursor=page.next_cursor, total=page.total)
 
     async def get(self, task_id: str, history_length: int | None = None, caller: Principal | None = None) -> Task:
         await self._check_visible(task_id, caller)
@@ -289,6 +345,14 @@ class TaskManager:
             raise ProtocolError(ErrorCode.INVALID_PARAMS, "invalid params: id: must not be empty (omit it to get one)")
         task_id = params.id or uuid.uuid4().hex
         owner = caller.name if caller is not None else None
+        refused = self.agent.refused_media_type(params.message)
+        if refused is not None:
+            raise ProtocolError(
+                ErrorCode.CONTENT_TYPE_NOT_SUPPORTED,
+                f"agent {self.agent.name!r} does not take {refused!r} parts; "
+                f"it takes {', '.join(self.agent.input_modes)}",
+                http_status=415,
+            )
         with self._reserved(task_id, keep=True), anyio.CancelScope(shield=True):
             existing = await self._load_own(task_id)
             if existing is not None and caller is not None and not caller.may_see(await self.store.owner_of(task_id)):
@@ -343,6 +407,13 @@ class TaskManager:
                 f"task {task_id!r} is {state.value} and takes no more messages; "
                 "send without an id to start a new task (same sessionId to stay in the session)",
                 http_status=409,
+            )
+        if params.session_id is not None and params.session_id != existing.session_id:
+            raise ProtocolError(
+                ErrorCode.INVALID_PARAMS,
+                f"invalid params: sessionId: task {task_id!r} is in session {existing.session_id!r}, "
+                f"not {params.session_id!r}; leave sessionId out to continue the task",
+                data=[{"field": "sessionId", "problem": "not the session of the task"}],
             )
         task = existing.model_copy(deep=True)
         task.status = TaskStatus(state=TaskState.WORKING)

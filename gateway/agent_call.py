@@ -56,7 +56,7 @@ from .budget import Budget
 from .errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, PeerProtocolError
 from .events import EventType
 from .idle_timeout import IdleTimeout, with_idle_timeout
-from .peers.base import Peer, RawLine, StreamItem, StreamTooLarge
+from .peers.base import UNRESOLVED, Peer, RawLine, Resubscribed, StreamItem, StreamTooLarge
 from .recorder import RunRecorder
 
 logger = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ class AgentCall:
             agent=spec.agent,
             mode=spec.mode.kind,
             run_id=recorder.run_id,
-            task_id=task_id or "task_" + uuid.uuid4().hex,
+            task_id=task_id,
             session_id=session_id,
         )
         self._connect = connect
@@ -145,6 +145,7 @@ class AgentCall:
         self._started = time.monotonic()
         self._skipped_bytes = 0  # non-UTF-8 bytes dropped from lines not yet recorded in a progress event
         self._skipped_total = 0
+        self._invoked_recorded = False
 
     async def run(self) -> AgentToolResult:
         """The call in its mode; raises an AgentToolError (with ``.partial``) when it fails."""
@@ -166,34 +167,25 @@ class AgentCall:
     # -- the call's life, recorded -------------------------------------------------------
 
     async def _recorded(self, body: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
-        """``agent_tool_invoked``, the body, then the one event that says how the call ended."""
-        peer_error: AgentToolError | None = None
+        """``agent_tool_invoked``, the body, then the one event that says how the call ended.
+
+        The peer is found first (for an ``http(s)://`` agent, its card says which binding it
+        speaks), so ``agent_tool_invoked`` names the binding; a failure to find it is recorded
+        after ``agent_tool_invoked`` like any other.
+        """
         try:
-            self._peer = self._connect()
-        except AgentToolError as exc:
-            peer_error = exc
-        await self._emit(
-            EventType.AGENT_TOOL_INVOKED,
-            mode=self.spec.mode.kind,
-            input=self.message.text or None,
-            input_data=_data(self.message) or None,
-            task_id=self.result.task_id,
-            session_id=self.result.session_id,
-            timeout_ms=round(self.spec.timeout_s * 1000),
-            max_cost_usd=self.spec.budget.max_cost_usd,
-            idle_timeout_secs=self.spec.idle_timeout_s if self.spec.mode.kind == "streaming" else None,
-        )
-        try:
-            if peer_error is not None:
-                raise peer_error
+            await self._connected()
+            await self._invoked()
             async with aclosing(body) as pieces:
                 async for piece in pieces:
                     yield piece
         except _Terminated as stop:
+            await self._invoked()
             await self._terminated(stop)
             raise stop.error from None
         except AgentToolError as exc:
             exc.partial = self.result
+            await self._invoked()
             await self._emit(
                 EventType.AGENT_TOOL_ERROR,
                 reason=exc.reason,
@@ -205,11 +197,13 @@ class AgentCall:
             raise
         except (anyio.get_cancelled_exc_class(), GeneratorExit):
             with anyio.CancelScope(shield=True):
+                await self._invoked()
                 await self._terminated(_Terminated(AgentToolError("the caller cancelled the call", reason="cancelled")))
             raise
         except Exception as exc:
             # Not a failure the call knows (a bug, a raising next_input): still the call's last step.
             with anyio.CancelScope(shield=True):
+                await self._invoked()
                 await self._emit(
                     EventType.AGENT_TOOL_ERROR,
                     reason="internal_error",
@@ -225,6 +219,38 @@ class AgentCall:
             artifacts=len(self.result.artifacts),
             handoff=self.result.handoff.to_wire() if self.result.handoff else None,
             **self._totals(),
+        )
+
+    async def _connected(self) -> None:
+        """The peer that speaks the agent's binding; a new task's id minted here when the caller names tasks."""
+        peer = self._connect()
+        self._peer = peer
+        resolve = getattr(peer, "resolve", None)  # a peer written before peers could learn their binding has none
+        if resolve is not None:
+            self._peer = peer = await resolve()
+        if self.result.task_id is None and getattr(peer, "names_tasks", True):
+            self.result.task_id = "task_" + uuid.uuid4().hex
+
+    def _binding(self) -> str | None:
+        binding = getattr(self._peer, "binding", None)
+        return binding if isinstance(binding, str) and binding != UNRESOLVED else None
+
+    async def _invoked(self) -> None:
+        """``agent_tool_invoked``, once, however early the call ends."""
+        if self._invoked_recorded:
+            return
+        self._invoked_recorded = True
+        await self._emit(
+            EventType.AGENT_TOOL_INVOKED,
+            mode=self.spec.mode.kind,
+            binding=self._binding(),
+            input=self.message.text or None,
+            input_data=_data(self.message) or None,
+            task_id=self.result.task_id,
+            session_id=self.result.session_id,
+            timeout_ms=round(self.spec.timeout_s * 1000),
+            max_cost_usd=self.spec.budget.max_cost_usd,
+            idle_timeout_secs=self.spec.idle_timeout_s if self.spec.mode.kind == "streaming" else None,
         )
 
     async def _in_mode(self) -> AsyncGenerator[str, None]:
@@ -312,10 +338,16 @@ class AgentCall:
         def sent() -> None:
             deadline.deadline = anyio.current_time() + timeout_s
 
+        def named(task_id: str) -> None:
+            self.result.task_id = task_id
+
         async def send() -> None:
             nonlocal outcome
             try:
-                outcome = await peer.send(params, on_sent=sent)
+                if getattr(peer, "names_tasks", True):
+                    outcome = await peer.send(params, on_sent=sent)
+                else:  # the server names the task: learn its id as soon as it does, for a cancel at the deadline
+                    outcome = await peer.send(params, on_sent=sent, on_task=named)
             except Exception as exc:  # raised below, in the caller's task, not as an ExceptionGroup
                 outcome = exc
             finally:
@@ -364,6 +396,11 @@ class AgentCall:
         if isinstance(item, RawLine):
             await self._progress(kind="raw", raw=item.raw)
             return "", False
+        if isinstance(item, Resubscribed):
+            await self._progress(kind="resubscribed", attempt=item.attempt, message=item.why)
+            return "", False
+        if self.result.task_id is None:
+            self.result.task_id = item.id  # a server that names tasks named it in its first line
         cost = _cost(item.cost_usd, f"{self.spec.agent} sent a stream line whose cost_usd")
         total = self.result.cost_usd + cost
         if cost:

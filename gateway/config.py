@@ -99,6 +99,7 @@ class PeersConfig(_Strict):
     max_stream_bytes: int = Field(_PEER_DEFAULTS.max_stream_bytes, ge=1)
     max_answer_bytes: int = Field(_PEER_DEFAULTS.max_answer_bytes, ge=1)
     max_card_bytes: int = Field(_PEER_DEFAULTS.max_card_bytes, ge=1)
+    max_resubscribes: int = Field(_PEER_DEFAULTS.max_resubscribes, ge=0)
 
     def limits(self) -> PeerLimits:
         return PeerLimits(
@@ -111,6 +112,7 @@ class PeersConfig(_Strict):
             max_stream_bytes=self.max_stream_bytes,
             max_answer_bytes=self.max_answer_bytes,
             max_card_bytes=self.max_card_bytes,
+            max_resubscribes=self.max_resubscribes,
         )
 
 

@@ -18,6 +18,7 @@
     │   ├── BudgetExceeded                budget_exceeded
     │   ├── PeerHTTPError                 http_error: the peer answered an error status
     │   │   └── PeerRedirect              redirect: not followed
+    │   ├── PeerRPCError                  rpc_error: the peer answered a JSON-RPC error (its A2A code)
     │   ├── PoolExhausted                 pool_exhausted: the gateway's pool, not the peer
     │   ├── PeerConnectionError           connection_error
     │   ├── PeerProtocolError             cut_off, line_too_long, answer_too_large, bad_answer, ...
@@ -159,6 +160,20 @@ class PeerRedirect(PeerHTTPError):
         return {"status": self.status, "location": self.location}
 
 
+class PeerRPCError(AgentToolError):
+    """The peer answered a JSON-RPC error: it refused or failed the request (``code`` is its A2A code)."""
+
+    reason = "rpc_error"
+
+    def __init__(self, code: int, message: str, *, data: Any = None) -> None:
+        super().__init__(f"peer answered JSON-RPC error {code}: {message}")
+        self.code = code
+        self.body = {"code": code, "message": message, **({"data": data} if data is not None else {})}
+
+    def event_fields(self) -> dict[str, Any]:
+        return {"code": self.code, "body": self.body}
+
+
 class PoolExhausted(AgentToolError):
     """Every connection of the gateway's pool stayed busy for the pool timeout: the gateway's limit, not the agent's."""
 
@@ -188,7 +203,8 @@ class PeerProtocolError(AgentToolError):
     ``line_too_long`` (a stream line over ``max_line_bytes``), ``bad_answer`` (an answer
     that is not a Task, card or stream event, a ``metadata.cost_usd`` or
     ``metadata.handoff`` of the wrong shape, an MCP result that cannot be read),
-    ``answer_too_large`` (a JSON answer over 16 MiB). Or the call cannot be made as asked:
+    ``answer_too_large`` (a JSON answer over 16 MiB), ``no_binding`` (its card offers no binding
+    the gateway speaks). Or the call cannot be made as asked:
     ``unknown_tool`` (the MCP server has no tool of that name), ``bad_input`` (the input
     cannot be mapped onto the MCP tool's arguments), ``unsupported`` (the transport has no
     such operation, e.g. ``get`` on an MCP tool).

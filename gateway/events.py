@@ -170,6 +170,11 @@ class _CallFailure(_CallTotals):
 class AgentToolInvokedEvent(_Call):
     event_type = EventType.AGENT_TOOL_INVOKED
     mode: str | None = Field(None, description="sync, streaming or conversational.")
+    binding: str | None = Field(
+        None,
+        description="How the agent is spoken to: a2a-ndjson, jsonrpc-1.0, jsonrpc-0.3 (from its card), local or mcp; "
+        "absent when the agent could not be reached to learn it.",
+    )
     input: str | None = Field(None, description="The text sent.")
     input_data: list[dict[str, Any]] | None = Field(None, description="The data parts sent.")
     task_id: str | None = Field(None, description="The task id the call uses.")
@@ -182,7 +187,11 @@ class AgentToolInvokedEvent(_Call):
 class AgentToolProgressEvent(_Call):
     event_type = EventType.AGENT_TOOL_PROGRESS
     chunk_index: int | None = Field(None, description="Counts the chunks passed on, from 0.")
-    kind: str | None = Field(None, description="artifact, status, handoff, raw (a line that is no event) or turn.")
+    kind: str | None = Field(
+        None,
+        description="artifact, status, handoff, raw (a line that is no event), turn, or resubscribed "
+        "(the stream broke and was picked up again where it broke).",
+    )
     accumulated_cost_usd: float | None = Field(None, description="Cost so far, this chunk included.")
     cost_usd: float | None = Field(None, description="This chunk's own cost.")
     text: str | None = Field(None, description="The chunk's text.")
@@ -192,6 +201,8 @@ class AgentToolProgressEvent(_Call):
     raw: Any = Field(None, description="A line that is not an event, as received.")
     turn: int | None = Field(None, description="Conversational: the turn number, from 1.")
     skipped_bytes: int | None = Field(None, description="Bytes that were not UTF-8, dropped before this chunk.")
+    attempt: int | None = Field(None, description="Resubscribed: which resubscribe of the call, from 1.")
+    message: str | None = Field(None, description="Resubscribed: how the stream broke.")
 
 
 class AgentToolCompletedEvent(_CallTotals):

@@ -27,7 +27,7 @@ from .agent_tool import AgentTool, AgentToolFunction, AgentToolOptions, ToolInpu
 from .allowed_hosts import HostAllowlist
 from .errors import PeerConnectionError, UnknownAgentTool
 from .event_log import EventLog, MemoryEventLog
-from .peers import A2AHttpPeer, LocalAgentHost, LocalPeer, Peer, PeerHttpClient, PeerLimits
+from .peers import HttpAgentPeer, LocalAgentHost, LocalPeer, Peer, PeerHttpClient, PeerLimits
 from .recorder import RunRecorder, current_recorder
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ class Gateway:
     def _make_peer(self, target: AgentTarget, token: str | None) -> Peer:
         uri = target.uri
         if isinstance(target, A2AHttpTarget):
-            return A2AHttpPeer(target, self.http_client, self.limits, token=token)
+            return HttpAgentPeer(target, self.http_client, self.limits, token=token)
         if isinstance(target, LocalTarget):
             host = self._local.get(target.name)
             if host is None:

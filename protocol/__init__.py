@@ -1,4 +1,6 @@
-"""The wire contract of Switchboard: A2A task models, stream events, NDJSON, tool naming. No I/O.
+"""The wire contract of Switchboard: A2A task models, stream events, NDJSON and SSE, the card, tool naming. No I/O.
+
+Standard A2A (v1.0, v0.3) is the subpackage ``protocol.a2a``.
 
 The names below are imported on first use (PEP 562).
 """
@@ -16,7 +18,17 @@ if TYPE_CHECKING:
         merge_artifact as merge_artifact,
         merged_artifacts as merged_artifacts,
     )
-    from protocol.card import AgentCapabilities as AgentCapabilities, AgentCard as AgentCard, AgentSkill as AgentSkill
+    from protocol.card import (
+        A2A_V03 as A2A_V03,
+        A2A_V1 as A2A_V1,
+        JSONRPC_BINDING as JSONRPC_BINDING,
+        NDJSON_BINDING as NDJSON_BINDING,
+        AgentCapabilities as AgentCapabilities,
+        AgentCard as AgentCard,
+        AgentInterface as AgentInterface,
+        AgentSkill as AgentSkill,
+        major_minor as major_minor,
+    )
     from protocol.errors import (
         MAX_LISTED_PROBLEMS as MAX_LISTED_PROBLEMS,
         ErrorBody as ErrorBody,
@@ -43,11 +55,14 @@ if TYPE_CHECKING:
     )
     from protocol.jsonrpc import (
         MAX_JSON_DEPTH as MAX_JSON_DEPTH,
+        Call as Call,
         Envelope as Envelope,
         EnvelopedProtocolError as EnvelopedProtocolError,
         ParsedRequest as ParsedRequest,
         json_depth as json_depth,
+        parse_call as parse_call,
         parse_json_object as parse_json_object,
+        parse_params as parse_params,
         parse_request as parse_request,
     )
     from protocol.ndjson import (
@@ -60,6 +75,13 @@ if TYPE_CHECKING:
         SkippedBytes as SkippedBytes,
         aiter_ndjson as aiter_ndjson,
         encode_line as encode_line,
+    )
+    from protocol.sse import (
+        MEDIA_TYPE as SSE_MEDIA_TYPE,  # noqa: F401 - exported under this name
+        OversizedEvent as OversizedEvent,
+        SSEDecoder as SSEDecoder,
+        SSEEvent as SSEEvent,
+        encode_event as encode_event,
     )
     from protocol.task import (
         Artifact as Artifact,
@@ -81,9 +103,13 @@ if TYPE_CHECKING:
     )
 
 _EXPORTS = {
+    "A2A_V03": ("protocol.card", "A2A_V03"),
+    "A2A_V1": ("protocol.card", "A2A_V1"),
     "AgentCapabilities": ("protocol.card", "AgentCapabilities"),
     "AgentCard": ("protocol.card", "AgentCard"),
+    "AgentInterface": ("protocol.card", "AgentInterface"),
     "AgentSkill": ("protocol.card", "AgentSkill"),
+    "Call": ("protocol.jsonrpc", "Call"),
     "Artifact": ("protocol.task", "Artifact"),
     "ArtifactEvent": ("protocol.events", "ArtifactEvent"),
     "DEFAULT_MAX_LINE_BYTES": ("protocol.ndjson", "DEFAULT_MAX_LINE_BYTES"),
@@ -98,17 +124,23 @@ _EXPORTS = {
     "FilePart": ("protocol.task", "FilePart"),
     "HandoffEvent": ("protocol.events", "HandoffEvent"),
     "HandoffRequest": ("protocol.events", "HandoffRequest"),
+    "JSONRPC_BINDING": ("protocol.card", "JSONRPC_BINDING"),
     "MAX_JSON_DEPTH": ("protocol.jsonrpc", "MAX_JSON_DEPTH"),
     "MAX_LISTED_PROBLEMS": ("protocol.errors", "MAX_LISTED_PROBLEMS"),
     "MAX_TOOL_NAME_LENGTH": ("protocol.handoff_names", "MAX_TOOL_NAME_LENGTH"),
     "MalformedLine": ("protocol.ndjson", "MalformedLine"),
     "Message": ("protocol.task", "Message"),
+    "NDJSON_BINDING": ("protocol.card", "NDJSON_BINDING"),
     "NDJSONDecoder": ("protocol.ndjson", "NDJSONDecoder"),
     "NDJSON_MEDIA_TYPE": ("protocol.ndjson", "MEDIA_TYPE"),
+    "OversizedEvent": ("protocol.sse", "OversizedEvent"),
     "OversizedLine": ("protocol.ndjson", "OversizedLine"),
     "ParsedRequest": ("protocol.jsonrpc", "ParsedRequest"),
     "Part": ("protocol.task", "Part"),
     "ProtocolError": ("protocol.errors", "ProtocolError"),
+    "SSEDecoder": ("protocol.sse", "SSEDecoder"),
+    "SSEEvent": ("protocol.sse", "SSEEvent"),
+    "SSE_MEDIA_TYPE": ("protocol.sse", "MEDIA_TYPE"),
     "SkippedBytes": ("protocol.ndjson", "SkippedBytes"),
     "StatusEvent": ("protocol.events", "StatusEvent"),
     "StreamEvent": ("protocol.events", "StreamEvent"),
@@ -124,13 +156,17 @@ _EXPORTS = {
     "WireModel": ("protocol._wire", "WireModel"),
     "aiter_ndjson": ("protocol.ndjson", "aiter_ndjson"),
     "dotted_path": ("protocol.errors", "dotted_path"),
+    "encode_event": ("protocol.sse", "encode_event"),
     "encode_line": ("protocol.ndjson", "encode_line"),
     "join_text_parts": ("protocol.artifacts", "join_text_parts"),
     "json_depth": ("protocol.jsonrpc", "json_depth"),
+    "major_minor": ("protocol.card", "major_minor"),
     "merge_artifact": ("protocol.artifacts", "merge_artifact"),
     "merged_artifacts": ("protocol.artifacts", "merged_artifacts"),
     "more_problems": ("protocol.errors", "more_problems"),
+    "parse_call": ("protocol.jsonrpc", "parse_call"),
     "parse_json_object": ("protocol.jsonrpc", "parse_json_object"),
+    "parse_params": ("protocol.jsonrpc", "parse_params"),
     "parse_request": ("protocol.jsonrpc", "parse_request"),
     "parse_stream_event": ("protocol.events", "parse_stream_event"),
     "parts_text": ("protocol.task", "parts_text"),

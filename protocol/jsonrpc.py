@@ -41,6 +41,15 @@ class ParsedRequest(Generic[P]):
     envelope: Envelope | None
 
 
+@dataclass(frozen=True)
+class Call:
+    """A JSON-RPC 2.0 request to an endpoint that serves many methods: which one, its params, its envelope."""
+
+    method: str
+    params: dict[str, Any]
+    envelope: Envelope
+
+
 class EnvelopedProtocolError(ProtocolError):
     """A ProtocolError raised after the envelope was read, so the answer can be wrapped too."""
 
@@ -62,6 +71,39 @@ def parse_request(body: bytes, model: type[P], method: str) -> ParsedRequest[P]:
     except ValidationError as exc:
         error = ProtocolError.from_validation_error(exc)
         raise (EnvelopedProtocolError(error, envelope) if envelope else error) from None
+
+
+def parse_call(body: bytes) -> Call:
+    """A JSON-RPC 2.0 request naming its ``method`` (params by name; absent params are ``{}``).
+
+    A body that is no JSON object is refused with a plain ProtocolError (no id could be
+    read); what is wrong inside the envelope, with an EnvelopedProtocolError.
+    """
+    obj = parse_json_object(body, "a JSON-RPC request")
+    envelope = _envelope(obj)
+
+    def fail(code: ErrorCode, message: str) -> EnvelopedProtocolError:
+        return EnvelopedProtocolError(ProtocolError(code, message), envelope)
+
+    if obj.get("jsonrpc") != "2.0":
+        raise fail(ErrorCode.INVALID_REQUEST, 'the request\'s "jsonrpc" must be "2.0"')
+    method = obj.get("method")
+    if not isinstance(method, str) or not method:
+        raise fail(ErrorCode.INVALID_REQUEST, 'the request needs a "method", a string such as "SendMessage"')
+    params = obj.get("params")
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise fail(ErrorCode.INVALID_PARAMS, '"params" must be a JSON object (parameters by name)')
+    return Call(method=method, params=params, envelope=envelope)
+
+
+def parse_params(call: Call, model: type[P]) -> P:
+    """The call's params as ``model``; invalid ones are refused naming each field, in the call's envelope."""
+    try:
+        return model.model_validate(call.params)
+    except ValidationError as exc:
+        raise EnvelopedProtocolError(ProtocolError.from_validation_error(exc), call.envelope) from None
 
 
 def json_depth(value: Any) -> int:

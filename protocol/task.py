@@ -99,6 +99,9 @@ def parts_text(parts: list[Part]) -> str:
 
 class Message(WireModel):
     role: Literal["user", "agent"] = "user"
+    message_id: str | None = None
+    """The sender's id of the message (A2A ``messageId``), kept as sent; the JSON-RPC binding derives one
+    from the task for a message that has none."""
     parts: list[Part] = Field(min_length=1, fail_fast=True)
     """``fail_fast``: the first bad part is reported and the rest are not looked at, so a million bad parts
     cost what one does (listing them all blocked the server for seconds and answered megabytes)."""

@@ -13,7 +13,7 @@ import anyio.to_thread
 import pytest
 
 from agent_server import MemoryTaskStore, SQLiteTaskStore, StoreFull, TaskStore, open_store
-from agent_server.stores import SQLiteDatabase, StoreSpec, parse_store_spec
+from agent_server.stores import SQLiteDatabase, StoreSpec, TaskFilter, parse_store_spec
 from agent_server.stores.redis import RedisTaskStore
 from protocol import Artifact, ArtifactEvent, StatusEvent, Task, TaskState, TaskStatus, TextPart
 
@@ -293,3 +293,46 @@ def _is_closed(conn: sqlite3.Connection) -> bool:
     except sqlite3.ProgrammingError:
         return True
     return False
+
+
+async def _listing(store: TaskStore) -> None:
+    """Three tasks saved in order, each status a second later: pages, filters and a foreign cursor."""
+    rows = [
+        ("alice", "s1", TaskState.COMPLETED),
+        ("bob", "s1", TaskState.WORKING),
+        ("alice", "s2", TaskState.COMPLETED),
+    ]
+    for number, (owner, session, state) in enumerate(rows, start=1):
+        status = TaskStatus(state=state, timestamp=f"2025-01-01T00:00:0{number}.000Z")
+        await store.save_task(Task(id=f"t{number}", session_id=session, status=status), owner)
+
+    async def ids(where: TaskFilter, limit: int = 10, cursor: str = "") -> list[str]:
+        return [task.id for task in (await store.list_tasks(where, limit=limit, cursor=cursor)).tasks]
+
+    first = await store.list_tasks(TaskFilter(), limit=2)
+    assert [t.id for t in first.tasks] == ["t3", "t2"] and first.total == 3 and first.next_cursor
+    last = await store.list_tasks(TaskFilter(), limit=2, cursor=first.next_cursor)
+    assert [t.id for t in last.tasks] == ["t1"] and last.next_cursor == "" and last.total == 3
+    assert await ids(TaskFilter(owned_by="alice")) == ["t3", "t1"]
+    assert await ids(TaskFilter(session_id="s1")) == ["t2", "t1"]
+    assert await ids(TaskFilter(state=TaskState.COMPLETED, owned_by="alice", session_id="s2")) == ["t3"]
+    assert await ids(TaskFilter(status_after="2025-01-01T00:00:02.000Z")) == ["t3", "t2"]
+    with pytest.raises(ValueError, match="not a page token"):
+        await store.list_tasks(TaskFilter(), limit=1, cursor="garbage")
+
+
+async def test_every_store_lists_tasks_newest_first_in_pages_and_filtered(tmp_path: Path, redis_url: str) -> None:
+    clock = _Clock()
+
+    def ticking() -> float:
+        clock.now += 1
+        return clock.now
+
+    sqlite_store = SQLiteTaskStore(tmp_path / "t.db")
+    redis_store = RedisTaskStore(redis_url)
+    try:
+        for store in (MemoryTaskStore(clock=ticking), sqlite_store, redis_store):
+            await _listing(store)
+    finally:
+        await sqlite_store.aclose()
+        await redis_store.aclose()

@@ -20,7 +20,7 @@ ADMIN, ALICE, BOB = "admin-secret", "alice-secret", "bob-secret"
 TOKENS = TokenTable(
     {ADMIN: Principal("ops", "admin"), ALICE: Principal("alice", "chat"), BOB: Principal("bob", "chat")}
 )
-PUBLIC = {("GET", "/health"), ("GET", "/.well-known/agent.json")} | {
+PUBLIC = {("GET", "/health"), ("GET", "/.well-known/agent.json"), ("GET", "/.well-known/agent-card.json")} | {
     ("GET", path) for path in ("/ui", "/ui/", "/ui/console.js", "/ui/console.css")
 }
 """The console's files hold no data: the page sends the token the user gives it (docs/console.md)."""
@@ -80,11 +80,14 @@ def test_every_agent_server_route_but_the_card_needs_its_token() -> None:
     with serve_app(app) as url, httpx.Client(base_url=url, timeout=10) as http:
         for method, path in _requests_for_every_route(app):
             response = http.request(method, path, json={"message": {"parts": [{"text": "echo hi"}]}})
-            if path == "/.well-known/agent.json":
+            if (method, path) in PUBLIC:
                 assert response.status_code == 200
                 card = response.json()
-                assert card["securitySchemes"] == {"bearer": {"type": "http", "scheme": "bearer"}}
+                scheme = card["securitySchemes"]["bearer"]
+                assert scheme["type"] == "http" and scheme["scheme"] == "bearer"  # A2A v0.3's spelling
+                assert scheme["httpAuthSecurityScheme"] == {"scheme": "bearer"}  # and v1.0's
                 assert card["security"] == [{"bearer": []}]
+                assert card["securityRequirements"] == [{"schemes": {"bearer": {"list": []}}}]
                 continue
             assert response.status_code == 401, (method, path, response.text)
             assert "www-authenticate" in response.headers

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import anyio
 
-from bench import concurrent_streams, event_log, router
+from bench import a2a_sse, concurrent_streams, event_log, router
 
 
 def test_concurrent_streams_quick_run_completes_every_stream() -> None:
@@ -54,3 +54,11 @@ def test_event_log_bench_measures_every_figure_at_both_durability_levels(tmp_pat
     assert set(figures) == {(level, what) for level in ("NORMAL", "FULL") for what in measures}
     assert all(math.isfinite(rate) and rate > 0 for rate in figures.values())
     assert "ratio to raw" in event_log.report(figures)
+
+
+def test_a2a_sse_bench_reads_every_path_and_reports_both_ratios() -> None:
+    lines: list[str] = []
+    rates = a2a_sse.run(a2a_sse.Settings(rounds=1, seconds=0.2, streams=4), lines.append)
+    assert set(rates) == set(a2a_sse.PATHS) and all(len(r) == 1 and r[0] > 0 for r in rates.values())
+    report = a2a_sse.report(rates)
+    assert "sse / sdk sse" in report and "sse / switchboard ndjson" in report

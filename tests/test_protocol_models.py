@@ -84,7 +84,7 @@ def test_stream_events_keep_cost_usd_snake_case_and_parse_by_type() -> None:
 def test_agent_card_is_camel_case() -> None:
     wire = AgentCard(name="a", url="http://x").to_wire()
     assert wire["capabilities"]["streaming"] is True
-    assert wire["defaultInputModes"] == ["text", "data"]
+    assert wire["defaultInputModes"] == ["text/plain", "application/json"]  # media types, as A2A v1.0 has them
 
 
 def test_protocol_error_statuses_and_body() -> None:

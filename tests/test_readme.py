@@ -80,7 +80,7 @@ def test_the_readme_has_curl_examples_for_every_binding_endpoint() -> None:
         "/tasks/get",
         "/tasks/t1",
         "/tasks/resubscribe",
-        "/.well-known/agent.json",
+        "/.well-known/agent-card.json",
         "/agents",
         "/tools",
         "/sessions/",
@@ -125,6 +125,7 @@ def test_every_readme_curl_example_works_against_live_servers(tmp_path: Path) ->
     assert sum(1 for e in stream if e["type"] == "artifact") == 5
     assert [e["seq"] for e in by_path["/tasks/resubscribe"]] == list(range(4, len(stream)))
     assert by_path["/tasks/t1"][0]["status"]["state"] == "completed"
+    assert by_path["/"][0]["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", "standard A2A, v1.0"
     tool_call = by_path["/tools/research/call"]
     assert tool_call[-1]["type"] == "agent_tool_terminated" and tool_call[-1]["reason"] == "budget_exceeded"
     assert tool_call[-1]["cancel_acknowledged"] is True

@@ -124,7 +124,7 @@ def test_a_redirect_is_reported_and_not_followed() -> None:
             assert response.status_code == 502
             error = error_of(response)
             assert error["data"]["reason"] == "redirect"
-            assert f"a redirect to http://{hostport}/.well-known/agent.json" in error["message"]
+            assert f"a redirect to http://{hostport}/.well-known/agent-card.json" in error["message"]
             assert [a["name"] for a in http.get("/agents").json()["agents"]] == ["triage"]
         assert not contacted(listener)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from .base import StoreFull, StoreUnavailable, TaskStore
+from .base import StoreFull, StoreUnavailable, TaskFilter, TaskPage, TaskStore
 from .memory import MemoryTaskStore
 from .spec import StoreKind, StoreSpec, parse_store_spec
 from .sqlite import SQLiteTaskStore
@@ -40,6 +40,8 @@ __all__ = [
     "StoreKind",
     "StoreSpec",
     "StoreUnavailable",
+    "TaskFilter",
+    "TaskPage",
     "TaskStore",
     "open_store",
     "parse_store_spec",

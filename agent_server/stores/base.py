@@ -17,8 +17,13 @@ running task it holds without a run here was left by a process that stopped.
 from __future__ import annotations
 
 import abc
+import base64
+import binascii
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import orjson
 
 from protocol import ErrorCode, ProtocolError, StreamEvent, SwitchboardError, Task, TaskState
 
@@ -38,6 +43,35 @@ class StoreUnavailable(ProtocolError):
 
 CancelRequested = Callable[[str], None]
 """Called with a task id when another process asks to cancel a task this one runs."""
+
+
+@dataclass(frozen=True)
+class TaskPage:
+    """One page of ``list_tasks``: its tasks, the cursor of the next page ("" on the last) and how many match in all."""
+
+    tasks: list[Task]
+    next_cursor: str
+    total: int
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    """Which tasks ``list_tasks`` lists: ``owned_by`` that caller's only (None: everyone's), in ``session_id``,
+    in ``state``, whose status changed at or after ``status_after`` (an ISO 8601 UTC time as ``utc_now_iso``
+    writes it)."""
+
+    owned_by: str | None = None
+    session_id: str | None = None
+    state: TaskState | None = None
+    status_after: str | None = None
+
+    def matches(self, task: Task, owner: str | None) -> bool:
+        return (
+            (self.owned_by is None or owner == self.owned_by)
+            and (self.session_id is None or task.session_id == self.session_id)
+            and (self.state is None or task.status.state is self.state)
+            and (self.status_after is None or task.status.timestamp >= self.status_after)
+        )
 
 
 class TaskStore(abc.ABC):
@@ -66,6 +100,13 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     async def last_seq(self, task_id: str) -> int:
         """The seq of the task's newest stored event; -1 when it has none."""
+
+    @abc.abstractmethod
+    async def list_tasks(self, where: TaskFilter, *, limit: int, cursor: str = "") -> TaskPage:
+        """The tasks ``where`` selects, most recently updated first, ``limit`` of them after ``cursor``.
+
+        ``cursor`` is a previous page's ``next_cursor``; one this store did not make is a ValueError.
+        """
 
     @abc.abstractmethod
     async def delete_task(self, task_id: str) -> None:
@@ -99,3 +140,22 @@ class TaskStore(abc.ABC):
 
 def is_running(task: Task) -> bool:
     return task.status.state in RUNNING_STATES
+
+
+def encode_cursor(updated_at: float, task_id: str) -> str:
+    """A page cursor: the place, in most-recent-first order, of the last task of a page."""
+    return base64.urlsafe_b64encode(orjson.dumps([updated_at, task_id])).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[float, str]:
+    """The place ``encode_cursor`` wrote; ValueError for anything else."""
+    try:
+        updated_at, task_id = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        return float(updated_at), str(task_id)
+    except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError):
+        raise ValueError(f"{cursor!r} is not a page token of this server (pass the nextPageToken of a page)") from None
+
+
+def before(place: tuple[float, str], cursor: tuple[float, str] | None) -> bool:
+    """Whether ``place`` comes after the page that ended at ``cursor`` (most recent first)."""
+    return cursor is None or place < cursor

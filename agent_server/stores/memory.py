@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from protocol import StreamEvent, Task
 
-from .base import StoreFull, TaskStore, is_running
+from .base import StoreFull, TaskFilter, TaskPage, TaskStore, before, decode_cursor, encode_cursor, is_running
 
 
 @dataclass
@@ -80,6 +80,23 @@ class MemoryTaskStore(TaskStore):
     async def last_seq(self, task_id: str) -> int:
         entry = self._live_entry(task_id)
         return entry.events[-1].seq if entry is not None and entry.events else -1
+
+    async def list_tasks(self, where: TaskFilter, *, limit: int, cursor: str = "") -> TaskPage:
+        after = decode_cursor(cursor) if cursor else None
+        self._expire(self._clock())
+        places = sorted(
+            (
+                (entry.updated_at, task_id)
+                for task_id, entry in self._entries.items()
+                if where.matches(entry.task, entry.owner)
+            ),
+            reverse=True,
+        )
+        rest = [place for place in places if before(place, after)]
+        page = rest[:limit]
+        tasks = [self._entries[task_id].task.model_copy(deep=True) for _, task_id in page]
+        next_cursor = encode_cursor(*page[-1]) if len(rest) > limit else ""
+        return TaskPage(tasks=tasks, next_cursor=next_cursor, total=len(places))
 
     async def delete_task(self, task_id: str) -> None:
         self._entries.pop(task_id, None)

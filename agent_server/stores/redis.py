@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import AbstractContextManager, asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import anyio
@@ -25,7 +26,16 @@ import orjson
 
 from protocol import StreamEvent, Task, parse_stream_event
 
-from .base import RUNNING_STATES, CancelRequested, TaskStore
+from .base import (
+    RUNNING_STATES,
+    CancelRequested,
+    TaskFilter,
+    TaskPage,
+    TaskStore,
+    before,
+    decode_cursor,
+    encode_cursor,
+)
 from .redis_client import UNREACHABLE, connect, unavailable_as
 from .redis_leases import Liveness, renew_forever
 from .redis_settings import RedisSettings, RedisTarget, parse_redis_spec
@@ -34,6 +44,7 @@ logger = logging.getLogger("agent_server")
 
 DEFAULT_TTL_S = 3600.0
 _MAX_SEQ = 2**63 - 2
+_SCAN_BATCH = 500
 _RUNNING = frozenset(state.value for state in RUNNING_STATES)
 
 _SAVE = """
@@ -115,6 +126,25 @@ class RedisTaskStore(TaskStore):
         with self._unavailable():
             entries: Any = await self._client.xrevrange(self._events_key(task_id), "+", "-", count=1)
         return _seq(entries[0][0]) if entries else -1
+
+    async def list_tasks(self, where: TaskFilter, *, limit: int, cursor: str = "") -> TaskPage:
+        """Every task key scanned (``SCAN``, no index to keep in step with the keys' expiry), ordered by status time."""
+        after = decode_cursor(cursor) if cursor else None
+        found: list[tuple[tuple[float, str], Task]] = []
+        with self._unavailable():
+            async for key in self._client.scan_iter(match=self._task_key("*"), count=_SCAN_BATCH):
+                fields: list[Any] = await self._client.hmget(key, ["body", "owner"])
+                body, owner = fields
+                if body is None:
+                    continue  # it expired between the scan and the read
+                task = Task.model_validate_json(body)
+                if where.matches(task, owner.decode() if owner is not None else None):
+                    found.append(((_epoch(task.status.timestamp), task.id), task))
+        found.sort(key=lambda item: item[0], reverse=True)
+        rest = [(place, task) for place, task in found if before(place, after)]
+        page = rest[:limit]
+        next_cursor = encode_cursor(*page[-1][0]) if len(rest) > limit else ""
+        return TaskPage(tasks=[task for _, task in page], next_cursor=next_cursor, total=len(found))
 
     async def delete_task(self, task_id: str) -> None:
         with self._unavailable():
@@ -214,6 +244,11 @@ class RedisTaskStore(TaskStore):
 
 def _event(fields: dict[bytes, bytes]) -> StreamEvent:
     return parse_stream_event(orjson.loads(fields[b"e"]))
+
+
+def _epoch(timestamp: str) -> float:
+    """A status time as ``utc_now_iso`` writes it, in seconds since the epoch."""
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
 
 
 def _seq(entry_id: bytes) -> int:

@@ -17,7 +17,7 @@ import orjson
 
 from protocol import StreamEvent, Task, parse_stream_event
 
-from .base import RUNNING_STATES, TaskStore
+from .base import RUNNING_STATES, TaskFilter, TaskPage, TaskStore, before, decode_cursor, encode_cursor
 from .sqlite_db import SQLiteDatabase, write_transaction
 
 _SCHEMA = """
@@ -88,6 +88,25 @@ class SQLiteTaskStore(TaskStore):
         row = await self._db.run(_fetch_one, "SELECT MAX(seq) FROM events WHERE task_id = ?", (task_id,))
         return -1 if row is None or row[0] is None else int(row[0])
 
+    async def list_tasks(self, where: TaskFilter, *, limit: int, cursor: str = "") -> TaskPage:
+        """The owner and state are chosen in SQL; the session and the status time from each row's task."""
+        after = decode_cursor(cursor) if cursor else None
+        rows = await self._db.run(_select, where)
+        places: list[tuple[float, str, bytes]] = []
+        for task_id, updated_at, body in rows:
+            task = orjson.loads(body)
+            status = task.get("status") or {}
+            if where.session_id is not None and task.get("sessionId") != where.session_id:
+                continue
+            if where.status_after is not None and str(status.get("timestamp", "")) < where.status_after:
+                continue
+            places.append((updated_at, task_id, body))
+        rest = [place for place in places if before(place[:2], after)]
+        page = rest[:limit]
+        tasks = [Task.model_validate_json(body) for _, _, body in page]
+        next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(rest) > limit else ""
+        return TaskPage(tasks=tasks, next_cursor=next_cursor, total=len(places))
+
     async def delete_task(self, task_id: str) -> None:
         await self._db.run(_delete, task_id)
 
@@ -121,6 +140,19 @@ def _save(conn: sqlite3.Connection, task_id: str, state: str, now: float, body: 
         "body = excluded.body",
         (task_id, state, now, body, owner),
     )
+
+
+def _select(conn: sqlite3.Connection, where: TaskFilter) -> list[tuple[str, float, bytes]]:
+    clauses, args = [], []
+    if where.owned_by is not None:
+        clauses.append("owner = ?")
+        args.append(where.owned_by)
+    if where.state is not None:
+        clauses.append("state = ?")
+        args.append(where.state.value)
+    condition = f"WHERE {' AND '.join(clauses)} " if clauses else ""
+    sql = f"SELECT id, updated_at, body FROM tasks {condition}ORDER BY updated_at DESC, id DESC"
+    return conn.execute(sql, args).fetchall()
 
 
 def _delete(conn: sqlite3.Connection, task_id: str) -> None:

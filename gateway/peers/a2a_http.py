@@ -1,4 +1,5 @@
-"""A remote agent over the A2A-NDJSON binding, through the gateway's one HTTP client (http_client.py).
+"""A remote agent over HTTP, through the gateway's one HTTP client (http_client.py): what every HTTP binding
+shares (``HttpPeer``), and Switchboard's own A2A-NDJSON binding (``A2AHttpPeer``; JSON-RPC is jsonrpc.py).
 
 Deadlines (``PeerLimits``, kept by the client): waiting for a pooled connection is bounded
 by ``pool_timeout_s`` (``pool_exhausted``), connecting by ``connect_timeout_s``, writing the
@@ -13,27 +14,37 @@ Sizes: a JSON answer is read up to ``max_answer_bytes``, a card up to ``max_card
 a stream up to ``max_stream_bytes`` in all (then ``StreamTooLarge`` ends it). Redirects are
 not followed: a 3xx answer is a ``PeerRedirect`` naming where it pointed. The peer's token,
 when it has one, goes in ``Authorization`` on its requests only.
+
+A stream cut before its final line (the connection broke, or the body ended) is picked up
+again, at most ``max_resubscribes`` times per call: over NDJSON by ``/tasks/resubscribe``
+after the last seq received, so nothing is lost or read twice; the stream then carries a
+``Resubscribed`` item where it was resumed. Each response is held open (with its connection
+slot) only while its own part of the stream is read.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import aclosing, asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
-from gateway.errors import AgentToolError, PeerHTTPError, PeerProtocolError
+from gateway.errors import AgentToolError, PeerConnectionError, PeerHTTPError, PeerProtocolError
 from gateway.uri import A2AHttpTarget
 from protocol import (
     AgentCard,
+    ArtifactEvent,
     DecodedLine,
     ErrorBody,
+    HandoffEvent,
     MalformedLine,
     NDJSONDecoder,
     OversizedLine,
     SkippedBytes,
+    StatusEvent,
     Task,
     TaskSendParams,
     TaskState,
@@ -41,64 +52,81 @@ from protocol import (
 )
 from protocol.ndjson import MEDIA_TYPE as NDJSON_MEDIA_TYPE
 
-from .base import Peer, RawLine, StreamItem, StreamTooLarge
-from .http_client import OnSent, PeerHttpClient, PeerResponse
+from .base import OnSent, OnTask, Peer, RawLine, Resubscribed, StreamItem, StreamTooLarge
+from .http_client import PeerHttpClient, PeerResponse
 from .limits import PeerLimits
 
 _JSON_HEADERS = {"content-type": "application/json", "accept": "application/json"}
 _STREAM_HEADERS = {"content-type": "application/json", "accept": NDJSON_MEDIA_TYPE}
 _MAX_ERROR_BODY = 64 * 1024
+NDJSON = "a2a-ndjson"
+CARD_PATH = "/.well-known/agent-card.json"
+LEGACY_CARD_PATH = "/.well-known/agent.json"
+
+Segment = AsyncGenerator[StreamItem, None]
+"""The items of one streamed response (a stream, or a resubscribe that continues it)."""
+Resume = Callable[[AsyncExitStack], Awaitable[Segment | None]]
+"""Continue a cut stream: the next segment (its response entered in the stack given, which
+``_resumed`` closes once the segment is read), or None when there is nothing to resume by yet."""
 
 
-class A2AHttpPeer(Peer):
+@dataclass
+class _Place:
+    """Where an NDJSON stream is: its task, the seq of the last line passed on, whether that was the final one."""
+
+    task_id: str | None
+    seq: int = -1
+    final: bool = False
+
+    def passed(self, item: StreamItem) -> None:
+        if isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
+            self.task_id = self.task_id or item.id
+            self.seq = item.seq
+            self.final = isinstance(item, StatusEvent) and item.final
+
+
+@dataclass
+class Budget:
+    """The bytes one call's stream may still send, across its resubscribes."""
+
+    limit: int
+    received: int = 0
+
+    def take(self, size: int) -> StreamTooLarge | None:
+        self.received += size
+        return StreamTooLarge(size=self.received, limit=self.limit) if self.received > self.limit else None
+
+
+def ends_stream(item: StreamItem) -> bool:
+    """Nothing is read after a final status line, an oversized line or a stream over its limit."""
+    return isinstance(item, OversizedLine | StreamTooLarge) or (isinstance(item, StatusEvent) and item.final)
+
+
+class HttpPeer(Peer):
+    """What every peer over HTTP shares: the one client and its deadlines, bounded answers, refusals, resumes.
+
+    ``base_url`` is where the binding is spoken; ``headers`` and ``stream_headers`` go with
+    every JSON request and stream (the peer's token added, for this agent only).
+    """
+
     def __init__(
-        self, target: A2AHttpTarget, client: PeerHttpClient, limits: PeerLimits, *, token: str | None = None
+        self,
+        uri: str,
+        base_url: str,
+        client: PeerHttpClient,
+        limits: PeerLimits,
+        *,
+        headers: dict[str, str],
+        stream_headers: dict[str, str],
+        token: str | None = None,
     ) -> None:
-        self.uri = target.uri
-        self.base_url = target.base_url
+        self.uri = uri
+        self.base_url = base_url
         self.limits = limits
         self._client = client
         auth = {"authorization": f"Bearer {token}"} if token else {}
-        self._json_headers = {**_JSON_HEADERS, **auth}
-        self._stream_headers = {**_STREAM_HEADERS, **auth}
-
-    async def send(self, params: TaskSendParams, on_sent: OnSent | None = None) -> Task:
-        answer = await self._exchange("POST", "/tasks/send", params.to_json(), on_sent=on_sent)
-        return _task(answer, self.uri)
-
-    @asynccontextmanager
-    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
-        async with self._client.open(
-            "POST",
-            self.base_url + "/tasks/sendSubscribe",
-            uri=self.uri,
-            headers=self._stream_headers,
-            body=params.to_json(),
-            wait_headers=True,
-        ) as response:
-            await _refuse_failure(response)
-            async with aclosing(self._lines(response)) as lines:
-                yield lines
-
-    async def cancel(self, task_id: str) -> bool:
-        try:
-            answer = await self._exchange("POST", "/tasks/cancel", orjson.dumps({"id": task_id}), short=True)
-            return _task(answer, self.uri).status.state == TaskState.CANCELED
-        except AgentToolError:
-            return False
-
-    async def get(self, task_id: str) -> Task:
-        answer = await self._exchange("POST", "/tasks/get", orjson.dumps({"id": task_id}), short=True)
-        return _task(answer, self.uri)
-
-    async def card(self) -> AgentCard:
-        content = await self._exchange(
-            "GET", "/.well-known/agent.json", None, short=True, limit=self.limits.max_card_bytes
-        )
-        try:
-            return AgentCard.model_validate(orjson.loads(content))
-        except (orjson.JSONDecodeError, ValidationError) as exc:
-            raise PeerProtocolError(f"{self.uri} answered an invalid agent card: {exc}", reason="bad_answer") from None
+        self._json_headers = {**headers, **auth}
+        self._stream_headers = {**stream_headers, **auth}
 
     async def _exchange(
         self,
@@ -132,23 +160,153 @@ class A2AHttpPeer(Peer):
             )
         return content
 
-    async def _lines(self, response: PeerResponse) -> AsyncGenerator[StreamItem, None]:
-        """Decode the body as it arrives; an oversized line, or a stream past its total limit, ends it when seen."""
-        limit = self.limits.max_stream_bytes
-        received = 0
+    @asynccontextmanager
+    async def _open_stream(self, path: str, body: bytes, on_sent: OnSent | None = None) -> AsyncIterator[PeerResponse]:
+        """A stream's response, its status checked (an error status fails with the peer's message)."""
+        async with self._client.open(
+            "POST",
+            self.base_url + path,
+            uri=self.uri,
+            headers=self._stream_headers,
+            body=body,
+            on_sent=on_sent,
+            wait_headers=True,
+        ) as response:
+            await _refuse_failure(response)
+            yield response
+
+    async def _resumed(self, segment: Segment, held: AsyncExitStack, resume: Resume) -> Segment:
+        """A stream that a cut does not end: ``resume()`` picks it up, at most ``max_resubscribes`` times.
+
+        ``segment`` yields the items of one response (held open by ``held``, closed once it is
+        read) and returns at the stream's end (its final event, or an item that ends it). A
+        connection that breaks, or a body that ends before that, is resumed; when no resume is
+        possible (no attempts left, nothing to name the task by yet, the peer refuses) the break
+        is raised, or the items simply end (cut_off).
+        """
+        attempt = 0
+        notice: Resubscribed | None = None
+        try:
+            while True:
+                broke: PeerConnectionError | None = None
+                ended = False
+                try:
+                    async with aclosing(segment) as items:
+                        if notice is not None:
+                            yield notice
+                        async for item in items:
+                            yield item
+                            ended = ended or ends_stream(item)
+                except PeerConnectionError as exc:
+                    broke = exc
+                await held.aclose()
+                if ended:
+                    return
+                held = AsyncExitStack()
+                again: Segment | None = None
+                if attempt < self.limits.max_resubscribes:
+                    try:
+                        again = await resume(held)
+                    except AgentToolError as exc:
+                        if broke is not None:
+                            raise PeerConnectionError(f"{broke.message}; resubscribing failed: {exc.message}") from exc
+                        return
+                if again is None:
+                    if broke is not None:
+                        raise broke
+                    return
+                attempt += 1
+                notice = Resubscribed(attempt, broke.message if broke else "the stream ended before its final event")
+                segment = again
+        finally:
+            await held.aclose()
+
+
+class A2AHttpPeer(HttpPeer):
+    """An agent over Switchboard's own binding: one path per method, NDJSON streams, ids chosen by the caller."""
+
+    binding = NDJSON
+
+    def __init__(
+        self, target: A2AHttpTarget, client: PeerHttpClient, limits: PeerLimits, *, token: str | None = None
+    ) -> None:
+        super().__init__(
+            target.uri,
+            target.base_url,
+            client,
+            limits,
+            headers=_JSON_HEADERS,
+            stream_headers=_STREAM_HEADERS,
+            token=token,
+        )
+
+    async def send(self, params: TaskSendParams, on_sent: OnSent | None = None, on_task: OnTask | None = None) -> Task:
+        answer = await self._exchange("POST", "/tasks/send", params.to_json(), on_sent=on_sent)
+        return _task(answer, self.uri)
+
+    @asynccontextmanager
+    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
+        place = _Place(task_id=params.id)
+        budget = Budget(self.limits.max_stream_bytes)
+
+        async def resume(held: AsyncExitStack) -> Segment | None:
+            if place.task_id is None:
+                return None
+            body = orjson.dumps({"id": place.task_id, "afterSeq": place.seq})
+            response = await held.enter_async_context(self._open_stream("/tasks/resubscribe", body))
+            return self._lines(response, place, budget)
+
+        async with AsyncExitStack() as held:
+            response = await held.enter_async_context(self._open_stream("/tasks/sendSubscribe", params.to_json()))
+            async with aclosing(self._resumed(self._lines(response, place, budget), held, resume)) as items:
+                yield items
+
+    async def cancel(self, task_id: str) -> bool:
+        try:
+            answer = await self._exchange("POST", "/tasks/cancel", orjson.dumps({"id": task_id}), short=True)
+            return _task(answer, self.uri).status.state == TaskState.CANCELED
+        except AgentToolError:
+            return False
+
+    async def get(self, task_id: str) -> Task:
+        answer = await self._exchange("POST", "/tasks/get", orjson.dumps({"id": task_id}), short=True)
+        return _task(answer, self.uri)
+
+    async def card(self) -> AgentCard:
+        """The card at ``/.well-known/agent-card.json``, else (404) at ``agent.json``, where older agents serve it."""
+        try:
+            content = await self._card_at(CARD_PATH)
+        except PeerHTTPError as exc:
+            if exc.status != 404:
+                raise
+            content = await self._card_at(LEGACY_CARD_PATH)
+        try:
+            return AgentCard.model_validate(orjson.loads(content))
+        except (orjson.JSONDecodeError, ValidationError) as exc:
+            raise PeerProtocolError(f"{self.uri} answered an invalid agent card: {exc}", reason="bad_answer") from None
+
+    async def _card_at(self, path: str) -> bytearray:
+        return await self._exchange("GET", path, None, short=True, limit=self.limits.max_card_bytes)
+
+    async def _lines(self, response: PeerResponse, place: _Place, budget: Budget) -> Segment:
+        """Decode one response's body as it arrives; an oversized line, or a stream past its limit, ends it."""
         decoder = NDJSONDecoder(self.limits.max_line_bytes)
         async with aclosing(response.chunks()) as chunks:
             async for chunk in chunks:
-                received += len(chunk)
-                if received > limit:
-                    yield StreamTooLarge(size=received, limit=limit)
+                too_large = budget.take(len(chunk))
+                if too_large is not None:
+                    yield too_large
                     return
                 for line in decoder.feed(chunk):
-                    yield _item(line)
-                    if isinstance(line, OversizedLine):
+                    item = _item(line)
+                    place.passed(item)
+                    yield item
+                    if isinstance(line, OversizedLine) or place.final:
                         return
         for line in decoder.close():
-            yield _item(line)
+            item = _item(line)
+            place.passed(item)
+            yield item
 
 
 async def _refuse_failure(response: PeerResponse) -> None:

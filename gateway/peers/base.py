@@ -4,8 +4,15 @@ A stream is an async context manager yielding an async iterator, so that whateve
 transport holds open (an HTTP response, an MCP call running in a task) is closed when the
 caller's block ends, in the caller's task. Its items are parsed A2A stream events, plus
 ``RawLine`` for a line that is not one, ``OversizedLine`` for a line over the limit,
-``SkippedBytes`` for bytes that are not UTF-8 dropped from the next line, and
-``StreamTooLarge`` when the whole stream grew past its limit (the last item).
+``SkippedBytes`` for bytes that are not UTF-8 dropped from the next line,
+``StreamTooLarge`` when the whole stream grew past its limit (the last item), and
+``Resubscribed`` where a stream cut before its final line was picked up again.
+
+A peer speaks one binding (``binding``: ``a2a-ndjson``, ``jsonrpc-1.0``, ``jsonrpc-0.3``,
+``local``, ``mcp``). ``names_tasks`` says whether a new task's id is the caller's to choose
+(the NDJSON binding, in-process, MCP) or the server's, named in its first answer (JSON-RPC).
+A peer found by URI may have to learn its binding first: ``resolve()`` returns the peer that
+speaks it (itself, for every peer that knows).
 """
 
 from __future__ import annotations
@@ -43,20 +50,46 @@ class StreamTooLarge:
     limit: int
 
 
-StreamItem = StatusEvent | ArtifactEvent | HandoffEvent | RawLine | OversizedLine | SkippedBytes | StreamTooLarge
+@dataclass(frozen=True)
+class Resubscribed:
+    """The stream broke (``why``) and a resubscribe picked it up: the ``attempt``-th of the call, from 1.
+
+    The events after it continue the stream exactly where it broke (nothing lost, nothing twice).
+    """
+
+    attempt: int
+    why: str
+
+
+StreamItem = (
+    StatusEvent | ArtifactEvent | HandoffEvent | RawLine | OversizedLine | SkippedBytes | StreamTooLarge | Resubscribed
+)
+UNRESOLVED = "unresolved"
+"""The ``binding`` of a peer that has not learnt it yet (an http(s):// agent before its card is read)."""
+OnSent = Callable[[], None]
+"""Called once the request starts being written on a connection (the clock of a reply deadline starts)."""
+OnTask = Callable[[str], None]
+"""Called with the task's id as soon as the peer names it, where the server names tasks."""
 
 
 class Peer(abc.ABC):
     """An agent reachable by URI. Errors are ``gateway.errors.AgentToolError`` subclasses."""
 
     uri: str
+    binding: str = "custom"
+    names_tasks: bool = True
+
+    async def resolve(self) -> Peer:
+        """The peer that speaks this agent's binding."""
+        return self
 
     @abc.abstractmethod
-    async def send(self, params: TaskSendParams, on_sent: Callable[[], None] | None = None) -> Task:
+    async def send(self, params: TaskSendParams, on_sent: OnSent | None = None, on_task: OnTask | None = None) -> Task:
         """Run one turn to its end (or to ``input-required``) and return the task.
 
         ``on_sent`` is called once the request is on its way (for HTTP: written on a
-        connection, after any wait for one), so a reply deadline counts only the agent's time.
+        connection, after any wait for one), so a reply deadline counts only the agent's time;
+        ``on_task`` with the task's id as soon as a server that names tasks has named it.
         """
 
     @abc.abstractmethod

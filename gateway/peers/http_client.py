@@ -37,10 +37,8 @@ import anyio
 
 from gateway.errors import AgentToolError, AgentToolTimeout, PeerConnectionError, PeerRedirect, PoolExhausted
 
+from .base import OnSent
 from .limits import PeerLimits
-
-OnSent = Callable[[], None]
-"""Called once the request starts being written on a connection (the clock of a reply deadline starts)."""
 
 _KEEPALIVE_S = 30.0
 

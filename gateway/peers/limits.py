@@ -23,7 +23,10 @@ class PeerLimits:
       finds all of them busy waits up to ``pool_timeout_s``, then fails ``pool_exhausted``;
     - ``max_line_bytes``: one stream line; ``max_stream_bytes``: all lines of one streamed
       answer together; ``max_answer_bytes``: one JSON answer (a Task); ``max_card_bytes``: an
-      agent card.
+      agent card;
+    - ``max_resubscribes``: how many times one call's stream, cut before its final line, is
+      picked up again by a resubscribe (``/tasks/resubscribe`` after the last seq,
+      ``SubscribeToTask``); 0: never.
     """
 
     connect_timeout_s: float = 5.0
@@ -35,8 +38,12 @@ class PeerLimits:
     max_stream_bytes: int = 16 * MiB
     max_answer_bytes: int = 16 * MiB
     max_card_bytes: int = 256 * 1024
+    max_resubscribes: int = 3
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
-            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                raise ValueError(f"PeerLimits.{name} must be a positive number, got {value!r}")
+            counts_from_zero = name == "max_resubscribes"
+            number = not isinstance(value, bool) and isinstance(value, int | float)
+            if not number or value < 0 or (value == 0 and not counts_from_zero):
+                what = "a number >= 0" if counts_from_zero else "a positive number"
+                raise ValueError(f"PeerLimits.{name} must be {what}, got {value!r}")

@@ -6,7 +6,7 @@ app drives; a ``ProtocolError`` becomes the ``PeerHTTPError`` the HTTP layer wou
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from typing import Any
 
@@ -18,7 +18,7 @@ from gateway.errors import PeerHTTPError
 from gateway.uri import LocalTarget
 from protocol import AgentCard, ProtocolError, StreamEvent, Task, TaskSendParams, TaskState
 
-from .base import Peer, StreamItem
+from .base import OnSent, OnTask, Peer, StreamItem
 
 
 class LocalAgentHost:
@@ -52,11 +52,13 @@ class LocalAgentHost:
 
 
 class LocalPeer(Peer):
+    binding = "local"
+
     def __init__(self, target: LocalTarget, host: LocalAgentHost) -> None:
         self.uri = target.uri
         self._host = host
 
-    async def send(self, params: TaskSendParams, on_sent: Callable[[], None] | None = None) -> Task:
+    async def send(self, params: TaskSendParams, on_sent: OnSent | None = None, on_task: OnTask | None = None) -> Task:
         manager = await self._host.running_manager()
         if on_sent is not None:
             on_sent()

@@ -62,7 +62,7 @@ from protocol import (
     parts_text,
 )
 
-from .base import Peer, StreamItem
+from .base import OnSent, OnTask, Peer, StreamItem
 
 logger = logging.getLogger(__name__)
 
@@ -207,13 +207,15 @@ class _Call:
 class MCPPeer(Peer):
     """One tool of an MCP server."""
 
+    binding = "mcp"
+
     def __init__(self, target: MCPTarget, connection: MCPConnection) -> None:
         self.uri = target.uri
         self.tool = target.tool
         self._connection = connection
         self._calls: dict[str, _Call] = {}
 
-    async def send(self, params: TaskSendParams, on_sent: Callable[[], None] | None = None) -> Task:
+    async def send(self, params: TaskSendParams, on_sent: OnSent | None = None, on_task: OnTask | None = None) -> Task:
         task_id = params.id or _new_task_id()
         client, arguments = await self._prepare(params)
         if on_sent is not None:

@@ -1,4 +1,4 @@
-"""The gateway's Starlette app: the management API and, on the same port, the A2A-NDJSON binding.
+"""The gateway's Starlette app: the management API and, on the same port, the swarm as an agent (both bindings).
 
 Paths (docs/gateway-service.md has bodies and examples)::
 
@@ -18,8 +18,9 @@ Paths (docs/gateway-service.md has bodies and examples)::
     PUT  /sessions/{id}/agent            the agent that takes the session's next turn
     GET  /agents/{name}/reachable        whether a remote agent answers now (its card fetched)
     GET  /ui                             the operator's console (gateway/console/), on this API only
-    POST /tasks/*, GET /tasks/{id}, GET /.well-known/agent.json
-                                         the A2A-NDJSON binding: the gateway as an agent
+    POST /                               standard A2A JSON-RPC (v1.0, v0.3): the gateway as an agent
+    POST /tasks/*, GET /tasks/{id}       the A2A-NDJSON binding: the same, Switchboard's way
+    GET  /.well-known/agent-card.json    the card (also at agent.json)
 """
 
 from __future__ import annotations
@@ -67,8 +68,10 @@ ENDPOINTS = (
     "GET|PUT /sessions/{id}/board",
     "GET /runs",
     "GET /runs/{run_id}/events",
+    "POST / (A2A JSON-RPC)",
     "POST /tasks/send|sendSubscribe|get|cancel|resubscribe",
     "GET /tasks/{id}",
+    "GET /.well-known/agent-card.json",
     "GET /.well-known/agent.json",
     "GET /ui",
 )
@@ -140,6 +143,7 @@ def create_gateway_app(
 
     routes = [
         api_route("/", _index, ["GET"], scope="chat"),
+        Route("/", binding, methods=["POST"]),
         Route("/health", guarded(_health), methods=["GET"]),
         *routes_reachable.routes,
         *routes_agents.routes,

@@ -1,12 +1,14 @@
 """The gateway as an agent: its swarm behind the A2A-NDJSON binding, so one gateway can be another's agent.
 
-Each task runs one swarm turn on the swarm session named by the task's ``sessionId``
-(the same sessions ``/sessions/{id}`` uses), and streams the answer's text as it is
-produced. When no text was streamed (a non-streaming model), the turn's final content
-is sent at the end; a turn escalated to a human (``[swarm] fallback = "human"``) ends the
-task in ``input-required`` with the escalation's words. The card lists every agent of the
-swarm as a skill. When the gateway shuts down, tasks still going are canceled (state
-``canceled``, final line sent), like the runs the service started itself.
+Each task runs one swarm turn on the swarm session named by the task's ``sessionId`` (the
+same sessions ``/sessions/{id}`` uses), and streams the answer's text as it is produced.
+When no text was streamed (a non-streaming model), the turn's final content is sent at the
+end; a turn escalated to a human (``[swarm] fallback = "human"``) ends the task in
+``input-required`` with the escalation's words, and so does a turn whose answering member asked for
+input (a remote agent's ``input-required``), with its question: the caller's next message
+on that task continues the same session, and so the member's task. The card lists every
+agent of the swarm as a skill. When the gateway shuts down, tasks still going are canceled
+(state ``canceled``, final line sent), like the runs the service started itself.
 """
 
 from __future__ import annotations
@@ -60,17 +62,23 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
             raise ValueError("the message has no text: send the user's words as a text part")
         streamed = False
         await service.sync_registrations()
+        asking: str | None = None  # the question that ends the turn, if a member asked one or the turn escalated
         with service.runs.stoppable(lambda: agent.cancel_task(ctx.task_id)):
             turn = service.runner.run_stream(ctx.session_id, ctx.text, caller=ctx.caller)
             async with aclosing(turn) as events:
                 async for event in events:
-                    if event.type == EventType.TEXT_DELTA.value and event.fields.get("text"):
+                    fields = event.fields
+                    if event.type == EventType.TEXT_DELTA.value and fields.get("text"):
                         streamed = True
-                        yield TextChunk(str(event.fields["text"]))
-                    elif event.type == EventType.RUN_COMPLETED.value and event.fields.get("state") == _INPUT_REQUIRED:
-                        yield InputRequired(str(event.fields.get("content") or ""))
-                    elif event.type == EventType.RUN_COMPLETED.value and not streamed and event.fields.get("content"):
-                        yield str(event.fields["content"])
+                        yield TextChunk(str(fields["text"]))
+                    elif event.type == EventType.MESSAGE.value and fields.get("role") == "assistant":
+                        asking = str(fields.get("content") or "") if fields.get("state") == _INPUT_REQUIRED else None
+                    elif event.type == EventType.RUN_COMPLETED.value and fields.get("state") == _INPUT_REQUIRED:
+                        asking = str(fields.get("content") or "")
+                    elif event.type == EventType.RUN_COMPLETED.value and not streamed and fields.get("content"):
+                        yield str(fields["content"])
+        if asking is not None:
+            yield InputRequired(asking)
 
     description = (
         service.description or f"A Switchboard gateway; its swarm starts with {service.members.starting_agent_name!r}."

@@ -30,6 +30,7 @@ def agent_info(service: GatewayService, member: SwarmMember) -> dict[str, Any]:
         info.update(
             kind="remote",
             url=member.uri,
+            binding=member.binding,
             authenticated=member.authenticated,
             description=member.description,
             streaming=member.streaming,

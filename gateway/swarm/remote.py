@@ -11,13 +11,13 @@ Each turn is one call of the engine agent tools use (gateway/agent_call.py), rec
 the run with ``member`` naming the agent: the same deadlines (``timeout_s`` for a
 ``tasks/send``, ``idle_timeout_s`` for a stream's silence), the same checks of what the
 peer sends, the same best-effort ``tasks/cancel`` under the gateway's cancel deadline, and
-the same failure reasons. The task id is minted for a turn that does not continue an
-earlier task, so the cancel always has an id, even before the first stream line arrives.
+the same failure reasons. A turn that does not continue an earlier task gets its id from
+the call: minted there for a peer that lets the caller name tasks (so the cancel has an id
+even before the first stream line), or the one the server names (JSON-RPC).
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -103,6 +103,11 @@ class RemoteAgent:
         )
 
     @property
+    def binding(self) -> str:
+        """How it is spoken to (a2a-ndjson, jsonrpc-1.0, jsonrpc-0.3, local, mcp)."""
+        return self.peer.binding
+
+    @property
     def specialty(self) -> str:
         return specialty_of(self.description)
 
@@ -165,13 +170,13 @@ def task_params(
 
     Task metadata: ``switchboard`` (the swarm's bookkeeping) and, on its first task after a
     transfer to it, ``handoff`` (``source``, ``target``, ``reason``, ``payload``: the
-    HandoffPayload). Without ``task_id`` a new id is minted, so a timed-out task can always
-    be cancelled.
+    HandoffPayload). Without ``task_id`` it is a new task (its id minted by the call, where the
+    peer lets the caller name tasks).
     """
     parts: list[TextPart | DataPart] = [TextPart(text=text or "(no text)")]
     parts.append(DataPart(data={"conversation": transcript(conversation)}))
     return TaskSendParams(
-        id=task_id or "task_" + uuid.uuid4().hex,
+        id=task_id,
         session_id=session_id,
         message=Message(role="user", parts=parts),
         metadata={"switchboard": metadata, **({"handoff": handoff} if handoff is not None else {})},

@@ -1,0 +1,207 @@
+"""A task's stream both ways between the task model's events (protocol/events.py) and A2A v1.0 stream events.
+
+``StreamEncoder`` (a server): the stream opens with the Task as it was when the events
+that follow began; then each status line is a ``statusUpdate``, each artifact line an
+``artifactUpdate`` (the first chunk of an artifact creates it, ``append: false``; later ones
+append), and a handoff line a ``statusUpdate`` of the current state carrying
+``metadata.handoff``. A line's own cost travels as the event's ``metadata.cost_usd``.
+
+``StreamDecoder`` (a client): the other way, numbering the events from 0 as ``seq`` and
+the artifacts in the order their ids come. A ``task`` event, the first of a stream and the
+first after a resubscribe, is read against what was already passed on: only what is new
+in it (an artifact's further text, a changed state, cost not yet counted) becomes events,
+so a stream resumed after a cut reads as if it had never broken. A status update ends the
+stream (``final``) at a terminal or interrupted state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from protocol.artifacts import merge_artifact
+from protocol.events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent
+from protocol.task import Artifact, Task, TaskState, TaskStatus, TextPart, parts_text
+
+from . import mapping, v1
+
+FINAL_STATES = frozenset({*v1.TERMINAL_STATES, *v1.INTERRUPTED_STATES})
+
+
+class StreamEncoder:
+    """The events of one task's stream as v1.0 events, after ``opening()``: the Task the stream starts with."""
+
+    def __init__(self, task: Task) -> None:
+        self._task = task
+        self.task_id = task.id
+        self.context_id = task.session_id
+        self._status = task.status
+        self._sent = {artifact.index for artifact in task.artifacts}
+
+    def opening(self) -> v1.StreamResponse:
+        return v1.StreamResponse(task=mapping.task_to_v1(self._task))
+
+    def encode(self, event: StreamEvent) -> v1.StreamResponse:
+        cost = {"cost_usd": event.cost_usd} if event.cost_usd is not None else {}
+        if isinstance(event, StatusEvent):
+            self._status = event.status
+            return self._status_update(event.status, cost)
+        if isinstance(event, HandoffEvent):
+            return self._status_update(self._status, {**cost, "handoff": event.handoff.to_wire()})
+        artifact = event.artifact
+        append = bool(artifact.append) and artifact.index in self._sent
+        self._sent.add(artifact.index)
+        update = v1.TaskArtifactUpdateEvent(
+            task_id=self.task_id,
+            context_id=self.context_id,
+            artifact=mapping.artifact_to_v1(artifact),
+            append=append or None,
+            last_chunk=artifact.last_chunk,
+            metadata=cost or None,
+        )
+        return v1.StreamResponse(artifact_update=update)
+
+    def _status_update(self, status: TaskStatus, metadata: dict[str, Any]) -> v1.StreamResponse:
+        update = v1.TaskStatusUpdateEvent(
+            task_id=self.task_id,
+            context_id=self.context_id,
+            status=mapping.status_to_v1(status, self.task_id, self.context_id),
+            metadata=metadata or None,
+        )
+        return v1.StreamResponse(status_update=update)
+
+
+class StreamDecoder:
+    """The v1.0 events of one call (its stream and any resubscribed one) as the task model's events.
+
+    ``decode`` raises ValueError (or pydantic's ValidationError) for an event it cannot read
+    (a cost that is not a number, a malformed handoff, bytes that are not base64).
+    """
+
+    def __init__(self) -> None:
+        self.task_id: str | None = None
+        self.context_id: str | None = None
+        self.final = False
+        self._seq = 0
+        self._indices: dict[str, int] = {}
+        self._artifacts: list[Artifact] = []
+        self._state: TaskState | None = None
+        self._cost = 0.0
+        self._handed_off = False
+
+    @property
+    def passed_on(self) -> bool:
+        """Whether any event was decoded yet (a resubscribe then resumes)."""
+        return self._seq > 0
+
+    def decode(self, event: v1.StreamResponse, *, final: bool = False) -> list[StreamEvent]:
+        """The events ``event`` stands for; ``final`` forces the end (a v0.3 ``final: true``)."""
+        if event.task is not None:
+            return self._task(event.task, final)
+        if event.message is not None:
+            return self._reply(event.message)
+        if event.status_update is not None:
+            update = event.status_update
+            self._ids(update.task_id, update.context_id)
+            status = mapping.status_from_v1(update.status)
+            is_final = final or update.status.state in FINAL_STATES
+            return [*self._handoff(update.metadata), self._status(status, _cost(update.metadata), is_final)]
+        chunk = event.artifact_update
+        assert chunk is not None
+        self._ids(chunk.task_id, chunk.context_id)
+        cost = _cost(chunk.metadata)
+        if cost is None:
+            cost = _cost(chunk.artifact.metadata)
+        index = self._index(chunk.artifact.artifact_id)
+        artifact = mapping.artifact_from_v1(chunk.artifact, index)
+        artifact.append = bool(chunk.append) or None
+        artifact.last_chunk = chunk.last_chunk
+        return [self._artifact(artifact, cost)]
+
+    def _task(self, task: v1.Task, final: bool) -> list[StreamEvent]:
+        """A snapshot: what in it was not passed on yet."""
+        self._ids(task.id, task.context_id)
+        events: list[StreamEvent] = []
+        total = _cost(task.metadata)
+        unseen = max(total - self._cost, 0.0) if total is not None else None
+        for artifact in task.artifacts or []:
+            index = self._index(artifact.artifact_id)
+            event = self._catch_up(mapping.artifact_from_v1(artifact, index), unseen)
+            if event is not None:
+                events.append(event)
+                unseen = None
+        if not self._handed_off:
+            events.extend(self._handoff(task.metadata))
+        status = mapping.status_from_v1(task.status)
+        is_final = final or task.status.state in FINAL_STATES
+        if status.state is not self._state or is_final or unseen:
+            events.append(self._status(status, unseen or None, is_final))
+        return events
+
+    def _catch_up(self, artifact: Artifact, cost: float | None) -> StreamEvent | None:
+        """The artifact as a snapshot has it, against what was passed on of it: its new text appended, or all of it."""
+        have = next((a for a in self._artifacts if a.index == artifact.index), None)
+        if have is not None and have.parts == artifact.parts:
+            return None
+        if have is not None and _text_only(have) and _text_only(artifact):
+            old, new = parts_text(have.parts), parts_text(artifact.parts)
+            if new.startswith(old):
+                chunk = artifact.model_copy(update={"parts": [TextPart(text=new[len(old) :])], "append": True})
+                return self._artifact(chunk, cost)
+        return self._artifact(artifact, cost)
+
+    def _reply(self, message: v1.Message) -> list[StreamEvent]:
+        """A direct Message answer ends the stream: the task it amounts to, completed."""
+        task = mapping.reply_task(message)
+        self._ids(task.id, task.session_id)
+        return [self._artifact(task.artifacts[0], None), self._status(task.status, None, True)]
+
+    def _handoff(self, metadata: dict[str, Any] | None) -> list[StreamEvent]:
+        raw = (metadata or {}).get("handoff")
+        if raw is None:
+            return []
+        try:
+            handoff = HandoffRequest.model_validate(raw)
+        except ValidationError as exc:
+            raise ValueError(f"metadata.handoff is not a handoff request: {exc.errors()[0]['msg']}") from None
+        self._handed_off = True
+        return [self._next(HandoffEvent(seq=self._seq, id=self._task_id(), handoff=handoff))]
+
+    def _status(self, status: TaskStatus, cost: float | None, final: bool) -> StreamEvent:
+        self._state = status.state
+        self.final = self.final or final
+        return self._next(StatusEvent(seq=self._seq, id=self._task_id(), status=status, final=final, cost_usd=cost))
+
+    def _artifact(self, artifact: Artifact, cost: float | None) -> StreamEvent:
+        merge_artifact(self._artifacts, artifact)
+        return self._next(ArtifactEvent(seq=self._seq, id=self._task_id(), artifact=artifact, cost_usd=cost))
+
+    def _next(self, event: StreamEvent) -> StreamEvent:
+        self._seq += 1
+        self._cost += event.cost_usd or 0.0
+        return event
+
+    def _index(self, artifact_id: str) -> int:
+        return self._indices.setdefault(artifact_id, len(self._indices))
+
+    def _ids(self, task_id: str, context_id: str | None) -> None:
+        self.task_id = self.task_id or task_id
+        self.context_id = self.context_id or context_id
+
+    def _task_id(self) -> str:
+        return self.task_id or ""
+
+
+def _cost(metadata: dict[str, Any] | None) -> float | None:
+    """A reported cost, a number (whether it is a sensible one, the caller's engine decides)."""
+    value = mapping.cost_of(metadata)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"metadata.cost_usd is not a number: {value!r}")
+    return float(value)
+
+
+def _text_only(artifact: Artifact) -> bool:
+    return all(isinstance(part, TextPart) and part.metadata is None for part in artifact.parts)
