@@ -45,6 +45,9 @@ from .limits import ServerLimits
 from .server import build_server
 from .stores import TaskStore, open_store
 from .task_manager import TaskManager
+from .telemetry import tracing
+from .telemetry.metrics import metrics_endpoint
+from .telemetry.middleware import ObservedRequests
 
 logger = logging.getLogger("agent_server")
 
@@ -58,7 +61,7 @@ M = TypeVar("M", bound=BaseModel)
 _POST_ONLY_NAMES = frozenset({"send", "sendSubscribe", "get", "cancel", "resubscribe"})
 _ROUTES_HELP = (
     "POST /tasks/send, /tasks/sendSubscribe, /tasks/get, /tasks/cancel, /tasks/resubscribe; "
-    "GET /tasks/{id}, /.well-known/agent.json"
+    "GET /tasks/{id}, /.well-known/agent.json, /metrics"
 )
 
 
@@ -103,11 +106,13 @@ def create_app(
         Route("/tasks/resubscribe", guarded(handlers.resubscribe), methods=["POST"]),
         Route("/tasks/{task_id}", guarded(handlers.get_by_path), methods=["GET"]),
         Route("/.well-known/agent.json", guarded(handlers.agent_card), methods=["GET"]),
+        Route("/metrics", guarded(metrics_endpoint), methods=["GET"]),
     ]
     return Starlette(
         routes=routes,
         lifespan=lifespan,
         middleware=[
+            Middleware(ObservedRequests),
             *browser_middleware(allowed_origins),
             Middleware(BearerAuth, tokens=tokens, is_public=is_card_path),
         ],
@@ -138,7 +143,9 @@ def serve(
 
     ``token`` and ``allowed_origins``: see ``create_app``. Open streams get
     ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
+    Traces go where the ``OTEL_*`` environment says (telemetry/tracing.py).
     """
+    tracing.configure(f"switchboard-agent-{as_hosted_agent(agent).name}")
     app = create_app(
         agent,
         store=store,

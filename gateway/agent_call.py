@@ -58,6 +58,7 @@ from .events import EventType
 from .idle_timeout import IdleTimeout, with_idle_timeout
 from .peers.base import Peer, RawLine, StreamItem, StreamTooLarge
 from .recorder import RunRecorder
+from .telemetry import spans
 
 logger = logging.getLogger(__name__)
 
@@ -167,65 +168,77 @@ class AgentCall:
 
     async def _recorded(self, body: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
         """``agent_tool_invoked``, the body, then the one event that says how the call ended."""
-        peer_error: AgentToolError | None = None
-        try:
-            self._peer = self._connect()
-        except AgentToolError as exc:
-            peer_error = exc
-        await self._emit(
-            EventType.AGENT_TOOL_INVOKED,
-            mode=self.spec.mode.kind,
-            input=self.message.text or None,
-            input_data=_data(self.message) or None,
-            task_id=self.result.task_id,
-            session_id=self.result.session_id,
-            timeout_ms=round(self.spec.timeout_s * 1000),
-            max_cost_usd=self.spec.budget.max_cost_usd,
-            idle_timeout_secs=self.spec.idle_timeout_s if self.spec.mode.kind == "streaming" else None,
-        )
-        try:
-            if peer_error is not None:
-                raise peer_error
-            async with aclosing(body) as pieces:
-                async for piece in pieces:
-                    yield piece
-        except _Terminated as stop:
-            await self._terminated(stop)
-            raise stop.error from None
-        except AgentToolError as exc:
-            exc.partial = self.result
+        spec = self.spec
+        caller = spec.tool or spec.member or ""
+        with spans.agent_tool(
+            caller, spec.agent, spec.mode.kind, spec.budget.max_cost_usd, self.recorder.run_id
+        ) as span:
+            peer_error: AgentToolError | None = None
+            try:
+                self._peer = self._connect()
+            except AgentToolError as exc:
+                peer_error = exc
             await self._emit(
-                EventType.AGENT_TOOL_ERROR,
-                reason=exc.reason,
-                error=type(exc).__name__,
-                message=exc.message,
-                **exc.event_fields(),
-                **self._totals(),
+                EventType.AGENT_TOOL_INVOKED,
+                mode=self.spec.mode.kind,
+                input=self.message.text or None,
+                input_data=_data(self.message) or None,
+                task_id=self.result.task_id,
+                session_id=self.result.session_id,
+                timeout_ms=round(self.spec.timeout_s * 1000),
+                max_cost_usd=self.spec.budget.max_cost_usd,
+                idle_timeout_secs=self.spec.idle_timeout_s if self.spec.mode.kind == "streaming" else None,
             )
-            raise
-        except (anyio.get_cancelled_exc_class(), GeneratorExit):
-            with anyio.CancelScope(shield=True):
-                await self._terminated(_Terminated(AgentToolError("the caller cancelled the call", reason="cancelled")))
-            raise
-        except Exception as exc:
-            # Not a failure the call knows (a bug, a raising next_input): still the call's last step.
-            with anyio.CancelScope(shield=True):
+            try:
+                if peer_error is not None:
+                    raise peer_error
+                async with aclosing(body) as pieces:
+                    async for piece in pieces:
+                        yield piece
+            except _Terminated as stop:
+                spans.agent_tool_outcome(span, stop.error.reason)
+                await self._terminated(stop)
+                raise stop.error from None
+            except AgentToolError as exc:
+                exc.partial = self.result
+                spans.agent_tool_outcome(span, exc.reason)
                 await self._emit(
                     EventType.AGENT_TOOL_ERROR,
-                    reason="internal_error",
+                    reason=exc.reason,
                     error=type(exc).__name__,
-                    message=str(exc) or type(exc).__name__,
+                    message=exc.message,
+                    **exc.event_fields(),
                     **self._totals(),
                 )
-            raise
-        await self._emit(
-            EventType.AGENT_TOOL_COMPLETED,
-            state=self.result.state,
-            text=self.result.text,
-            artifacts=len(self.result.artifacts),
-            handoff=self.result.handoff.to_wire() if self.result.handoff else None,
-            **self._totals(),
-        )
+                raise
+            except (anyio.get_cancelled_exc_class(), GeneratorExit):
+                spans.agent_tool_outcome(span, "cancelled")
+                with anyio.CancelScope(shield=True):
+                    await self._terminated(
+                        _Terminated(AgentToolError("the caller cancelled the call", reason="cancelled"))
+                    )
+                raise
+            except Exception as exc:
+                spans.agent_tool_outcome(span, "internal_error")
+                # Not a failure the call knows (a bug, a raising next_input): still the call's last step.
+                with anyio.CancelScope(shield=True):
+                    await self._emit(
+                        EventType.AGENT_TOOL_ERROR,
+                        reason="internal_error",
+                        error=type(exc).__name__,
+                        message=str(exc) or type(exc).__name__,
+                        **self._totals(),
+                    )
+                raise
+            spans.agent_tool_outcome(span, "completed", cost_usd=self.result.cost_usd, chunks=self.result.chunks)
+            await self._emit(
+                EventType.AGENT_TOOL_COMPLETED,
+                state=self.result.state,
+                text=self.result.text,
+                artifacts=len(self.result.artifacts),
+                handoff=self.result.handoff.to_wire() if self.result.handoff else None,
+                **self._totals(),
+            )
 
     async def _in_mode(self) -> AsyncGenerator[str, None]:
         if self.spec.mode.kind == "streaming":

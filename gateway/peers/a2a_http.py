@@ -35,6 +35,7 @@ from gateway.errors import (
     PeerRedirect,
     PoolExhausted,
 )
+from gateway.telemetry import spans
 from gateway.uri import A2AHttpTarget
 from protocol import (
     AgentCard,
@@ -111,13 +112,15 @@ class A2AHttpPeer(Peer):
             headers=self._stream_headers,
             timeout=self._timeouts.open,
         )
-        response = await self._send_for_headers(request)
-        try:
-            await self._refuse_failure(response)
-            async with aclosing(self._lines(response)) as lines:
-                yield lines
-        finally:
-            await response.aclose()
+        with spans.request("POST", str(request.url), request.headers) as span:
+            response = await self._send_for_headers(request)
+            spans.response(span, response.status_code)
+            try:
+                await self._refuse_failure(response)
+                async with aclosing(self._lines(response)) as lines:
+                    yield lines
+            finally:
+                await response.aclose()
 
     async def cancel(self, task_id: str) -> bool:
         try:
@@ -156,17 +159,19 @@ class A2AHttpPeer(Peer):
         )
         if on_sent is not None:
             request.extensions["trace"] = _when_written(on_sent)
-        try:
-            response = await self._client.send(request, stream=True)
-        except httpx.TransportError as exc:
-            raise self._transport_error(exc, timeout) from exc
-        try:
-            await self._refuse_failure(response)
-            content = await _read_bounded(response, limit + 1)
-        except httpx.TransportError as exc:
-            raise self._transport_error(exc, timeout) from exc
-        finally:
-            await response.aclose()
+        with spans.request(method, str(request.url), request.headers) as span:
+            try:
+                response = await self._client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                raise self._transport_error(exc, timeout) from exc
+            spans.response(span, response.status_code)
+            try:
+                await self._refuse_failure(response)
+                content = await _read_bounded(response, limit + 1)
+            except httpx.TransportError as exc:
+                raise self._transport_error(exc, timeout) from exc
+            finally:
+                await response.aclose()
         if len(content) > limit:
             raise PeerProtocolError(
                 f"{self.uri} answered {method} {path} with more than {limit} bytes", reason="answer_too_large"
