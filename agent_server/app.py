@@ -46,6 +46,7 @@ from .server import build_server
 from .stores import TaskStore, open_store
 from .task_manager import TaskManager
 from .telemetry import tracing
+from .telemetry.logs import uvicorn_logging
 from .telemetry.metrics import metrics_endpoint
 from .telemetry.middleware import ObservedRequests
 
@@ -81,7 +82,9 @@ def create_app(
     "sqlite:PATH") that the app opens at startup and closes at shutdown. Default: memory.
     With a ``token``, every route but the agent card answers 401 without
     ``Authorization: Bearer <token>``, and the card says so. ``allowed_origins``: the web
-    origins whose pages may call it (browsers.py; default none).
+    origins whose pages may call it (browsers.py; default none). ``GET /metrics`` serves the
+    process's metrics, behind the token when there is one. Spans are recorded once the
+    process has called ``telemetry.tracing.configure`` (``serve`` does).
     """
     hosted = as_hosted_agent(agent)
     handlers = _Handlers(hosted, max_body_bytes=max_body_bytes, public_url=public_url, authenticated=token is not None)
@@ -136,6 +139,7 @@ def serve(
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
     log_level: str = "info",
+    log_format: str = "text",
     graceful_shutdown_s: int = 5,
     limits: ServerLimits | None = None,
 ) -> None:
@@ -143,6 +147,7 @@ def serve(
 
     ``token`` and ``allowed_origins``: see ``create_app``. Open streams get
     ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
+    ``log_format="json"``: uvicorn's lines go through the root logger (telemetry/logs.py).
     Traces go where the ``OTEL_*`` environment says (telemetry/tracing.py).
     """
     tracing.configure(f"switchboard-agent-{as_hosted_agent(agent).name}")
@@ -155,7 +160,13 @@ def serve(
         allowed_origins=allowed_origins,
     )
     server = build_server(
-        app, host=host, port=port, limits=limits, log_level=log_level, timeout_graceful_shutdown=graceful_shutdown_s
+        app,
+        host=host,
+        port=port,
+        limits=limits,
+        log_level=log_level,
+        timeout_graceful_shutdown=graceful_shutdown_s,
+        **uvicorn_logging(log_format),
     )
     server.run()
 

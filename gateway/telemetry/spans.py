@@ -29,14 +29,17 @@ def run_started(span: Span | None, run_id: str, agent: str | None) -> None:
     tracing.set_attributes(span, {"switchboard.run_id": run_id, "switchboard.agent": agent})
 
 
-def agent_turn(agent: str, *, remote: bool, run_id: str, session_id: str) -> AbstractContextManager[Span | None]:
-    """One step of one agent: a local agent's model call and tools, or a remote agent's task."""
+def agent_turn(
+    agent: str, *, remote: bool, step: int, run_id: str, session_id: str
+) -> AbstractContextManager[Span | None]:
+    """One step of one agent (the turn's ``step``-th, from 1): a local agent's model call and tools, or a remote task."""
     if not tracing.enabled():
         return tracing.span("")
-    attributes: dict[str, str | bool] = {
+    attributes: dict[str, str | bool | int] = {
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": agent,
         "switchboard.agent.remote": remote,
+        "switchboard.step": step,
         "switchboard.run_id": run_id,
         "switchboard.session_id": session_id,
     }
