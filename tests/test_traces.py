@@ -66,11 +66,10 @@ def _services(stack: ExitStack, tmp_path: Path, otlp: str, model: str) -> str:
         urls[name] = f"http://127.0.0.1:{port}"
         args = ["serve", f"examples.demo_agents:{name}", "--port", str(port)]
         processes.append((urls[name], _start(args, env, tmp_path / f"{name}.log")))
-    for process in processes:
-        stack.callback(_stop, process[1])
+    for _, process in processes:
+        stack.callback(_stop, process)
     for url, process in processes:
-        wait_until(lambda: _answers(url, "/.well-known/agent.json") or process.poll() is not None, url, PROCESS_S)
-        assert process.poll() is None, f"the agent server at {url} exited"
+        _wait_serving(url, "/.well-known/agent.json", process)
     config = tmp_path / "gateway.toml"
     config.write_text(
         f'[gateway]\nname = "obs"\ndata_dir = "{tmp_path / "data"}"\n'
@@ -86,9 +85,13 @@ def _services(stack: ExitStack, tmp_path: Path, otlp: str, model: str) -> str:
     gateway = _start(args, gateway_env, tmp_path / "gateway.log")
     stack.callback(_stop, gateway)
     url = f"http://127.0.0.1:{port}"
-    wait_until(lambda: _answers(url, "/health") or gateway.poll() is not None, "the gateway", PROCESS_S)
-    assert gateway.poll() is None, (tmp_path / "gateway.log").read_text()
+    _wait_serving(url, "/health", gateway)
     return url
+
+
+def _wait_serving(url: str, path: str, process: subprocess.Popen[bytes]) -> None:
+    wait_until(lambda: _answers(url, path) or process.poll() is not None, f"{url}{path}", PROCESS_S)
+    assert process.poll() is None, f"the server for {url} exited"
 
 
 def _conversation(url: str) -> list[dict[str, object]]:

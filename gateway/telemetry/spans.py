@@ -32,7 +32,7 @@ def run_started(span: Span | None, run_id: str, agent: str | None) -> None:
 def agent_turn(
     agent: str, *, remote: bool, step: int, run_id: str, session_id: str
 ) -> AbstractContextManager[Span | None]:
-    """One step of one agent (the turn's ``step``-th, from 1): a local agent's model call and tools, or a remote task."""
+    """The turn's ``step``-th step (from 1): a local agent's model call and its tools, or a remote agent's task."""
     if not tracing.enabled():
         return tracing.span("")
     attributes: dict[str, str | bool | int] = {
