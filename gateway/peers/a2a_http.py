@@ -26,6 +26,7 @@ import httpx
 import orjson
 from pydantic import ValidationError
 
+from agent_server.telemetry import metrics
 from gateway.errors import (
     AgentToolError,
     AgentToolTimeout,
@@ -115,11 +116,13 @@ class A2AHttpPeer(Peer):
         with spans.request("POST", str(request.url), request.headers) as span:
             response = await self._send_for_headers(request)
             spans.response(span, response.status_code)
+            metrics.stream_opened("client")
             try:
                 await self._refuse_failure(response)
                 async with aclosing(self._lines(response)) as lines:
                     yield lines
             finally:
+                metrics.stream_closed("client")
                 await response.aclose()
 
     async def cancel(self, task_id: str) -> bool:
