@@ -30,7 +30,7 @@ import uuid
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import ValidationError
@@ -60,9 +60,13 @@ from .peers.base import Peer, RawLine, StreamItem, StreamTooLarge
 from .recorder import RunRecorder
 from .telemetry import spans
 
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
 logger = logging.getLogger(__name__)
 
 _FAILED_STATES = (TaskState.FAILED.value, TaskState.CANCELED.value)
+_ENDINGS = frozenset({EventType.AGENT_TOOL_COMPLETED, EventType.AGENT_TOOL_TERMINATED, EventType.AGENT_TOOL_ERROR})
 
 ConnectPeer = Callable[[], Peer]
 """How a call gets its peer; an ``AgentToolError`` it raises fails the call, recorded like any failure."""
@@ -146,17 +150,18 @@ class AgentCall:
         self._started = time.monotonic()
         self._skipped_bytes = 0  # non-UTF-8 bytes dropped from lines not yet recorded in a progress event
         self._skipped_total = 0
+        self._span: Span | None = None
 
     async def run(self) -> AgentToolResult:
         """The call in its mode; raises an AgentToolError (with ``.partial``) when it fails."""
-        async with aclosing(self._recorded(self._in_mode())) as pieces:
+        async with aclosing(self._traced(self._recorded(self._in_mode()))) as pieces:
             async for _ in pieces:
                 pass
         return self.result
 
     async def stream(self) -> AsyncGenerator[str, None]:
         """A streaming call's text, each piece once its progress event is recorded; ``result`` is final after."""
-        async with aclosing(self._recorded(self._streaming())) as pieces:
+        async with aclosing(self._traced(self._recorded(self._streaming()))) as pieces:
             async for piece in pieces:
                 yield piece
 
@@ -166,79 +171,79 @@ class AgentCall:
 
     # -- the call's life, recorded -------------------------------------------------------
 
-    async def _recorded(self, body: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
-        """``agent_tool_invoked``, the body, then the one event that says how the call ended."""
+    async def _traced(self, pieces: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
+        """The call inside its span (telemetry/spans.py); the event that ends the call sets its outcome."""
         spec = self.spec
         caller = spec.tool or spec.member or ""
         with spans.agent_tool(
             caller, spec.agent, spec.mode.kind, spec.budget.max_cost_usd, self.recorder.run_id
         ) as span:
-            peer_error: AgentToolError | None = None
-            try:
-                self._peer = self._connect()
-            except AgentToolError as exc:
-                peer_error = exc
+            self._span = span
+            async with aclosing(pieces) as recorded:
+                async for piece in recorded:
+                    yield piece
+
+    async def _recorded(self, body: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
+        """``agent_tool_invoked``, the body, then the one event that says how the call ended."""
+        peer_error: AgentToolError | None = None
+        try:
+            self._peer = self._connect()
+        except AgentToolError as exc:
+            peer_error = exc
+        await self._emit(
+            EventType.AGENT_TOOL_INVOKED,
+            mode=self.spec.mode.kind,
+            input=self.message.text or None,
+            input_data=_data(self.message) or None,
+            task_id=self.result.task_id,
+            session_id=self.result.session_id,
+            timeout_ms=round(self.spec.timeout_s * 1000),
+            max_cost_usd=self.spec.budget.max_cost_usd,
+            idle_timeout_secs=self.spec.idle_timeout_s if self.spec.mode.kind == "streaming" else None,
+        )
+        try:
+            if peer_error is not None:
+                raise peer_error
+            async with aclosing(body) as pieces:
+                async for piece in pieces:
+                    yield piece
+        except _Terminated as stop:
+            await self._terminated(stop)
+            raise stop.error from None
+        except AgentToolError as exc:
+            exc.partial = self.result
             await self._emit(
-                EventType.AGENT_TOOL_INVOKED,
-                mode=self.spec.mode.kind,
-                input=self.message.text or None,
-                input_data=_data(self.message) or None,
-                task_id=self.result.task_id,
-                session_id=self.result.session_id,
-                timeout_ms=round(self.spec.timeout_s * 1000),
-                max_cost_usd=self.spec.budget.max_cost_usd,
-                idle_timeout_secs=self.spec.idle_timeout_s if self.spec.mode.kind == "streaming" else None,
-            )
-            try:
-                if peer_error is not None:
-                    raise peer_error
-                async with aclosing(body) as pieces:
-                    async for piece in pieces:
-                        yield piece
-            except _Terminated as stop:
-                spans.agent_tool_outcome(span, stop.error.reason)
-                await self._terminated(stop)
-                raise stop.error from None
-            except AgentToolError as exc:
-                exc.partial = self.result
-                spans.agent_tool_outcome(span, exc.reason)
-                await self._emit(
-                    EventType.AGENT_TOOL_ERROR,
-                    reason=exc.reason,
-                    error=type(exc).__name__,
-                    message=exc.message,
-                    **exc.event_fields(),
-                    **self._totals(),
-                )
-                raise
-            except (anyio.get_cancelled_exc_class(), GeneratorExit):
-                spans.agent_tool_outcome(span, "cancelled")
-                with anyio.CancelScope(shield=True):
-                    await self._terminated(
-                        _Terminated(AgentToolError("the caller cancelled the call", reason="cancelled"))
-                    )
-                raise
-            except Exception as exc:
-                spans.agent_tool_outcome(span, "internal_error")
-                # Not a failure the call knows (a bug, a raising next_input): still the call's last step.
-                with anyio.CancelScope(shield=True):
-                    await self._emit(
-                        EventType.AGENT_TOOL_ERROR,
-                        reason="internal_error",
-                        error=type(exc).__name__,
-                        message=str(exc) or type(exc).__name__,
-                        **self._totals(),
-                    )
-                raise
-            spans.agent_tool_outcome(span, "completed", cost_usd=self.result.cost_usd, chunks=self.result.chunks)
-            await self._emit(
-                EventType.AGENT_TOOL_COMPLETED,
-                state=self.result.state,
-                text=self.result.text,
-                artifacts=len(self.result.artifacts),
-                handoff=self.result.handoff.to_wire() if self.result.handoff else None,
+                EventType.AGENT_TOOL_ERROR,
+                reason=exc.reason,
+                error=type(exc).__name__,
+                message=exc.message,
+                **exc.event_fields(),
                 **self._totals(),
             )
+            raise
+        except (anyio.get_cancelled_exc_class(), GeneratorExit):
+            with anyio.CancelScope(shield=True):
+                await self._terminated(_Terminated(AgentToolError("the caller cancelled the call", reason="cancelled")))
+            raise
+        except Exception as exc:
+            # Not a failure the call knows (a bug, a raising next_input): still the call's last step.
+            with anyio.CancelScope(shield=True):
+                await self._emit(
+                    EventType.AGENT_TOOL_ERROR,
+                    reason="internal_error",
+                    error=type(exc).__name__,
+                    message=str(exc) or type(exc).__name__,
+                    **self._totals(),
+                )
+            raise
+        await self._emit(
+            EventType.AGENT_TOOL_COMPLETED,
+            state=self.result.state,
+            text=self.result.text,
+            artifacts=len(self.result.artifacts),
+            handoff=self.result.handoff.to_wire() if self.result.handoff else None,
+            **self._totals(),
+        )
 
     async def _in_mode(self) -> AsyncGenerator[str, None]:
         if self.spec.mode.kind == "streaming":
@@ -542,6 +547,9 @@ class AgentCall:
     async def _emit(self, type: EventType, **fields: Any) -> None:
         caller = {"tool": self.spec.tool, "member": self.spec.member}
         present = {key: value for key, value in {**caller, **fields}.items() if value is not None}
+        if type in _ENDINGS and self._span is not None:
+            outcome = "completed" if type is EventType.AGENT_TOOL_COMPLETED else str(fields.get("reason"))
+            spans.agent_tool_outcome(self._span, outcome, cost_usd=self.result.cost_usd, chunks=self.result.chunks)
         await self.recorder.emit(type, call_id=self.result.call_id, agent=self.spec.agent, **present)
 
 
