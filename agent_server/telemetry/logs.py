@@ -3,7 +3,8 @@
 A JSON line has ``time``, ``level``, ``logger`` and ``message``, plus the ids of what the
 line is about when there are any: ``run_id`` and ``session_id`` (the event log's lines,
 gateway/recorder.py) and ``trace_id``/``span_id`` (the current span, when tracing is on).
-A traceback, when a line has one, is the ``exception`` string of the same line.
+A traceback, when a line has one, is the ``exception`` string of the same line. A text
+line ends with ``trace=<id>`` when a span is current.
 """
 
 from __future__ import annotations
@@ -19,6 +20,18 @@ from . import tracing
 LOG_FORMATS = ("text", "json")
 _TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _IDS = ("run_id", "session_id", "trace_id")
+
+
+class TextLines(logging.Formatter):
+    """The usual text line, plus ``trace=<id>`` when a span is current and the line does not say it already."""
+
+    def __init__(self) -> None:
+        super().__init__(_TEXT)
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = super().format(record)
+        trace_id = getattr(record, "trace_id", None) or tracing.current_trace_id()
+        return line if not trace_id or "trace=" in line else f"{line} trace={trace_id}"
 
 
 class JsonLines(logging.Formatter):
@@ -45,7 +58,7 @@ class JsonLines(logging.Formatter):
 def configure_logging(level: str, log_format: str) -> None:
     """The root logger at ``level`` (debug, info, warning, error) in ``log_format``, on stderr."""
     handler = logging.StreamHandler()
-    handler.setFormatter(JsonLines() if log_format == "json" else logging.Formatter(_TEXT))
+    handler.setFormatter(JsonLines() if log_format == "json" else TextLines())
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
 
 
