@@ -2,8 +2,9 @@
 
 Both are small Starlette apps a test serves on loopback with ``serve_app``. The receiver
 parses what the OpenTelemetry exporters send (protobuf, opentelemetry-proto) into plain
-``ReceivedSpan`` records; the endpoint plays a triage model that calls the ``research``
-tool, then transfers to ``billing``, reporting fixed token counts for each call.
+``ReceivedSpan`` records; the endpoint plays a triage model that calls the tools of
+``PLAN`` it is offered (``research``, ``colleague``), then transfers to ``billing``,
+reporting fixed token counts for each call.
 """
 
 from __future__ import annotations
@@ -24,8 +25,21 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 PROTOBUF = "application/x-protobuf"
-USAGE = ({"prompt_tokens": 31, "completion_tokens": 3}, {"prompt_tokens": 47, "completion_tokens": 5})
-"""What the endpoint reports for its first and its second call of a turn."""
+INNER = "[asked as an agent]"
+ANSWER = "answer"
+PLAN = (
+    ("research", {"input": "tidal energy"}),
+    ("colleague", {"input": f"{INNER} what is tidal energy?"}),
+    ("transfer_to_billing", {"reason": "a charge to refund"}),
+)
+"""The tool calls the triage model makes in a turn, in order, each if it is offered."""
+USAGE = {
+    "research": {"prompt_tokens": 31, "completion_tokens": 3},
+    "colleague": {"prompt_tokens": 37, "completion_tokens": 4},
+    "transfer_to_billing": {"prompt_tokens": 47, "completion_tokens": 5},
+    ANSWER: {"prompt_tokens": 13, "completion_tokens": 11},
+}
+"""What the endpoint reports for the call that makes each tool call, or answers."""
 
 
 @dataclass(frozen=True)
@@ -86,27 +100,33 @@ def _value(value: AnyValue) -> Any:
 
 
 def triage_model_app() -> Starlette:
-    """``POST /v1/chat/completions``: research first, then a transfer to billing (plain or streamed)."""
+    """``POST /v1/chat/completions``: the tools of ``PLAN`` that are offered, in order, then an answer.
+
+    A user message that starts with ``INNER`` (the gateway asked as an agent) is answered at once.
+    """
 
     async def completions(request: Request) -> Response:
         body = orjson.loads(await request.body())
         messages = body["messages"]
         last_user = max(i for i, m in enumerate(messages) if m["role"] == "user")
-        researched = any(m["role"] == "tool" for m in messages[last_user:])
-        step = 1 if researched else 0
-        if researched:
-            call = {"name": "transfer_to_billing", "arguments": orjson.dumps({"reason": "a charge to refund"}).decode()}
-        else:
-            call = {"name": "research", "arguments": orjson.dumps({"input": "tidal energy"}).decode()}
-        tool_call = {"id": f"call_{step}", "type": "function", "function": call}
-        usage = {**USAGE[step], "total_tokens": sum(USAGE[step].values())}
+        offered = {tool["function"]["name"] for tool in body.get("tools") or []}
+        called = {c["function"]["name"] for m in messages[last_user:] for c in m.get("tool_calls") or []}
+        inner = str(messages[last_user]["content"]).startswith(INNER)
+        step = None if inner else next((p for p in PLAN if p[0] in offered and p[0] not in called), None)
+        name = step[0] if step is not None else ANSWER
+        usage = {**USAGE[name], "total_tokens": sum(USAGE[name].values())}
+        delta: dict[str, Any] = {"content": "Tidal energy comes from the moon's pull on the sea."}
+        if step is not None:
+            function = {"name": step[0], "arguments": orjson.dumps(step[1]).decode()}
+            delta = {"tool_calls": [{"index": 0, "id": f"call_{name}", "type": "function", "function": function}]}
+        finish = "stop" if step is None else "tool_calls"
         if not body.get("stream"):
-            message = {"role": "assistant", "content": None, "tool_calls": [tool_call]}
-            choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+            message = {"role": "assistant", "content": delta.get("content"), "tool_calls": delta.get("tool_calls")}
+            choice = {"index": 0, "message": message, "finish_reason": finish}
             return Response(orjson.dumps({"choices": [choice], "usage": usage}), media_type="application/json")
         chunks = [
-            {"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, **tool_call}]}}]},
-            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+            {"choices": [{"index": 0, "delta": delta}]},
+            {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
             {"choices": [], "usage": usage},
         ]
         lines = [b"data: " + orjson.dumps(chunk) + b"\n\n" for chunk in chunks] + [b"data: [DONE]\n\n"]

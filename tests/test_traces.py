@@ -2,8 +2,9 @@
 
 Each service is its own process exporting to an OTLP/HTTP receiver the test serves on
 loopback; the gateway's local agent is a scripted OpenAI-compatible model (also served
-here) that calls the streaming ``research`` tool, then transfers to ``billing``, which
-hands off to ``tech``. One user turn must be one trace, each span under the right parent.
+here) that calls the streaming ``research`` tool, then ``colleague`` (the gateway itself,
+called as an agent over its A2A binding), then transfers to ``billing``, which hands off
+to ``tech``. One user turn must be one trace, each span under the right parent.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import orjson
-from observability_support import USAGE, OTLPReceiver, ReceivedSpan, triage_model_app
+from observability_support import ANSWER, USAGE, OTLPReceiver, ReceivedSpan, triage_model_app
 from servers import free_port, serve_app
 from waiting import PROCESS_S, wait_until
 
@@ -70,17 +71,18 @@ def _services(stack: ExitStack, tmp_path: Path, otlp: str, model: str) -> str:
         stack.callback(_stop, process)
     for url, process in processes:
         _wait_serving(url, "/.well-known/agent.json", process)
+    port = free_port()
     config = tmp_path / "gateway.toml"
     config.write_text(
         f'[gateway]\nname = "obs"\ndata_dir = "{tmp_path / "data"}"\n'
         f'[[agents]]\nname = "triage"\nmodel = "openai:fake-model"\nbase_url = "{model}/v1"\n'
-        'handoffs = ["billing"]\ntools = ["research"]\n'
+        'handoffs = ["billing"]\ntools = ["research", "colleague"]\n'
         f'[[agents]]\nname = "billing"\nurl = "{urls["billing"]}"\n'
         f'[[agents]]\nname = "tech"\nurl = "{urls["tech"]}"\n'
         f'[[tools]]\nname = "research"\nagent = "{urls["researcher"]}"\nmode = "streaming"\n'
+        f'[[tools]]\nname = "colleague"\nagent = "http://127.0.0.1:{port}"\nmode = "sync"\ntoken_env = "OBS_ADMIN"\n'
     )
-    port = free_port()
-    gateway_env = {**env, "SWITCHBOARD_ADMIN_TOKEN": ADMIN}
+    gateway_env = {**env, "SWITCHBOARD_ADMIN_TOKEN": ADMIN, "OBS_ADMIN": ADMIN}
     args = ["gateway", "--config", str(config), "--port", str(port), "--log-format", "json"]
     gateway = _start(args, gateway_env, tmp_path / "gateway.log")
     stack.callback(_stop, gateway)
@@ -135,8 +137,13 @@ def test_one_turn_across_four_processes_is_one_trace_with_the_right_parents(tmp_
         assert isinstance(trace_id, str) and len(trace_id) == 32
 
         def tech_handled() -> bool:
-            names = {(s.name, s.trace_id) for s in receiver.spans}
-            return ("handle tech", trace_id) in names and ("switchboard.run", trace_id) in names
+            spans = [s for s in receiver.spans if s.trace_id == trace_id]
+            run_ended = any(
+                s.attributes.get("switchboard.run_id") == events[0]["run_id"]
+                for s in spans
+                if s.name == "switchboard.run"
+            )
+            return run_ended and any(s.name == "handle tech" for s in spans)
 
         wait_until(tech_handled, "the spans of the turn", PROCESS_S)
         spans = [s for s in receiver.spans if s.trace_id == trace_id]
@@ -145,26 +152,40 @@ def test_one_turn_across_four_processes_is_one_trace_with_the_right_parents(tmp_
     services = {s.service for s in spans}
     assert services == {GATEWAY, "switchboard-agent-researcher", "switchboard-agent-billing", "switchboard-agent-tech"}
 
-    run = _one(spans, "switchboard.run")
-    assert run.attributes["switchboard.run_id"] == events[0]["run_id"]
+    run = _one(spans, "switchboard.run", **{"switchboard.run_id": events[0]["run_id"]})
     assert run.attributes["switchboard.session_id"] == "s1"
     served = [s for s in spans if s.span_id == run.parent_id]
     assert served and served[0].name == "POST /sessions/{session_id}/messages", "the run is under its request"
 
-    # triage takes two steps (research, then the transfer); each step is one agent-turn span with one model call
-    researching, transferring = (_one(spans, "invoke_agent triage", **{"switchboard.step": i}) for i in (1, 2))
+    # triage takes three steps (research, colleague, the transfer): one agent-turn span each, with one model call
+    outer = {"switchboard.run_id": events[0]["run_id"]}
+    steps = [_one(spans, "invoke_agent triage", **outer, **{"switchboard.step": i}) for i in (1, 2, 3)]
+    researching, _, transferring = steps
     billing = _one(spans, "invoke_agent billing")
     tech = _one(spans, "invoke_agent tech")
-    assert {researching.parent_id, transferring.parent_id, billing.parent_id, tech.parent_id} == {run.span_id}
+    assert {*(s.parent_id for s in steps), billing.parent_id, tech.parent_id} == {run.span_id}
     assert billing.attributes["switchboard.agent.remote"] is True
 
-    for step, usage in zip((researching, transferring), USAGE, strict=True):
+    for step, tool in zip(steps, ("research", "colleague", "transfer_to_billing"), strict=True):
         (model,) = _children(spans, step, "chat fake-model")
         assert (
             model.attributes["gen_ai.system"] == "openai" and model.attributes["gen_ai.request.model"] == "fake-model"
         )
-        assert model.attributes["gen_ai.usage.input_tokens"] == usage["prompt_tokens"]
-        assert model.attributes["gen_ai.usage.output_tokens"] == usage["completion_tokens"]
+        assert model.attributes["gen_ai.usage.input_tokens"] == USAGE[tool]["prompt_tokens"]
+        assert model.attributes["gen_ai.usage.output_tokens"] == USAGE[tool]["completion_tokens"]
+
+    # the gateway called as an agent of a gateway (here itself) continues the trace with a run of its own
+    (colleague,) = _children(spans, _one(spans, "execute_tool colleague"), "agent_tool colleague")
+    assert colleague.attributes["switchboard.agent_tool.mode"] == "sync"
+    (request,) = _children(spans, colleague)
+    (served,) = _children(spans, request)
+    assert served.service == GATEWAY and served.name == "POST /tasks/send"
+    (handler,) = _children(spans, served)
+    (inner,) = _children(spans, handler, "switchboard.run")
+    assert inner.attributes["switchboard.run_id"] != events[0]["run_id"]
+    (inner_step,) = _children(spans, inner, "invoke_agent triage")
+    (inner_model,) = _children(spans, inner_step, "chat fake-model")
+    assert inner_model.attributes["gen_ai.usage.input_tokens"] == USAGE[ANSWER]["prompt_tokens"]
 
     research = _one(spans, "execute_tool research")
     assert research.parent_id == researching.span_id
@@ -186,6 +207,6 @@ def test_one_turn_across_four_processes_is_one_trace_with_the_right_parents(tmp_
     assert "technical problem" in second.attributes["switchboard.handoff.reason"]
 
     lines = [orjson.loads(line) for line in log.splitlines() if line.startswith("{")]
-    completed = [line for line in lines if "run_completed" in line["message"]]
-    assert completed and completed[0]["run_id"] == events[0]["run_id"] and completed[0]["trace_id"] == trace_id
-    assert completed[0]["session_id"] == "s1"
+    completed = [line for line in lines if "run_completed" in line["message"] and line.get("session_id") == "s1"]
+    assert len(completed) == 1, "the outer run's end, logged once"
+    assert completed[0]["run_id"] == events[0]["run_id"] and completed[0]["trace_id"] == trace_id
