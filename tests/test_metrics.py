@@ -56,6 +56,7 @@ def gateway(monkeypatch: pytest.MonkeyPatch) -> httpx.Client:
                         "name": "triage",
                         "model": "openai:fake-model",
                         "base_url": f"{model}/v1",
+                        "price_per_1k_tokens": [1.0, 2.0],
                         "handoffs": ["billing"],
                         "tools": ["research"],
                     },
@@ -105,6 +106,10 @@ def test_metrics_count_runs_handoffs_hops_tokens_and_tool_outcomes(gateway: http
     assert delta("switchboard_model_calls_total", **tokens) == 2
     assert delta("switchboard_tokens_total", **tokens, kind="input") == sum(u["prompt_tokens"] for u in calls)
     assert delta("switchboard_tokens_total", **tokens, kind="output") == sum(u["completion_tokens"] for u in calls)
+    price = (
+        sum(u["prompt_tokens"] for u in calls) / 1000 * 1.0 + sum(u["completion_tokens"] for u in calls) / 1000 * 2.0
+    )
+    assert delta("switchboard_cost_usd_total", **tokens) == pytest.approx(price), "the configured price"
     assert delta("switchboard_cost_usd_total", agent="tech", model="(remote)") == pytest.approx(0.001)
 
     assert delta("switchboard_agent_tool_calls_total", tool="research", mode="streaming", outcome="completed") == 1

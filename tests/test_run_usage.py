@@ -10,6 +10,7 @@ from servers import serve_app
 
 from gateway import Agent, Runner
 from gateway.config import validate_config
+from gateway.errors import ConfigError
 from gateway.models import ModelResponse, ScriptedModel, TokenUsage, ToolCall
 from gateway.service import create_gateway_app
 
@@ -49,6 +50,19 @@ async def test_a_model_that_reports_no_usage_is_recorded_without_tokens() -> Non
     assert "prompt_tokens" not in call.fields and call.fields["cost_usd"] == 0.0
     (completed,) = response.events_of("run_completed")
     assert completed.fields["usage_by_agent"]["a"]["prompt_tokens"] == 0
+
+
+@pytest.mark.parametrize(
+    ("agent", "problem"),
+    [
+        ({"name": "a", "price_per_1k_tokens": [0.15, -1]}, "each >= 0"),
+        ({"name": "a", "price_per_1k_tokens": [0.15]}, "price_per_1k_tokens"),
+        ({"name": "a", "url": "http://127.0.0.1:9", "price_per_1k_tokens": [1, 1]}, "price_per_1k_tokens"),
+    ],
+)
+def test_a_price_is_two_dollar_amounts_of_a_local_agent(agent: dict[str, object], problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        validate_config({"agents": [agent]})
 
 
 @pytest.fixture
