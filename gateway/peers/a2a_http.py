@@ -106,14 +106,15 @@ class A2AHttpPeer(Peer):
 
     @asynccontextmanager
     async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
-        request = self._client.build_request(
-            "POST",
-            self.base_url + "/tasks/sendSubscribe",
-            content=params.to_json(),
-            headers=self._stream_headers,
-            timeout=self._timeouts.open,
-        )
-        with spans.request("POST", str(request.url), request.headers) as span:
+        url = self.base_url + "/tasks/sendSubscribe"
+        with spans.request("POST", url) as span:
+            request = self._client.build_request(
+                "POST",
+                url,
+                content=params.to_json(),
+                headers=spans.propagated(self._stream_headers),
+                timeout=self._timeouts.open,
+            )
             response = await self._send_for_headers(request)
             spans.response(span, response.status_code)
             metrics.stream_opened("client")
@@ -157,12 +158,13 @@ class A2AHttpPeer(Peer):
     ) -> bytearray:
         """One request; the answer's body, read only up to ``limit`` (default ``max_answer_bytes``)."""
         limit = limit or self.limits.max_answer_bytes
-        request = self._client.build_request(
-            method, self.base_url + path, content=body, headers=self._json_headers, timeout=timeout
-        )
-        if on_sent is not None:
-            request.extensions["trace"] = _when_written(on_sent)
-        with spans.request(method, str(request.url), request.headers) as span:
+        url = self.base_url + path
+        with spans.request(method, url) as span:
+            request = self._client.build_request(
+                method, url, content=body, headers=spans.propagated(self._json_headers), timeout=timeout
+            )
+            if on_sent is not None:
+                request.extensions["trace"] = _when_written(on_sent)
             try:
                 response = await self._client.send(request, stream=True)
             except httpx.TransportError as exc:

@@ -8,8 +8,8 @@ on the run and agent-turn spans (``switchboard.run_id``, ``switchboard.session_i
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from agent_server.telemetry import tracing
@@ -116,18 +116,20 @@ def handoff(source: str, target: str, reason: str | None, hop: int, run_id: str)
     return tracing.span(f"handoff {source} -> {target}", attributes)
 
 
-def request(method: str, url: str, headers: MutableMapping[str, str]) -> AbstractContextManager[Span | None]:
-    """An outgoing HTTP request to an agent; its ``traceparent`` goes into ``headers``."""
+def request(method: str, url: str) -> AbstractContextManager[Span | None]:
+    """An outgoing HTTP request to an agent; send it with ``propagated`` headers from inside the block."""
     if not tracing.enabled():
         return tracing.span("")
-    return _request(method, url, headers)
+    return tracing.span(method, {"http.request.method": method, "url.full": url}, kind="client")
 
 
-@contextmanager
-def _request(method: str, url: str, headers: MutableMapping[str, str]) -> Iterator[Span | None]:
-    with tracing.span(f"{method}", {"http.request.method": method, "url.full": url}, kind="client") as span:
-        tracing.inject(headers)
-        yield span
+def propagated(headers: Mapping[str, str]) -> Mapping[str, str]:
+    """``headers`` plus the current span's ``traceparent`` (the same mapping when tracing is off)."""
+    if not tracing.enabled():
+        return headers
+    carrier = dict(headers)
+    tracing.inject(carrier)
+    return carrier
 
 
 def response(span: Span | None, status: int) -> None:
