@@ -14,7 +14,6 @@ from protocol import (
     Part,
     TaskState,
     TextPart,
-    WireModel,
     join_text_parts,
     json_depth,
 )
@@ -46,42 +45,50 @@ _EMPTY = Step()
 
 
 def interpret(item: Any) -> Step:
-    """What one yielded or returned value means; raises TypeError or ValueError for anything else."""
+    """What one yielded or returned value means; raises TypeError or ValueError for anything else.
+
+    Data nested too deeply for the task holding it to be serialized or stored is refused
+    here, its depth measured once on what the agent gave (plain text needs no look).
+    """
+    if isinstance(item, str):
+        return Step(artifact=_chunk([TextPart(text=item)]))
+    if isinstance(item, TextChunk):
+        return Step(artifact=_chunk([TextPart(text=item.text)]), cost_usd=item.cost_usd)
+    if isinstance(item, dict):
+        item = DataChunk(item)
+    if isinstance(item, DataChunk):
+        _check_depth("Artifact", _DATA_IN_ARTIFACT + json_depth(item.data))
+        return Step(artifact=_chunk([DataPart(data=item.data)]), cost_usd=item.cost_usd)
+    if isinstance(item, Handoff):
+        _check_depth("HandoffRequest", _PAYLOAD_IN_HANDOFF + json_depth(item.payload))
+        return Step(handoff=HandoffRequest(target=item.target, reason=item.reason, payload=item.payload))
     step = _sorted(item)
-    for produced in (step.artifact, step.message, step.handoff):
+    for produced in (step.artifact, step.message):
         if produced is not None:
-            _check_depth(produced)
+            _check_depth(type(produced).__name__, json_depth(produced.to_wire()))
     return step
 
 
-def _check_depth(produced: WireModel) -> None:
+# How deep a chunk's data or a handoff's payload sits in what is stored: artifact -> parts -> part -> data.
+_DATA_IN_ARTIFACT = 3
+_PAYLOAD_IN_HANDOFF = 1
+
+
+def _check_depth(what: str, depth: int) -> None:
     """Refuse data so deeply nested that the task holding it could no longer be serialized or stored."""
-    depth = json_depth(produced.to_wire())
     if depth > MAX_JSON_DEPTH:
-        raise ValueError(
-            f"the agent produced a {type(produced).__name__} nested {depth} levels deep; the limit is {MAX_JSON_DEPTH}"
-        )
+        raise ValueError(f"the agent produced a {what} nested {depth} levels deep; the limit is {MAX_JSON_DEPTH}")
 
 
 def _sorted(item: Any) -> Step:
     if item is None:
         return _EMPTY
-    if isinstance(item, str):
-        item = TextChunk(item)
-    elif isinstance(item, dict):
-        item = DataChunk(item)
-    if isinstance(item, TextChunk):
-        return Step(artifact=_chunk([TextPart(text=item.text)]), cost_usd=item.cost_usd)
-    if isinstance(item, DataChunk):
-        return Step(artifact=_chunk([DataPart(data=item.data)]), cost_usd=item.cost_usd)
     if isinstance(item, Artifact):
         return Step(artifact=item)
     if isinstance(item, Message):
         return Step(message=item)
     if isinstance(item, InputRequired):
         return Step(input_required=item.text)
-    if isinstance(item, Handoff):
-        return Step(handoff=HandoffRequest(target=item.target, reason=item.reason, payload=item.payload))
     raise TypeError(
         f"the agent produced a {type(item).__name__}; expected str, dict, TextChunk, DataChunk, "
         "Artifact, Message, InputRequired or Handoff"

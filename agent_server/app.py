@@ -142,6 +142,7 @@ def serve(
     log_format: str = "text",
     graceful_shutdown_s: int = 5,
     limits: ServerLimits | None = None,
+    speedups: bool | None = None,
 ) -> None:
     """Run the agent's app with uvicorn until interrupted, behind ``limits`` (default ``ServerLimits()``).
 
@@ -149,6 +150,7 @@ def serve(
     ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
     ``log_format="json"``: uvicorn's lines go through the root logger (telemetry/logs.py).
     Traces go where the ``OTEL_*`` environment says (telemetry/tracing.py).
+    ``speedups``: uvloop and httptools (``build_server``; default: when installed).
     """
     tracing.configure(f"switchboard-agent-{as_hosted_agent(agent).name}")
     app = create_app(
@@ -167,6 +169,7 @@ def serve(
         log_level=log_level,
         timeout_graceful_shutdown=graceful_shutdown_s,
         **uvicorn_logging(log_format),
+        speedups=speedups,
     )
     server.run()
 
@@ -189,16 +192,16 @@ class _Handlers:
     async def send_subscribe(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/sendSubscribe")
         with _enveloped(parsed.envelope):
-            events = await _started(_manager(request).subscribe(parsed.params, principal_of(request)))
-        return NDJSONStreamResponse(_lines(events, parsed.envelope))
+            batches = await _started(_manager(request).subscribe_batches(parsed.params, principal_of(request)))
+        return NDJSONStreamResponse(_lines(batches, parsed.envelope))
 
     async def resubscribe(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskResubscribeParams, "tasks/resubscribe")
         with _enveloped(parsed.envelope):
-            events = await _manager(request).resubscribe(
+            batches = await _manager(request).resubscribe_batches(
                 parsed.params.id, parsed.params.after_seq, principal_of(request)
             )
-        return NDJSONStreamResponse(_lines(events, parsed.envelope))
+        return NDJSONStreamResponse(_lines(batches, parsed.envelope))
 
     async def get(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskQueryParams, "tasks/get")
@@ -263,34 +266,39 @@ def _answer(result: Any, envelope: Envelope | None) -> Response:
     return json_response(envelope.wrap_result(result) if envelope is not None else result)
 
 
-async def _started(events: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEvent]:
-    """Run a subscription to its first event (always immediate), so refusals keep their HTTP status."""
+Batch = list[StreamEvent]
+
+
+async def _started(batches: AsyncGenerator[Batch, None]) -> AsyncGenerator[Batch, None]:
+    """Run a subscription to its first events (always immediate), so refusals keep their HTTP status."""
     try:
-        first = await anext(events)
+        first = await anext(batches)
     except BaseException:
-        await events.aclose()  # type: ignore[attr-defined]
+        await batches.aclose()
         raise
-    return _prepended(first, events)
+    return _prepended(first, batches)
 
 
-async def _prepended(first: StreamEvent, rest: AsyncIterator[StreamEvent]) -> AsyncGenerator[StreamEvent, None]:
-    async with aclosing(rest) as events:  # type: ignore[type-var]
+async def _prepended(first: Batch, rest: AsyncGenerator[Batch, None]) -> AsyncGenerator[Batch, None]:
+    async with aclosing(rest) as batches:
         yield first
-        async for event in events:
-            yield event
+        async for batch in batches:
+            yield batch
 
 
-async def _lines(events: AsyncIterator[StreamEvent], envelope: Envelope | None) -> AsyncGenerator[bytes, None]:
+async def _lines(batches: AsyncGenerator[Batch, None], envelope: Envelope | None) -> AsyncGenerator[bytes, None]:
+    """The events as NDJSON, those ready together in one piece (one write on the socket), each as soon as it is."""
+
     def encode(event: StreamEvent) -> bytes:
         return encode_line(envelope.wrap_result(event.to_wire()) if envelope is not None else event)
 
     try:
-        async for event in events:
-            yield encode(event)
+        async for batch in batches:
+            yield b"".join(map(encode, batch))
     except Exception:
         logger.exception("a task event stream broke off")
     finally:
-        await events.aclose()  # type: ignore[attr-defined]
+        await batches.aclose()
 
 
 async def _http_exception(request: Request, exc: Exception) -> Response:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.util
 import logging
 from http import HTTPStatus
 from typing import Any, Literal, cast
@@ -38,6 +39,11 @@ import orjson
 import uvicorn
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+try:
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _HttpToolsProtocol
+except ImportError:  # httptools is not installed: the speedups are off (speedups_installed)
+    _HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
 
 from protocol import ErrorCode, ProtocolError
 
@@ -66,25 +72,39 @@ def build_server(
     port: int = 8000,
     limits: ServerLimits | None = None,
     server_class: type[uvicorn.Server] = uvicorn.Server,
+    speedups: bool | None = None,
     **config: Any,
 ) -> uvicorn.Server:
     """A ``server_class`` serving ``app`` on ``host:port`` behind ``limits`` (default ``ServerLimits()``).
 
     ``config`` goes to ``uvicorn.Config`` (log_level, lifespan, timeout_graceful_shutdown, ...);
-    the protocol and the keep-alive timeout come from ``limits``. Building it raises this
-    process's open-file limit as far as allowed.
+    the protocol and the keep-alive timeout come from ``limits``. ``speedups`` (the ``speed``
+    extra): None, the default, runs on uvloop when it is installed, with h11; True runs on
+    uvloop and parses with httptools (both required); False runs on asyncio with h11. httptools
+    is not the default: h11 is the parser the fuzz suite proves on every edge (tests/test_fuzz_servers.py).
+    Building it raises this process's open-file limit as far as allowed.
     """
     limits = limits or ServerLimits()
     _raise_open_file_limit(limits.max_connections)
+    if speedups and not speedups_installed():
+        raise RuntimeError("speedups need uvloop and httptools: pip install 'a2a-switchboard[speed]'")
+    on_uvloop = speedups if speedups is not None else importlib.util.find_spec("uvloop") is not None
+    protocol = LimitedHttpToolsProtocol if speedups else LimitedH11Protocol
     uvicorn_config = uvicorn.Config(
         app,
         host=host,
         port=port,
-        http=functools.partial(LimitedH11Protocol, limits=limits),  # type: ignore[arg-type]
+        http=functools.partial(protocol, limits=limits),  # type: ignore[arg-type]
+        loop="uvloop" if on_uvloop else "asyncio",
         timeout_keep_alive=limits.keep_alive_timeout_s,  # type: ignore[arg-type]
         **config,
     )
     return server_class(uvicorn_config)
+
+
+def speedups_installed() -> bool:
+    """Whether uvloop and httptools can be imported (``pip install 'a2a-switchboard[speed]'``)."""
+    return all(importlib.util.find_spec(name) is not None for name in ("uvloop", "httptools"))
 
 
 class _ConnectionLimits:
@@ -180,6 +200,15 @@ class _ConnectionLimits:
             self._timer = self.loop.call_later(seconds, self._headers_too_slow)
         elif awaiting == "body":
             self._timer = self.loop.call_later(self.limits.body_timeout_s, self._body_too_slow)
+
+    def send_400_response(self, msg: str) -> None:
+        """A request the parser refused: the project's JSON error, then a close that lets the client read it."""
+        error = ProtocolError(
+            ErrorCode.INVALID_REQUEST,
+            "the request is not valid HTTP/1.1 (request line, method or headers); send a well-formed request",
+            http_status=400,
+        )
+        self._answer_and_linger(error)
 
     def _headers_too_slow(self) -> None:
         if not self._request_begun():
@@ -281,6 +310,38 @@ class LimitedH11Protocol(_ConnectionLimits, H11Protocol):
 
     def _request_begun(self) -> bool:
         return bool(self.conn.trailing_data[0])
+
+
+class LimitedHttpToolsProtocol(_ConnectionLimits, _HttpToolsProtocol):
+    """uvicorn's httptools protocol behind ``ServerLimits``: the parser's callbacks say what the request lacks.
+
+    httptools parses pipelined requests as they arrive, so the state is that of the last
+    request parsed; once it is complete and answered, the connection awaits the next one's headers.
+    """
+
+    _phase: _Awaiting | Literal["begun", "complete"] = "headers"
+
+    def _awaiting(self) -> _Awaiting | None:
+        if self._phase == "begun":
+            return "headers"
+        if self._phase == "complete":
+            return "headers" if self.cycle is None or self.cycle.response_complete else None
+        return self._phase
+
+    def _request_begun(self) -> bool:
+        return self._phase == "begun"
+
+    def on_message_begin(self) -> None:
+        self._phase = "begun"
+        super().on_message_begin()
+
+    def on_headers_complete(self) -> None:
+        self._phase = "body"
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._phase = "complete"
+        super().on_message_complete()
 
 
 class _DrainUnreadBody:

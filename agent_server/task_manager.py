@@ -49,6 +49,7 @@ from .auth import Principal
 from .stores.base import StoreFull, TaskStore, is_running
 from .telemetry import metrics
 from .telemetry.tasks import handler_span
+from .wakeup import Wakeup
 
 logger = logging.getLogger("agent_server")
 
@@ -62,7 +63,10 @@ _INTERRUPTED = "failed: the server stopped while this task was running"
 
 @dataclass(eq=False)
 class _Run:
-    """One send on one task: the live task snapshot and the events of this send."""
+    """One send on one task: the live task snapshot and the events of this send.
+
+    Events are never changed once published: followers, the store and the HTTP stream share them.
+    """
 
     task: Task
     context: TaskContext
@@ -70,7 +74,7 @@ class _Run:
     owner: str | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     events: list[StreamEvent] = field(default_factory=list)
-    changed: anyio.Event = field(default_factory=anyio.Event)
+    changed: Wakeup = field(default_factory=Wakeup)
     done: anyio.Event = field(default_factory=anyio.Event)
     cancel_reason: str | None = None
     closing_message: Message | None = None
@@ -81,8 +85,7 @@ class _Run:
 
     def publish(self, event: StreamEvent) -> None:
         self.events.append(event)
-        self.changed.set()
-        self.changed = anyio.Event()
+        self.changed.notify()
 
     def cancel(self, reason: str) -> None:
         if self.cancel_reason is None:
@@ -120,7 +123,7 @@ class TaskManager:
         """Run the agent on a new message; returns once the task is terminal or ``input-required``."""
         run = await self._begin(params, caller)
         await run.done.wait()
-        return _trimmed(run.task, params.history_length)
+        return _settled(run.task, params.history_length)
 
     async def subscribe(
         self, params: TaskSendParams, caller: Principal | None = None
@@ -130,13 +133,22 @@ class TaskManager:
         Refusals (409, 503) are raised by the first iteration. Closing the iterator early
         leaves the run going, unless ``cancel_on_disconnect``.
         """
+        async with aclosing(self.subscribe_batches(params, caller)) as batches:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+
+    async def subscribe_batches(
+        self, params: TaskSendParams, caller: Principal | None = None
+    ) -> AsyncGenerator[list[StreamEvent], None]:
+        """``subscribe``, the events that are ready together in one list (a stream writes each list at once)."""
         run = await self._begin(params, caller)
         delivered_final = False
         try:
-            async with aclosing(self._follow(run, run.first_seq - 1)) as events:
-                async for event in events:
-                    delivered_final = event.final
-                    yield event
+            async with aclosing(self._follow(run, run.first_seq - 1)) as batches:
+                async for batch in batches:
+                    delivered_final = batch[-1].final
+                    yield batch
         finally:
             if not delivered_final and self.cancel_on_disconnect and not run.done.is_set():
                 run.cancel(_CANCELED_ON_DISCONNECT)
@@ -152,6 +164,12 @@ class TaskManager:
         and including the next final line; a task that is not running and has nothing after
         ``after_seq`` gives an empty stream.
         """
+        return _flattened(await self.resubscribe_batches(task_id, after_seq, caller))
+
+    async def resubscribe_batches(
+        self, task_id: str, after_seq: int = -1, caller: Principal | None = None
+    ) -> AsyncGenerator[list[StreamEvent], None]:
+        """``resubscribe``, the events that are ready together in one list."""
         await self._check_visible(task_id, caller)
         run = self._runs.get(task_id)
         if run is None:
@@ -167,27 +185,31 @@ class TaskManager:
             )
         return self._replay(task_id, after_seq)
 
-    async def _replay(self, task_id: str, after_seq: int) -> AsyncGenerator[StreamEvent, None]:
+    async def _replay(self, task_id: str, after_seq: int) -> AsyncGenerator[list[StreamEvent], None]:
         run = self._runs.get(task_id)
         seen = after_seq
         if run is None or seen + 1 < run.first_seq:
+            stored: list[StreamEvent] = []
             for event in await self.store.read_events(task_id, seen):
                 if run is not None and event.seq >= run.first_seq:
                     break
                 seen = event.seq
-                yield event
+                stored.append(event)
                 if event.final:
+                    yield stored
                     return
+            if stored:
+                yield stored
             run = run or self._runs.get(task_id)
             if run is None:
                 if await self.store.running_elsewhere(task_id):
                     async with aclosing(self._elsewhere(task_id, seen)) as events:
                         async for event in events:
-                            yield event
+                            yield [event]  # each as another process's store hands it on
                 return
-        async with aclosing(self._follow(run, seen)) as events:
-            async for event in events:
-                yield event
+        async with aclosing(self._follow(run, seen)) as batches:
+            async for batch in batches:
+                yield batch
 
     async def get(self, task_id: str, history_length: int | None = None, caller: Principal | None = None) -> Task:
         await self._check_visible(task_id, caller)
@@ -205,7 +227,7 @@ class TaskManager:
         if run is not None:
             run.cancel(_CANCELED_BY_REQUEST)
             await run.done.wait()
-            return _trimmed(run.task, None)
+            return _settled(run.task, None)
         if is_running(task) and await self.store.running_elsewhere(task_id):
             return await self._cancel_elsewhere(task_id)
         if task.status.state is not TaskState.INPUT_REQUIRED:
@@ -377,7 +399,8 @@ class TaskManager:
         Once the send is canceled nothing more is taken, even from an agent that swallowed
         the cancellation instead of re-raising it.
         """
-        await anyio.lowlevel.checkpoint_if_cancelled()
+        if run.scope.cancel_called:
+            await anyio.lowlevel.checkpoint()  # raises the cancellation, whatever the agent made of the last one
         step = interpret(item)
         if step.message is not None:
             run.closing_message = step.message
@@ -427,16 +450,17 @@ class TaskManager:
         run.publish(event)
         await self.store.append_event(run.task.id, event)
 
-    async def _follow(self, run: _Run, after_seq: int) -> AsyncGenerator[StreamEvent, None]:
-        """Events of ``run`` after ``after_seq`` as they come, through its final one."""
+    async def _follow(self, run: _Run, after_seq: int) -> AsyncGenerator[list[StreamEvent], None]:
+        """Events of ``run`` after ``after_seq`` as they come, through its final one, those ready together at once."""
         index = max(after_seq + 1 - run.first_seq, 0)
         while True:
-            while index < len(run.events):
-                event = run.events[index]
-                index += 1
-                yield event
-                if event.final:
+            if index < len(run.events):
+                batch = run.events[index:]
+                index += len(batch)
+                yield batch
+                if batch[-1].final:
                     return
+                continue
             await run.changed.wait()
 
     async def _check_visible(self, task_id: str, caller: Principal | None) -> None:
@@ -514,8 +538,23 @@ def _not_found(task_id: str) -> ProtocolError:
 
 
 def _trimmed(task: Task, history_length: int | None) -> Task:
-    """A copy of ``task`` with only the last ``history_length`` messages (all when None)."""
+    """A deep copy of ``task`` with only the last ``history_length`` messages (all when None)."""
     copy = task.model_copy(deep=True)
     if history_length is not None and copy.history is not None:
         copy.history = copy.history[len(copy.history) - history_length :] if history_length else []
     return copy
+
+
+def _settled(task: Task, history_length: int | None) -> Task:
+    """``_trimmed`` for the task of a run that has ended, which nothing changes any more: a shallow copy."""
+    history = task.history
+    if history_length is not None and history is not None:
+        history = history[len(history) - history_length :] if history_length else []
+    return task.model_copy(update={"history": history})
+
+
+async def _flattened(batches: AsyncGenerator[list[StreamEvent], None]) -> AsyncGenerator[StreamEvent, None]:
+    async with aclosing(batches):
+        async for batch in batches:
+            for event in batch:
+                yield event

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from gateway.events import Event as Event, EventType as EventType
     from gateway.gateway import Gateway as Gateway
     from gateway.peers.base import Peer as Peer
+    from gateway.peers.http_client import PeerHttpClient as PeerHttpClient
     from gateway.peers.limits import PeerLimits as PeerLimits
     from gateway.registrations import (
         MemoryRegistryStore as MemoryRegistryStore,
@@ -99,6 +100,7 @@ _EXPORTS = {
     "Peer": "gateway.peers.base",
     "PeerConnectionError": "gateway.errors",
     "PeerHTTPError": "gateway.errors",
+    "PeerHttpClient": "gateway.peers.http_client",
     "PeerLimits": "gateway.peers.limits",
     "PeerProtocolError": "gateway.errors",
     "PeerRedirect": "gateway.errors",

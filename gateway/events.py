@@ -15,7 +15,7 @@ import time
 from typing import Any, ClassVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 
 class EventType(str, enum.Enum):
@@ -44,6 +44,7 @@ class EventType(str, enum.Enum):
 
 
 _BASE_FIELDS = frozenset({"type", "run_id", "seq", "timestamp_ms"})
+_EXCLUDED = set(_BASE_FIELDS)
 
 
 def now_ms() -> int:
@@ -65,6 +66,7 @@ class Event(BaseModel):
     timestamp_ms: int
 
     event_type: ClassVar[EventType | None] = None
+    _json: bytes | None = PrivateAttr(default=None)
 
     @classmethod
     def create(cls, type: EventType | str, run_id: str, **fields: Any) -> Event:
@@ -83,14 +85,39 @@ class Event(BaseModel):
         return {**declared, **(self.model_extra or {})}
 
     def with_seq(self, seq: int) -> Event:
-        return self.model_copy(update={"seq": seq})
+        """The event numbered ``seq``: an event not numbered yet is numbered in place (a log appends it once,
+        so it is built once); one already numbered is copied."""
+        if self.seq == -1:
+            object.__setattr__(self, "seq", seq)  # frozen for everyone else: the log numbers it, once
+            return self
+        copy = self.model_copy(update={"seq": seq})
+        copy._json = None
+        return copy
 
     def to_dict(self) -> dict[str, Any]:
         base = {"type": self.type, "run_id": self.run_id, "seq": self.seq, "timestamp_ms": self.timestamp_ms}
-        return {**base, **self.model_dump(mode="json", exclude_unset=True, exclude=set(_BASE_FIELDS))}
+        return {**base, **self.model_dump(mode="json", exclude_unset=True, exclude=_EXCLUDED)}
 
     def to_json(self) -> bytes:
-        return orjson.dumps(self.to_dict())
+        """The event as JSON; serialized once when numbered (it no longer changes then), shared by every reader."""
+        if self._json is not None:
+            return self._json
+        encoded = orjson.dumps(self.to_dict())
+        if self.seq != -1:
+            self._json = encoded
+        return encoded
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields make equal events, whether or not one of them has its JSON kept."""
+        if not isinstance(other, Event):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.__dict__ == other.__dict__
+            and self.__pydantic_extra__ == other.__pydantic_extra__
+        )
+
+    __hash__ = BaseModel.__hash__
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Event:

@@ -1,4 +1,4 @@
-"""The coordinator's front door for agent-tools: peers by URI, tools, one pooled HTTP client.
+"""The coordinator's front door for agent-tools: peers by URI, tools, one pooled HTTP client (peers/http_client.py).
 
 ``async with Gateway() as gw:`` owns a task group, in which ``local://`` agents (each a
 TaskManager with an in-memory store) and MCP connections live; leaving the block stops
@@ -17,7 +17,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack
 
 import anyio
-import httpx
 from anyio.abc import TaskGroup
 
 from agent_server.auth import token_problem
@@ -28,7 +27,7 @@ from .agent_tool import AgentTool, AgentToolFunction, AgentToolOptions, ToolInpu
 from .allowed_hosts import HostAllowlist
 from .errors import PeerConnectionError, UnknownAgentTool
 from .event_log import EventLog, MemoryEventLog
-from .peers import A2AHttpPeer, HttpTimeouts, LocalAgentHost, LocalPeer, Peer, PeerLimits
+from .peers import A2AHttpPeer, LocalAgentHost, LocalPeer, Peer, PeerHttpClient, PeerLimits
 from .recorder import RunRecorder, current_recorder
 
 if TYPE_CHECKING:
@@ -49,11 +48,14 @@ class Gateway:
         self,
         event_log: EventLog | None = None,
         *,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: PeerHttpClient | None = None,
         limits: PeerLimits | None = None,
         allowed_hosts: HostAllowlist | None = None,
     ) -> None:
         """``limits``: deadlines, pool and sizes of calls to agents (defaults in peers/limits.py).
+
+        ``http_client``: the one HTTP client of every HTTP peer (default: one made with ``limits``,
+        closed with the gateway; one given is the caller's to close).
 
         ``allowed_hosts``: where URIs from remote agents' answers may lead; default: learned
         from the tools added and the agents trusted here.
@@ -63,14 +65,7 @@ class Gateway:
         self.limits = limits or PeerLimits()
         self.allowed_hosts = allowed_hosts or HostAllowlist()
         self._owns_client = http_client is None
-        self.http_client = http_client or httpx.AsyncClient(
-            limits=httpx.Limits(
-                max_connections=self.limits.max_connections,
-                max_keepalive_connections=self.limits.max_connections,
-                keepalive_expiry=30.0,
-            ),
-            timeout=HttpTimeouts.build(self.limits).open,
-        )
+        self.http_client = http_client or PeerHttpClient(self.limits)
         self.tools: dict[str, AgentTool] = {}
         self._local: dict[str, LocalAgentHost] = {}
         self._mcp: dict[tuple[object, ...], MCPConnection] = {}

@@ -25,7 +25,7 @@ def merge_artifact(artifacts: list[Artifact], chunk: Artifact) -> None:
         if existing.index != chunk.index:
             continue
         if chunk.append:
-            existing.parts = join_text_parts([*existing.parts, *(part.model_copy(deep=True) for part in chunk.parts)])
+            existing.parts = _extended(existing.parts, chunk.parts)
             if chunk.last_chunk is not None:
                 existing.last_chunk = chunk.last_chunk
         else:
@@ -53,6 +53,18 @@ def join_text_parts(parts: list[Part]) -> list[Part]:
             out[-1] = TextPart(text=previous.text + part.text)  # type: ignore[union-attr]
         else:
             out.append(part)
+    return out
+
+
+def _extended(parts: list[Part], more: list[Part]) -> list[Part]:
+    """``join_text_parts(parts + copies of more)`` for ``parts`` already joined: a text part joined in is not copied."""
+    out = list(parts)
+    for part in more:
+        previous = out[-1] if out else None
+        if _plain_text(part) and previous is not None and _plain_text(previous):
+            out[-1] = TextPart.model_construct(text=previous.text + part.text)  # type: ignore[union-attr]
+        else:
+            out.append(part.model_copy(deep=True))
     return out
 
 

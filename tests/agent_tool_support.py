@@ -169,9 +169,15 @@ async def _hung_up(request: Request, within_s: float) -> None:
 
 
 @contextmanager
-def silent_server() -> Iterator[str]:
-    """A TCP server on loopback that accepts connections, reads, and never answers; yields its URL."""
+def silent_server(receive_buffer: int | None = None) -> Iterator[str]:
+    """A TCP server on loopback that accepts connections and never reads nor answers; yields its URL.
+
+    ``receive_buffer``: the accepted sockets' SO_RCVBUF, so that a large request fills it and
+    its sender's writes block.
+    """
     listener = socket.socket()
+    if receive_buffer is not None:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
     listener.bind(("127.0.0.1", 0))
     listener.listen()
     listener.settimeout(0.05)

@@ -11,11 +11,16 @@ import time
 import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 
-import httpx
 import orjson
 import pytest
-import respx
-from agent_tool_support import FaultyAgent, call_events, finalized_async_generators, progress_texts, types_of
+from agent_tool_support import (
+    FaultyAgent,
+    call_events,
+    finalized_async_generators,
+    progress_texts,
+    silent_server,
+    types_of,
+)
 from servers import serve_app
 
 from gateway import (
@@ -242,13 +247,13 @@ async def test_good_metadata_is_parsed_once_and_taken(gateway: Gateway) -> None:
     assert result.cost_usd == 0.25 and result.handoff is not None and result.handoff.target == "billing"
 
 
-async def test_a_write_timeout_on_tasks_send_names_the_deadline_that_passed() -> None:
-    async with Gateway(limits=PeerLimits(headers_timeout_s=0.7)) as gateway:
-        gateway.add_agent_tool("slow_upload", "http://agent.test", timeout_ms=5000)
-        with respx.mock:
-            respx.post("http://agent.test/tasks/send").mock(side_effect=httpx.WriteTimeout("write timed out"))
+async def test_a_request_the_agent_never_reads_names_the_deadline_that_passed() -> None:
+    """The agent accepts and never reads: a 16 MiB request fills the socket buffers and cannot be written."""
+    with silent_server(receive_buffer=4096) as url:
+        async with Gateway(limits=PeerLimits(headers_timeout_s=0.7)) as gateway:
+            gateway.add_agent_tool("slow_upload", url, timeout_ms=5000)
             with pytest.raises(AgentToolTimeout) as caught:
-                await gateway.call_tool("slow_upload", "hello", run_id="r")
+                await gateway.call_tool("slow_upload", "x" * (16 << 20), run_id="r")
     assert caught.value.reason == "headers_timeout" and caught.value.seconds == 0.7
     assert "could not send the request" in caught.value.message and "within 0.7 s" in caught.value.message
 

@@ -1,13 +1,16 @@
-"""The benches' quick runs end to end: no failed call, figures that make sense (concurrent streams, the router).
+"""The benches' quick runs end to end: no failed call, figures that make sense (streams, the router, the event log).
 
 No timing is asserted: the machine is shared and noisy; only that each figure was measured.
 """
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
+
 import anyio
 
-from bench import concurrent_streams, router
+from bench import concurrent_streams, event_log, router
 
 
 def test_concurrent_streams_quick_run_completes_every_stream() -> None:
@@ -42,3 +45,12 @@ def test_router_bench_measures_every_figure_and_routes_its_paraphrases_home() ->
     router.report(timings, outcomes, lines.append)
     assert "router decision (offline)" in lines[2] and "p99" in lines[2]
     assert lines[-1].startswith("  ratio triage model call (HTTP, loopback) / router decision (offline), p50: ")
+
+
+def test_event_log_bench_measures_every_figure_at_both_durability_levels(tmp_path: Path) -> None:
+    figures = event_log.measure(quick=True, tmp=tmp_path)
+
+    measures = ("raw sqlite3, 1 writer", "append, 1 writer", f"append, {event_log.WRITERS} writers")
+    assert set(figures) == {(level, what) for level in ("NORMAL", "FULL") for what in measures}
+    assert all(math.isfinite(rate) and rate > 0 for rate in figures.values())
+    assert "ratio to raw" in event_log.report(figures)

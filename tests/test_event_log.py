@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import orjson
 import pytest
 from waiting import until
 
 from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log
 from gateway.event_log.redis import RedisEventLog
+from gateway.event_log.sqlite import _append_all
 from gateway.events import Event, EventType
 
 pytestmark = pytest.mark.anyio
@@ -102,19 +104,20 @@ async def test_follow_from_a_seq_of_a_closed_run_returns_the_rest_and_stops(log:
     assert await log.is_closed("r") and not await log.is_closed("other")
 
 
-async def test_as_ndjson_writes_one_event_per_line(log: EventLog) -> None:
+async def test_as_ndjson_writes_one_event_per_line_and_the_lines_ready_together_in_one_piece(log: EventLog) -> None:
+    """The pieces are what the service writes to the socket: lines already stored go in one write, not one each."""
     for n in range(3):
         await log.append(_event("r", n))
-    lines = [line async for line in log.as_ndjson("r", after_seq=0)]
-    assert all(line.endswith(b"\n") for line in lines)
-    decoded = [orjson.loads(line) for line in lines]
+    pieces = [piece async for piece in log.as_ndjson("r", after_seq=0)]
+    assert len(pieces) == 1 and pieces[0].endswith(b"\n")
+    decoded = [orjson.loads(line) for line in pieces[0].splitlines()]
     assert [(d["seq"], d["run_id"], d["type"], d["text"]) for d in decoded] == [
         (1, "r", "agent_tool_progress", "t1"),
         (2, "r", "agent_tool_progress", "t2"),
     ]
     await log.close_run("r")
-    followed = [line async for line in log.as_ndjson("r", follow=True)]
-    assert len(followed) == 3
+    followed = [piece async for piece in log.as_ndjson("r", follow=True)]
+    assert [len(piece.splitlines()) for piece in followed] == [3]
 
 
 async def test_list_runs_is_newest_first(log: EventLog) -> None:
@@ -237,6 +240,72 @@ def test_a_sqlite_event_log_that_cannot_be_set_up_closes_its_connection(
 async def test_ndjson_lines_are_the_events_own_json(log: EventLog) -> None:
     stored = [await log.append(_event("n", i)) for i in range(2)]
     await log.close_run("n")
-    lines = [line async for line in log.as_ndjson("n")]
-    followed = [line async for line in log.as_ndjson("n", follow=True)]
-    assert lines == followed == [event.to_json() + b"\n" for event in stored]
+    lines = b"".join([piece async for piece in log.as_ndjson("n")])
+    followed = b"".join([piece async for piece in log.as_ndjson("n", follow=True)])
+    assert lines == followed == b"".join(event.to_json() + b"\n" for event in stored)
+
+
+async def test_sqlite_appends_made_together_share_a_commit_and_each_is_committed_when_it_returns(
+    tmp_path: Path,
+) -> None:
+    """Group commit: one transaction for the appends that arrive during a commit, none acknowledged before its own."""
+    path = tmp_path / "events.db"
+    log = SQLiteEventLog(path, cross_process_poll_s=NO_POLL_S)
+    batches: list[int] = []
+    run = log._db.run
+
+    async def counting(fn: Any, *args: Any) -> Any:
+        if fn is _append_all:
+            batches.append(len(args[0]))
+        return await run(fn, *args)
+
+    log._db.run = counting  # type: ignore[method-assign]
+    seen_by_another_connection: list[bool] = []
+
+    async def append(n: int) -> None:
+        stored = await log.append(_event(f"run-{n}", n))
+        with sqlite3.connect(path) as other:
+            row = other.execute("SELECT body FROM events WHERE run_id = ? AND seq = 0", (stored.run_id,)).fetchone()
+        seen_by_another_connection.append(row is not None and orjson.loads(row[0])["text"] == f"t{n}")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for n in range(40):
+                tg.start_soon(append, n)
+    finally:
+        await log.aclose()
+    assert seen_by_another_connection == [True] * 40
+    assert sum(batches) == 40
+    assert len(batches) < 40
+
+
+async def test_a_live_ndjson_follower_gets_every_line_once_in_order_while_appends_race_it(log: EventLog) -> None:
+    """Lines handed on from memory or read back, single appends and batches, a reader slower than the writer:
+    each event exactly once, in seq order, and none waits for the poll (the test's poll is an hour)."""
+    await log.append(_event("r", 0))
+    got = bytearray()
+
+    async def follower() -> None:
+        async for piece in log.as_ndjson("r", follow=True):
+            got.extend(piece)
+            if len(got) % 3 == 0:
+                await anyio.lowlevel.checkpoint()  # sometimes behind the writer
+
+    async def writer() -> None:
+        for n in range(1, 120):
+            if n % 10 == 0:
+                async with anyio.create_task_group() as tg:
+                    for _ in range(3):
+                        tg.start_soon(log.append, _event("r", n))
+            else:
+                await log.append(_event("r", n))
+            await anyio.lowlevel.checkpoint()
+        await log.close_run("r")
+
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(follower)
+            tg.start_soon(writer)
+    seqs = [orjson.loads(line)["seq"] for line in bytes(got).splitlines()]
+    assert seqs == list(range(len(await log.read("r"))))
+    assert len(seqs) == 1 + 119 + 11 * 2

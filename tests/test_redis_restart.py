@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 from replica_support import lines_of, replica_config, replicas
 from servers import serve_app
+from waiting import PROCESS_S, wait_until
 
 from agent_server import create_app
 from agent_server.testing import scripted_agent
@@ -44,6 +45,10 @@ def test_a_redis_restart_fails_the_call_in_flight_clearly_loses_nothing_acknowle
                 assert refused.status_code == 503
                 message = refused.json()["error"]["message"]
                 assert f"at {redis.url}/0" in message and "is unreachable" in message and "retry" in message
+                # Redis stays down until the turn in flight has met the outage (a write of its failed), however
+                # short its chunks' spacing: else the turn may write nothing while Redis is away, and complete.
+                failed = f"run {received[0]['run_id']} of session during failed"
+                wait_until(lambda: failed in gateway.log.read_text(errors="replace"), failed, PROCESS_S)
                 redis.start()
                 received.extend(orjson.loads(line) for line in lines if line)
             assert received[-1]["type"] == "run_failed", "the stream ends with the failure, it is not cut"

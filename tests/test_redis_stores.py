@@ -13,8 +13,10 @@ from waiting import until
 
 from agent_server import TaskManager
 from agent_server.stores.redis import RedisTaskStore
-from agent_server.stores.redis_settings import RedisSettings
+from agent_server.stores.redis_client import connect
+from agent_server.stores.redis_settings import RedisSettings, parse_redis_spec
 from agent_server.testing import scripted_agent
+from examples._redis import LocalRedis
 from gateway.config import ToolConfig
 from gateway.errors import RunClosedError, SessionBusy, SessionConflictError, SessionLockLost
 from gateway.event_log.base import INTERRUPTED
@@ -30,6 +32,32 @@ from protocol import Task, TaskState, TaskStatus
 pytestmark = pytest.mark.anyio
 
 SHORT = RedisSettings(lease_s=0.3, lock_wait_s=5.0, follow_block_s=0.5)
+
+
+async def test_after_a_redis_restart_no_call_fails_on_a_connection_the_old_server_closed(tmp_path: Path) -> None:
+    """Idle pooled connections are checked before use, so none that the killed server closed fails a later call."""
+    with LocalRedis(tmp_path / "redis") as redis:
+        client = connect(parse_redis_spec(f"{redis.url}/0", "test store"), RedisSettings())
+        try:
+            async with anyio.create_task_group() as group:  # at once, so the pool holds several connections
+                for index in range(6):
+                    group.start_soon(client.set, f"k{index}", index)
+            await anyio.to_thread.run_sync(redis.kill)
+            await anyio.to_thread.run_sync(redis.start)
+            answers: list[object] = []
+
+            async def read(key: str) -> None:
+                try:
+                    answers.append(await client.get(key))
+                except Exception as exc:  # what failed is the finding
+                    answers.append(exc)
+
+            async with anyio.create_task_group() as group:
+                for index in range(6):
+                    group.start_soon(read, f"k{index}")
+            assert sorted(map(repr, answers)) == sorted(repr(str(i).encode()) for i in range(6)), answers
+        finally:
+            await client.aclose()
 
 
 def _event(run_id: str, n: int) -> Event:
@@ -142,6 +170,26 @@ async def test_a_follower_on_one_log_sees_what_another_appends_live_and_ends_at_
     with pytest.raises(RunClosedError, match="is closed"):
         await writer.append(_event("r", 3))
     assert await reader.list_runs(owner="ada") == ["r"] and await reader.list_runs(owner="bob") == []
+
+
+async def test_a_follower_whose_empty_read_is_followed_by_the_close_still_gets_the_last_events(
+    logs: tuple[RedisEventLog, RedisEventLog],
+) -> None:
+    """The run ends between a read that found nothing and the check whether it is closed: its end is not lost."""
+    writer, reader = logs
+    await writer.append(_event("late", 0))
+    is_closed = reader.is_closed
+
+    async def closed_meanwhile(run_id: str) -> bool:
+        if not await writer.is_closed(run_id):
+            await writer.append(_event(run_id, 1))
+            await writer.close_run(run_id)
+        return await is_closed(run_id)
+
+    reader.is_closed = closed_meanwhile  # type: ignore[method-assign]
+    with anyio.fail_after(10 * SHORT.follow_block_s + 5):
+        seen = [event.seq async for event in reader.follow("late")]
+    assert seen == [0, 1]
 
 
 async def test_aclose_ends_a_follower_waiting_in_redis(logs: tuple[RedisEventLog, RedisEventLog]) -> None:

@@ -212,7 +212,7 @@ async def test_several_handoffs_in_one_response_ordinary_tools_first_only_first_
     triage.model = ScriptedModel([calls(*response_calls)])
     response = await Runner(triage).run_async("s", "refund and crash")
 
-    assert order == ["lookup ORD-1", "note"]
+    assert sorted(order) == ["lookup ORD-1", "note"], "both ran (at once, in threads: in either order)"
     tool_events = [e.fields["tool"] for e in response.events_of("tool_call")]
     assert tool_events == ["lookup", "note", "transfer_to_billing", "transfer_to_tech"]
     assert [m["tool_call_id"] for m in response.messages if m["role"] == "tool"] == [c.id for c in response_calls]

@@ -1,8 +1,10 @@
 """The task store interface: tasks and their stream events, nothing else.
 
 A store keeps the latest snapshot of each task, the task's events in seq order, and the
-name of the caller that created it (its owner, None on a server without tokens). It
-never decides anything about task life; "running" means state ``submitted`` or
+name of the caller that created it (its owner, None on a server without tokens). An
+event is never changed once appended, so a store may keep and hand out the very objects
+(the memory store does): callers must not change the events they read. It never decides
+anything about task life; "running" means state ``submitted`` or
 ``working``, and a store never evicts or expires such a task.
 
 A store shared by several server processes (Redis) also tells which running tasks

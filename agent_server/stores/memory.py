@@ -25,8 +25,9 @@ class MemoryTaskStore(TaskStore):
 
     When a new task would exceed the bound, the least recently updated tasks that are not
     running are evicted first; running tasks are never evicted, and if all ``max_tasks``
-    are running, ``save_task`` raises ``StoreFull``. Snapshots are copied in and out, so
-    callers may mutate what they hold.
+    are running, ``save_task`` raises ``StoreFull``. Task snapshots are copied in and out, so
+    callers may mutate what they hold; events are kept and handed out as they were given,
+    since nobody changes an event once it is appended (base.py).
     """
 
     def __init__(
@@ -68,13 +69,13 @@ class MemoryTaskStore(TaskStore):
         entry = self._entries.get(task_id)
         if entry is None:
             raise KeyError(f"no task {task_id!r} in the store; save it before appending events")
-        entry.events.append(event.model_copy(deep=True))
+        entry.events.append(event)
 
     async def read_events(self, task_id: str, after_seq: int = -1) -> list[StreamEvent]:
         entry = self._live_entry(task_id)
         if entry is None:
             return []
-        return [e.model_copy(deep=True) for e in entry.events if e.seq > after_seq]
+        return [e for e in entry.events if e.seq > after_seq]
 
     async def last_seq(self, task_id: str) -> int:
         entry = self._live_entry(task_id)

@@ -15,6 +15,7 @@ import redis.asyncio
 import redis.exceptions
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.maint_notifications import MaintNotificationsConfig
 
 from .base import StoreUnavailable
 from .redis_settings import RedisSettings, RedisTarget
@@ -37,6 +38,9 @@ def connect(target: RedisTarget, settings: RedisSettings, *, blocking_reads: boo
         socket_timeout=read_timeout,
         retry=Retry(NoBackoff(), 0),
         health_check_interval=0,
+        # redis-py skips its check of a pooled connection before use while these are on (its default, "auto"):
+        # after a Redis restart every idle connection, closed by the old server, would then fail its next call.
+        maint_notifications_config=MaintNotificationsConfig(enabled=False),
     )
     return redis.asyncio.Redis(connection_pool=pool)
 

@@ -34,7 +34,9 @@ class SQLiteDatabase:
 
     ``what`` names the store in errors ("the task store tasks.db is closed"). The parent
     directory is created when missing. ``columns`` (table -> column -> declaration) are
-    added to a file made by an older version whose tables lack them. If the file cannot be set up (not a database, a
+    added to a file made by an older version whose tables lack them. ``checkpoint_pages`` is how
+    many pages the WAL may hold before SQLite copies them back into the file (its own default:
+    1000); more lets a page written by many commits be copied once. If the file cannot be set up (not a database, a
     PRAGMA or the schema fails), the connection is closed and the sqlite3 error raised.
     """
 
@@ -47,6 +49,7 @@ class SQLiteDatabase:
         synchronous: Synchronous = "NORMAL",
         busy_timeout_s: float = 5.0,
         columns: dict[str, dict[str, str]] | None = None,
+        checkpoint_pages: int | None = None,
     ) -> None:
         if synchronous not in _SYNCHRONOUS:
             raise ValueError(f"synchronous must be one of {', '.join(_SYNCHRONOUS)}, not {synchronous!r}")
@@ -61,6 +64,8 @@ class SQLiteDatabase:
             if not in_memory:
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA synchronous={synchronous}")
+            if checkpoint_pages is not None:
+                conn.execute(f"PRAGMA wal_autocheckpoint={int(checkpoint_pages)}")
             conn.executescript(schema)
             _add_missing_columns(conn, columns or {})
         except BaseException:

@@ -8,12 +8,32 @@ so an event appended between the read and the wait is never missed and nothing p
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncGenerator, AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import anyio
 
 from gateway.events import Event
+
+P = TypeVar("P")
+
+
+@dataclass(frozen=True)
+class _Page(Generic[P]):
+    """One read of a followed run: closed (read first), the last seq read (None: nothing new), what was read."""
+
+    closed: bool
+    last_seq: int | None
+    items: P
+    latest: bool = False
+    """Taken from what this process has appended, all of it: wait for the next append before reading again."""
+
+
+_Reader = Callable[[str, int, bool], Awaitable[_Page[P]]]
+"""Reads a page of a run after a seq. The flag (``current``): the follower has read since it began, or since a wait
+that an append of this process ended; False at first and after SQLite's poll for other processes."""
 
 INTERRUPTED = "interrupted: the process stopped before the run ended"
 """The ``error`` of the ``run_failed`` event that ``close_abandoned_runs`` appends."""
@@ -87,32 +107,64 @@ class EventLog(abc.ABC):
 
     async def follow(self, run_id: str, after_seq: int = -1) -> AsyncGenerator[Event, None]:
         """Stored events after ``after_seq``, then live ones; ends when the run is closed."""
-        while not self._closing:
-            wakeup = self._wakeup(run_id)
-            closed = await self.is_closed(run_id)
-            batch = await self.read(run_id, after_seq)
-            for event in batch:
-                yield event
-                after_seq = event.seq
-            if batch:
-                continue
-            if closed:
-                self._wakeups.pop(run_id, None)
-                return
-            await self._wait(wakeup)
+        async with aclosing(self._follow(run_id, after_seq, self._events_page)) as pages:
+            async for page in pages:
+                for event in page.items:
+                    yield event
 
     async def as_ndjson(self, run_id: str, after_seq: int = -1, follow: bool = False) -> AsyncGenerator[bytes, None]:
-        """The run's events as NDJSON lines; with ``follow``, live until the run is closed."""
-        if follow:
-            async for event in self.follow(run_id, after_seq):
-                yield event.to_json() + b"\n"
-            return
-        for event in await self.read(run_id, after_seq):
-            yield event.to_json() + b"\n"
+        """The run's events as NDJSON lines; with ``follow``, live until the run is closed.
 
-    async def _wait(self, wakeup: anyio.Event) -> None:
-        """How a follower waits for the next append; SQLite also bounds it to see other processes."""
+        Each piece holds every line that was ready when it was read, so that a reader behind
+        the writer gets them in one write rather than one write per line.
+        """
+        if follow:
+            async with aclosing(self._live_ndjson(run_id, after_seq)) as pieces:
+                async for piece in pieces:
+                    yield piece
+            return
+        page = await self._ndjson_page(run_id, after_seq, False)
+        if page.items:
+            yield page.items
+
+    async def _live_ndjson(self, run_id: str, after_seq: int) -> AsyncGenerator[bytes, None]:
+        """``as_ndjson`` with ``follow``: pages of lines. A log that follows its own way overrides it (Redis)."""
+        async with aclosing(self._follow(run_id, after_seq, self._ndjson_page)) as pages:
+            async for page in pages:
+                yield page.items
+
+    async def _follow(self, run_id: str, after_seq: int, read: _Reader[P]) -> AsyncGenerator[_Page[P], None]:
+        """Pages of what ``read`` finds after ``after_seq``, then of what is appended; ends when the run is closed."""
+        current = False
+        while not self._closing:
+            wakeup = self._wakeup(run_id)
+            page = await read(run_id, after_seq, current)
+            if page.last_seq is not None:
+                yield page
+                after_seq = page.last_seq
+                current = True
+                if not page.latest:
+                    continue
+            elif page.closed:
+                self._wakeups.pop(run_id, None)
+                return
+            current = await self._wait(wakeup)
+
+    async def _events_page(self, run_id: str, after_seq: int, current: bool) -> _Page[list[Event]]:
+        """Whether the run is closed, read first, then its events after ``after_seq``: closed and none means done."""
+        closed = await self.is_closed(run_id)
+        events = await self.read(run_id, after_seq)
+        return _Page(closed, events[-1].seq if events else None, events)
+
+    async def _ndjson_page(self, run_id: str, after_seq: int, current: bool) -> _Page[bytes]:
+        """The same as NDJSON lines; a log that stores the JSON hands it on without parsing it."""
+        page = await self._events_page(run_id, after_seq, current)
+        return _Page(page.closed, page.last_seq, b"".join(event.to_json() + b"\n" for event in page.items))
+
+    async def _wait(self, wakeup: anyio.Event) -> bool:
+        """Wait for the next append (True once woken by one); SQLite bounds the wait to see other processes."""
         await wakeup.wait()
+        return True
 
     def _wakeup(self, run_id: str) -> anyio.Event:
         wakeup = self._wakeups.get(run_id)

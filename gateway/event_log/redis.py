@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from contextlib import AbstractContextManager, asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, aclosing, asynccontextmanager, contextmanager
 from typing import Any
 
 import anyio
@@ -248,6 +248,19 @@ class RedisEventLog(EventLog):
         A lost connection is opened again from the last seq read (no gap, no duplicate) for
         up to ``reconnect_s``; then StoreUnavailable.
         """
+        async with aclosing(self._follow_reads(run_id, after_seq)) as reads:
+            async for events in reads:
+                for event in events:
+                    yield event
+
+    async def _live_ndjson(self, run_id: str, after_seq: int) -> AsyncGenerator[bytes, None]:
+        """Through the stream, which wakes readers on every replica: the lines of each read in one piece."""
+        async with aclosing(self._follow_reads(run_id, after_seq)) as reads:
+            async for events in reads:
+                yield b"".join(event.to_json() + b"\n" for event in events)
+
+    async def _follow_reads(self, run_id: str, after_seq: int) -> AsyncGenerator[list[Event], None]:
+        """``follow``, the events of each read of the stream together (none empty)."""
         seen = min(after_seq, _MAX_SEQ)
         key = self._events_key(run_id)
         block_ms: int | None = None  # the first read does not wait: a closed run past its end returns at once
@@ -260,7 +273,11 @@ class RedisEventLog(EventLog):
                     )
                     entries = answer[0][1] if answer else []
                     if not entries and await self.is_closed(run_id):
-                        return
+                        # Closed after that read found nothing: what was written up to the close is still unread.
+                        answer = await self._reader.xread({key: f"{seen}-1" if seen >= 0 else "0-0"}, count=512)
+                        entries = answer[0][1] if answer else []
+                        if not entries:
+                            return
             except StoreUnavailable:
                 if self._closing:
                     return
@@ -272,12 +289,17 @@ class RedisEventLog(EventLog):
                 continue
             failing_since = None
             block_ms = max(1, round(self.settings.follow_block_s * 1000))
+            events: list[Event] = []
             for entry_id, fields in entries:
                 event = _event(entry_id, fields)
-                if event is None:
+                if event is None:  # the close entry: what came before it, then the end
+                    if events:
+                        yield events
                     return
                 seen = event.seq
-                yield event
+                events.append(event)
+            if events:
+                yield events
 
     async def _keep_watch(self) -> None:
         """Renew this process's mark; once connected for a whole lease, close the runs of dead writers.

@@ -4,18 +4,20 @@ The MCP peer (``gateway.peers.mcp``) is imported where an MCP target is first us
 MCP SDK costs nothing to a gateway that has none.
 """
 
-from .a2a_http import A2AHttpPeer, HttpTimeouts
+from .a2a_http import A2AHttpPeer
 from .base import Peer, RawLine, StreamItem, StreamTooLarge
+from .http_client import PeerHttpClient, PeerResponse
 from .limits import PeerLimits
 from .local import LocalAgentHost, LocalPeer
 
 __all__ = [
     "A2AHttpPeer",
-    "HttpTimeouts",
     "LocalAgentHost",
     "LocalPeer",
     "Peer",
+    "PeerHttpClient",
     "PeerLimits",
+    "PeerResponse",
     "RawLine",
     "StreamItem",
     "StreamTooLarge",

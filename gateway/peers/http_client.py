@@ -1,0 +1,229 @@
+"""The gateway's one HTTP client for calls to agents: aiohttp behind ``PeerLimits``, shared by every HTTP peer.
+
+aiohttp because it serves many concurrent calls on one pool several times faster than httpx,
+whose pool bookkeeping collapses under concurrency (``python -m bench.http_clients``; the
+numbers are in docs/agent-tool.md, "HTTP pool and speed").
+
+Every request goes through ``open``, which keeps the limits and reports each failure as the
+gateway's error with its reason:
+
+- the pool: at most ``max_connections`` requests hold a connection at once; waiting for one is
+  bounded by ``pool_timeout_s`` and reported as ``pool_exhausted`` (never blamed on the agent);
+- connecting: ``connect_timeout_s`` (``connect_timeout``);
+- writing: once the request starts being written (the connection is held), its body must be
+  written within ``headers_timeout_s`` (``headers_timeout``); ``on_sent`` is called as writing
+  starts, so a reply deadline counts only the agent's time;
+- ``wait_headers``: the response headers must also arrive within ``headers_timeout_s`` of that
+  moment (``headers_timeout``): for streams, whose lines then have no read timeout here (the
+  caller's idle timeout takes its place);
+- ``read_timeout_s``: no silence longer than that while waiting for the answer (``timeout``);
+- redirects are never followed: a 3xx answer is a ``PeerRedirect`` naming where it pointed;
+- a refused, reset or broken connection is a ``PeerConnectionError``.
+
+No cookies are kept (nothing one agent sets reaches another); the caller gives each request
+its headers (the peer's token goes only to its own peer). With tracing on, each request is a
+client span and carries its W3C ``traceparent`` (gateway/telemetry/spans.py).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import aiohttp.payload
+import anyio
+
+from gateway.errors import AgentToolError, AgentToolTimeout, PeerConnectionError, PeerRedirect, PoolExhausted
+from gateway.telemetry import spans
+
+from .limits import PeerLimits
+
+OnSent = Callable[[], None]
+"""Called once the request starts being written on a connection (the clock of a reply deadline starts)."""
+
+_KEEPALIVE_S = 30.0
+
+
+class PeerResponse:
+    """An answer whose headers have arrived; its body is read through ``read`` or ``chunks``, once."""
+
+    def __init__(self, response: aiohttp.ClientResponse, uri: str) -> None:
+        self._response = response
+        self.uri = uri
+        self.status: int = response.status
+        self.headers: Mapping[str, str] = response.headers
+
+    async def read(self, limit: int) -> bytearray:
+        """At most ``limit`` bytes of the body (decoded); the rest is never read."""
+        body = bytearray()
+        async with self._broken_is_connection_error("the answer from"):
+            async for chunk in self._response.content.iter_any():
+                body += chunk[: limit - len(body)]
+                if len(body) >= limit:
+                    break
+        return body
+
+    async def chunks(self) -> AsyncGenerator[bytes, None]:
+        """The body as it arrives; a connection that breaks mid-body is a PeerConnectionError."""
+        async with self._broken_is_connection_error("the stream from"):
+            async for chunk in self._response.content.iter_any():
+                yield chunk
+
+    @asynccontextmanager
+    async def _broken_is_connection_error(self, what: str) -> AsyncIterator[None]:
+        try:
+            yield
+        except aiohttp.SocketTimeoutError:
+            raise  # a read timeout, named by ``open`` which knows the deadline
+        except (aiohttp.ClientError, OSError) as exc:
+            raise PeerConnectionError(f"{what} {self.uri} broke: {_describe(exc)}") from exc
+
+
+class PeerHttpClient:
+    """One connection pool for every HTTP peer of a gateway; ``aclose`` when done (the Gateway does)."""
+
+    def __init__(self, limits: PeerLimits | None = None) -> None:
+        self.limits = limits or PeerLimits()
+        self._slots = anyio.Semaphore(self.limits.max_connections)
+        self._session: aiohttp.ClientSession | None = None
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    @asynccontextmanager
+    async def open(
+        self,
+        method: str,
+        url: str,
+        *,
+        uri: str,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        on_sent: OnSent | None = None,
+        wait_headers: bool = False,
+        read_timeout_s: float | None = None,
+    ) -> AsyncIterator[PeerResponse]:
+        """Send one request (``uri`` names the peer in errors); the block reads the answer, which closes after."""
+        limits = self.limits
+        acquired = False
+        with anyio.move_on_after(limits.pool_timeout_s):
+            await self._slots.acquire()
+            acquired = True
+        if not acquired:
+            raise PoolExhausted(limits.max_connections, limits.pool_timeout_s, uri)
+        try:
+            with spans.request(method, url) as span:
+                sent = spans.propagated(headers)
+                response = await self._send(method, url, uri, sent, body, on_sent, wait_headers, read_timeout_s)
+                spans.response(span, response.status)
+                try:
+                    if 300 <= response.status < 400:
+                        location = response.headers.get("location", "(no Location header)")
+                        raise PeerRedirect(response.status, location, uri)
+                    try:
+                        yield PeerResponse(response, uri)
+                    except aiohttp.SocketTimeoutError as exc:
+                        raise _read_timeout(uri, read_timeout_s) from exc
+                finally:
+                    response.close()
+        finally:
+            self._slots.release()
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        uri: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        on_sent: OnSent | None,
+        wait_headers: bool,
+        read_timeout_s: float | None,
+    ) -> aiohttp.ClientResponse:
+        headers_timeout_s = self.limits.headers_timeout_s
+        phase = _Phase()
+        response: aiohttp.ClientResponse | None = None
+        with anyio.CancelScope() as waiting:
+
+            def started() -> None:
+                waiting.deadline = anyio.current_time() + headers_timeout_s
+                if on_sent is not None:
+                    on_sent()
+
+            def written() -> None:
+                phase.written = True
+                if not wait_headers:
+                    waiting.deadline = math.inf
+
+            payload = _TimedBody(body, started, written) if body is not None else None
+            timeout = aiohttp.ClientTimeout(
+                total=None, connect=None, sock_connect=self.limits.connect_timeout_s, sock_read=read_timeout_s
+            )
+            try:
+                response = await self._client().request(
+                    method, url, data=payload, headers=headers, allow_redirects=False, timeout=timeout
+                )
+            except aiohttp.ConnectionTimeoutError as exc:
+                seconds = self.limits.connect_timeout_s
+                raise AgentToolTimeout(
+                    f"could not connect to {uri} within {seconds:g} s", reason="connect_timeout", seconds=seconds
+                ) from exc
+            except aiohttp.SocketTimeoutError as exc:
+                raise _read_timeout(uri, read_timeout_s) from exc
+            except (aiohttp.ClientError, OSError) as exc:
+                raise PeerConnectionError(f"cannot reach {uri}: {_describe(exc)}") from exc
+        if response is not None:
+            return response
+        if not phase.written:
+            raise AgentToolTimeout(
+                f"could not send the request to {uri} within {headers_timeout_s:g} s",
+                reason="headers_timeout",
+                seconds=headers_timeout_s,
+            )
+        raise AgentToolTimeout(
+            f"{uri} sent no response headers within {headers_timeout_s:g} s",
+            reason="headers_timeout",
+            seconds=headers_timeout_s,
+        )
+
+    def _client(self) -> aiohttp.ClientSession:
+        """The session, made in the event loop on first use (a Gateway may be built outside one)."""
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=_KEEPALIVE_S),
+                cookie_jar=aiohttp.DummyCookieJar(),
+                timeout=aiohttp.ClientTimeout(total=None),
+            )
+        return self._session
+
+
+class _Phase:
+    written = False
+
+
+class _TimedBody(aiohttp.payload.BytesPayload):
+    """A request body that says when it starts being written and when it has been written (drained)."""
+
+    def __init__(self, body: bytes, started: Callable[[], None], written: Callable[[], None]) -> None:
+        super().__init__(body)
+        self._started = started
+        self._written = written
+
+    async def write_with_length(self, writer: Any, content_length: int | None) -> None:
+        self._started()
+        await super().write_with_length(writer, content_length)
+        await writer.drain()
+        self._written()
+
+
+def _read_timeout(uri: str, seconds: float | None) -> AgentToolError:
+    return AgentToolTimeout(f"{uri} did not answer within {seconds or 0:g} s", reason="timeout", seconds=seconds or 0)
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
