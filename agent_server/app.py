@@ -52,6 +52,10 @@ from .limits import ServerLimits
 from .server import build_server
 from .stores import TaskStore, open_store
 from .task_manager import TaskManager
+from .telemetry import tracing
+from .telemetry.logs import uvicorn_logging
+from .telemetry.metrics import metrics_endpoint
+from .telemetry.middleware import ObservedRequests
 
 logger = logging.getLogger("agent_server")
 
@@ -66,7 +70,7 @@ M = TypeVar("M", bound=BaseModel)
 _POST_ONLY_NAMES = frozenset({"send", "sendSubscribe", "get", "cancel", "resubscribe"})
 _ROUTES_HELP = (
     "POST / (A2A JSON-RPC), /tasks/send, /tasks/sendSubscribe, /tasks/get, /tasks/cancel, /tasks/resubscribe; "
-    "GET /tasks/{id}, /.well-known/agent-card.json, /.well-known/agent.json"
+    "GET /tasks/{id}, /.well-known/agent-card.json, /.well-known/agent.json, /metrics"
 )
 
 
@@ -86,7 +90,9 @@ def create_app(
     "sqlite:PATH") that the app opens at startup and closes at shutdown. Default: memory.
     With a ``token``, every route but the agent card answers 401 without
     ``Authorization: Bearer <token>``, and the card says so. ``allowed_origins``: the web
-    origins whose pages may call it (browsers.py; default none).
+    origins whose pages may call it (browsers.py; default none). ``GET /metrics`` serves the
+    process's metrics, behind the token when there is one. Spans are recorded once the
+    process has called ``telemetry.tracing.configure`` (``serve`` does).
     """
     hosted = as_hosted_agent(agent)
     handlers = _Handlers(hosted, max_body_bytes=max_body_bytes, public_url=public_url, authenticated=token is not None)
@@ -113,11 +119,13 @@ def create_app(
         Route("/tasks/resubscribe", guarded(handlers.resubscribe), methods=["POST"]),
         Route("/tasks/{task_id}", guarded(handlers.get_by_path), methods=["GET"]),
         *(Route(path, guarded(handlers.agent_card), methods=["GET"]) for path in sorted(CARD_PATHS)),
+        Route("/metrics", guarded(metrics_endpoint), methods=["GET"]),
     ]
     return Starlette(
         routes=routes,
         lifespan=lifespan,
         middleware=[
+            Middleware(ObservedRequests),
             *browser_middleware(allowed_origins),
             Middleware(BearerAuth, tokens=tokens, is_public=is_card_path),
         ],
@@ -141,6 +149,7 @@ def serve(
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
     log_level: str = "info",
+    log_format: str = "text",
     graceful_shutdown_s: int = 5,
     limits: ServerLimits | None = None,
     speedups: bool | None = None,
@@ -149,8 +158,11 @@ def serve(
 
     ``token`` and ``allowed_origins``: see ``create_app``. Open streams get
     ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
+    ``log_format="json"``: uvicorn's lines go through the root logger (telemetry/logs.py).
+    Traces go where the ``OTEL_*`` environment says (telemetry/tracing.py).
     ``speedups``: uvloop and httptools (``build_server``; default: when installed).
     """
+    tracing.configure(f"switchboard-agent-{as_hosted_agent(agent).name}")
     app = create_app(
         agent,
         store=store,
@@ -166,6 +178,7 @@ def serve(
         limits=limits,
         log_level=log_level,
         timeout_graceful_shutdown=graceful_shutdown_s,
+        **uvicorn_logging(log_format),
         speedups=speedups,
     )
     server.run()

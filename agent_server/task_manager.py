@@ -47,6 +47,8 @@ from ._outputs import Outcome, interpret, reply_message
 from .agent import HostedAgent, TaskContext
 from .auth import Principal
 from .stores.base import StoreFull, TaskFilter, TaskPage, TaskStore, is_running
+from .telemetry import metrics
+from .telemetry.tasks import handler_span
 from .wakeup import Wakeup
 
 logger = logging.getLogger("agent_server")
@@ -424,7 +426,7 @@ class TaskManager:
     async def _execute(self, run: _Run) -> None:
         outcome = Outcome(TaskState.CANCELED)
         try:
-            with run.scope:
+            with run.scope, handler_span(self.agent.name, run.task.id, run.task.session_id):
                 outcome = await self._drive(run)
             if run.cancel_reason is not None:
                 # Canceled, whatever the agent made of it: one that swallowed the cancellation
@@ -511,6 +513,7 @@ class TaskManager:
         self, run: _Run, state: TaskState, message: Message | None, *, final: bool = False
     ) -> StatusEvent:
         run.task.status = TaskStatus(state=state, message=message)
+        metrics.record_task_state(self.agent.name, state.value)
         logger.info("task %s agent=%s state=%s", run.task.id, self.agent.name, state.value)
         return StatusEvent(seq=run.next_seq, id=run.task.id, status=run.task.status, final=final)
 

@@ -30,7 +30,7 @@ import uuid
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from pydantic import ValidationError
@@ -58,10 +58,15 @@ from .events import EventType
 from .idle_timeout import IdleTimeout, with_idle_timeout
 from .peers.base import UNRESOLVED, Peer, RawLine, Resubscribed, StreamItem, StreamTooLarge
 from .recorder import RunRecorder
+from .telemetry import spans
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
 
 logger = logging.getLogger(__name__)
 
 _FAILED_STATES = (TaskState.FAILED.value, TaskState.CANCELED.value)
+_ENDINGS = frozenset({EventType.AGENT_TOOL_COMPLETED, EventType.AGENT_TOOL_TERMINATED, EventType.AGENT_TOOL_ERROR})
 
 ConnectPeer = Callable[[], Peer]
 """How a call gets its peer; an ``AgentToolError`` it raises fails the call, recorded like any failure."""
@@ -146,17 +151,18 @@ class AgentCall:
         self._skipped_bytes = 0  # non-UTF-8 bytes dropped from lines not yet recorded in a progress event
         self._skipped_total = 0
         self._invoked_recorded = False
+        self._span: Span | None = None
 
     async def run(self) -> AgentToolResult:
         """The call in its mode; raises an AgentToolError (with ``.partial``) when it fails."""
-        async with aclosing(self._recorded(self._in_mode())) as pieces:
+        async with aclosing(self._traced(self._recorded(self._in_mode()))) as pieces:
             async for _ in pieces:
                 pass
         return self.result
 
     async def stream(self) -> AsyncGenerator[str, None]:
         """A streaming call's text, each piece once its progress event is recorded; ``result`` is final after."""
-        async with aclosing(self._recorded(self._streaming())) as pieces:
+        async with aclosing(self._traced(self._recorded(self._streaming()))) as pieces:
             async for piece in pieces:
                 yield piece
 
@@ -165,6 +171,18 @@ class AgentCall:
             await self.recorder.log.close_run(self.recorder.run_id)
 
     # -- the call's life, recorded -------------------------------------------------------
+
+    async def _traced(self, pieces: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
+        """The call inside its span (telemetry/spans.py); the event that ends the call sets its outcome."""
+        spec = self.spec
+        caller = spec.tool or spec.member or ""
+        with spans.agent_tool(
+            caller, spec.agent, spec.mode.kind, spec.budget.max_cost_usd, self.recorder.run_id
+        ) as span:
+            self._span = span
+            async with aclosing(pieces) as recorded:
+                async for piece in recorded:
+                    yield piece
 
     async def _recorded(self, body: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
         """``agent_tool_invoked``, the body, then the one event that says how the call ended.
@@ -566,6 +584,9 @@ class AgentCall:
     async def _emit(self, type: EventType, **fields: Any) -> None:
         caller = {"tool": self.spec.tool, "member": self.spec.member}
         present = {key: value for key, value in {**caller, **fields}.items() if value is not None}
+        if type in _ENDINGS and self._span is not None:
+            outcome = "completed" if type is EventType.AGENT_TOOL_COMPLETED else str(fields.get("reason"))
+            spans.agent_tool_outcome(self._span, outcome, cost_usd=self.result.cost_usd, chunks=self.result.chunks)
         await self.recorder.emit(type, call_id=self.result.call_id, agent=self.spec.agent, **present)
 
 

@@ -12,6 +12,7 @@ See docs/configuration.md for the reference.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -42,7 +43,16 @@ MODES = ("sync", "streaming", "conversational")
 BLACKBOARD_TOOLS = ("blackboard_read", "blackboard_write")
 """Tool names a configured agent may list to read and write the blackboard (gateway/blackboard)."""
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_LOCAL_ONLY = ("instructions", "model", "base_url", "api_key_env", "handoffs", "tools", "examples")
+_LOCAL_ONLY = (
+    "instructions",
+    "model",
+    "base_url",
+    "api_key_env",
+    "price_per_1k_tokens",
+    "handoffs",
+    "tools",
+    "examples",
+)
 _TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _PEER_DEFAULTS = PeerLimits()
 _SERVER_DEFAULTS = ServerLimits()
@@ -279,6 +289,8 @@ class AgentConfig(_Strict):
     model: str = "offline"
     base_url: str | None = None
     api_key_env: str | None = None
+    price_per_1k_tokens: tuple[float, float] | None = None
+    """Dollars per 1000 input and per 1000 output tokens: a model call's ``cost_usd`` (none: 0)."""
     token_env: str | None = None
     handoffs: list[str] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
@@ -312,6 +324,13 @@ class AgentConfig(_Strict):
     @classmethod
     def _api_key_env(cls, value: str | None) -> str | None:
         return None if value is None else _env_name(value, "key")
+
+    @field_validator("price_per_1k_tokens")
+    @classmethod
+    def _price(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        if value is not None and not all(math.isfinite(p) and p >= 0 for p in value):
+            raise ValueError("price_per_1k_tokens is [input, output] in dollars per 1000 tokens, each >= 0")
+        return value
 
     @field_validator("token_env")
     @classmethod

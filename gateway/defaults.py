@@ -48,3 +48,9 @@ DATA_DIR = ".switchboard"
 MAX_BODY_BYTES = 1 << 20
 STARTUP_WAIT_S = 5.0
 """How long remote agents that do not answer yet at start are tried again."""
+MAX_SUMMARY_EVENTS = 100_000
+"""``GET /runs/{id}`` reads at most this many of a run's events (``truncated`` says when there were more)."""
+
+# The CLI
+FOLLOW_POLL_S = 0.25
+"""``switchboard events --session/--all --follow``: how often ``GET /runs`` is asked for runs that began."""

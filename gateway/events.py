@@ -31,6 +31,7 @@ class EventType(str, enum.Enum):
     RUN_FAILED = "run_failed"
     MESSAGE = "message"
     TEXT_DELTA = "text_delta"
+    MODEL_CALL = "model_call"
     TOOL_CALL = "tool_call"
     TOOL_RESULT = "tool_result"
     HANDOFF = "handoff"
@@ -182,6 +183,7 @@ class AgentToolInvokedEvent(_Call):
     timeout_ms: int | None = Field(None, description="The per-request deadline.")
     max_cost_usd: float | None = Field(None, description="The budget.")
     idle_timeout_secs: float | None = Field(None, description="Streaming: the longest silence allowed.")
+    trace_id: str | None = Field(None, description="The OpenTelemetry trace of the call, when tracing is on.")
 
 
 class AgentToolProgressEvent(_Call):
@@ -243,6 +245,7 @@ class RunStartedEvent(_Typed):
     agent: str | None = Field(None, description="The agent that answers first.")
     user_message: str | None = Field(None, description="What the user said.")
     interrupted_run: str | None = Field(None, description="The run of the session's previous turn, if it never ended.")
+    trace_id: str | None = Field(None, description="The OpenTelemetry trace of the run, when tracing is on.")
 
 
 class RunCompletedEvent(_Typed):
@@ -256,6 +259,11 @@ class RunCompletedEvent(_Typed):
     state: str | None = Field(None, description="completed, or input-required when the turn was escalated to a human.")
     pending_tool_calls: list[dict[str, Any]] | None = Field(
         None, description="With execute_tools=False: the tool calls returned instead of run (OpenAI shape)."
+    )
+    usage_by_agent: dict[str, dict[str, float]] | None = Field(
+        None,
+        description="Per agent that spoke: prompt_tokens, completion_tokens, model_calls and cost_usd "
+        "(its models' cost, or a remote agent's reported cost).",
     )
 
 
@@ -283,6 +291,18 @@ class MessageEvent(_Speech):
 class TextDeltaEvent(_Speech):
     event_type = EventType.TEXT_DELTA
     text: str | None = Field(None, description="A piece of the answer as it streams.")
+
+
+class ModelCallEvent(_Speech):
+    """One model generation of a local agent, with the usage its provider reported."""
+
+    event_type = EventType.MODEL_CALL
+    system: str | None = Field(None, description="The provider: openai (any OpenAI-compatible endpoint) or offline.")
+    model: str | None = Field(None, description="The model's name.")
+    prompt_tokens: int | None = Field(None, description="Input tokens, as the provider counted them.")
+    completion_tokens: int | None = Field(None, description="Output tokens, as the provider counted them.")
+    cost_usd: float | None = Field(None, description="The call's cost, where a price is configured.")
+    duration_ms: float | None = Field(None, description="Time from the request to the whole response.")
 
 
 class ToolCallEvent(_Speech):
@@ -388,6 +408,7 @@ _MODELS: dict[str, type[Event]] = {
         RunFailedEvent,
         MessageEvent,
         TextDeltaEvent,
+        ModelCallEvent,
         ToolCallEvent,
         ToolResultEvent,
         HandoffEvent,

@@ -9,13 +9,18 @@ emitted it, for the turn to hand out (``drain``) and to return (``events``).
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from agent_server.telemetry import tracing
+
 from .events import Event, EventType
+from .telemetry import metrics
+from .usage import RunUsage
 
 if TYPE_CHECKING:
     from .event_log import EventLog
@@ -31,6 +36,7 @@ _INFO_EVENTS = frozenset(
         EventType.RUN_STARTED,
         EventType.RUN_COMPLETED,
         EventType.HANDOFF,
+        EventType.MODEL_CALL,
     }
 )
 _WARNING_EVENTS = frozenset(
@@ -43,6 +49,8 @@ _WARNING_EVENTS = frozenset(
         EventType.LIMIT_REACHED,
     }
 )
+_TRACED_EVENTS = frozenset({EventType.RUN_STARTED, EventType.AGENT_TOOL_INVOKED})
+"""The first event of a turn or of a tool call carries the trace id, when tracing is on."""
 _LOGGED_FIELDS = (
     "tool",
     "agent",
@@ -60,6 +68,10 @@ _LOGGED_FIELDS = (
     "chunks",
     "active_agent_name",
     "duration_ms",
+    "model",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
 )
 
 
@@ -72,14 +84,26 @@ class RunRecorder:
         self.log = log
         self.run_id = run_id or new_run_id()
         self.events: list[Event] | None = [] if keep else None
+        self.usage = RunUsage()
+        """Tokens and cost per agent so far (usage.py)."""
+        self._metrics = metrics.RunMetrics()
+        self._session_id: str | None = None
         self._handed_out = 0
 
     async def emit(self, type: EventType | str, **fields: Any) -> Event:
-        """Append one event now; returns it with its seq. Lifecycle steps are also logged."""
+        """Append one event now; returns it with its seq. Lifecycle steps are also logged and counted."""
+        if type in _TRACED_EVENTS and "trace_id" not in fields and tracing.enabled():
+            fields["trace_id"] = tracing.current_trace_id()
+        started = time.perf_counter()
         event = await self.log.append(Event.create(type, self.run_id, **fields))
+        metrics.record_append(time.perf_counter() - started)
         if self.events is not None:
             self.events.append(event)
-        _log(event)
+        self.usage.add(event)
+        self._metrics.observe(event)
+        if event.type == EventType.RUN_STARTED.value:
+            self._session_id = event.fields.get("session_id")
+        _log(event, self._session_id)
         return event
 
     def drain(self) -> list[Event]:
@@ -112,7 +136,7 @@ def _shown(value: object) -> object:
     return round(value, 10) if isinstance(value, float) else value
 
 
-def _log(event: Event) -> None:
+def _log(event: Event, session_id: str | None) -> None:
     level = (
         logging.WARNING
         if event.type in _WARNING_EVENTS
@@ -124,4 +148,11 @@ def _log(event: Event) -> None:
         return
     fields = event.fields
     details = " ".join(f"{key}={_shown(fields[key])!r}" for key in _LOGGED_FIELDS if fields.get(key) is not None)
-    logger.log(level, "run=%s seq=%d %s %s", event.run_id, event.seq, event.type, details)
+    trace_id = tracing.current_trace_id()
+    ids = (
+        f"run={event.run_id}"
+        + (f" session={session_id}" if session_id else "")
+        + (f" trace={trace_id}" if trace_id else "")
+    )
+    extra = {"run_id": event.run_id, "session_id": session_id, "trace_id": trace_id, "event": event.type}
+    logger.log(level, "%s seq=%d %s %s", ids, event.seq, event.type, details, extra=extra)

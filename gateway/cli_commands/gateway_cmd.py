@@ -47,6 +47,9 @@ def add_gateway(subparsers: Any) -> None:
         default=None,
         help="debug, info, warning or error (default: the configuration's gateway.log_level, info)",
     )
+    parser.add_argument(
+        "--log-format", default="text", choices=["text", "json"], help="text lines, or one JSON object per line"
+    )
     parser.add_argument("--check", action="store_true", help="only check the configuration, print it, and exit")
     parser.add_argument(
         "--insecure", action="store_true", help="serve on a non-loopback host even without any token configured"
@@ -83,19 +86,18 @@ def run_gateway(args: argparse.Namespace) -> int:
         return 2
     listener = bind(config.gateway.host, config.gateway.port)
     try:
-        return _serve(config, origin, listener)
+        return _serve(config, origin, listener, args.log_format)
     finally:
         listener.close()
 
 
-def _serve(config: GatewayConfig, origin: str, listener: socket.socket) -> int:
+def _serve(config: GatewayConfig, origin: str, listener: socket.socket, log_format: str) -> int:
+    from agent_server.telemetry.logs import configure_logging
     from gateway.errors import ConfigError
     from gateway.service import create_gateway_app
     from gateway.service.server import GatewayServer, build_gateway_server
 
-    logging.basicConfig(
-        level=config.gateway.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    configure_logging(config.gateway.log_level, log_format)
     if config.gateway.log_level != "debug":
         logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
@@ -103,7 +105,7 @@ def _serve(config: GatewayConfig, origin: str, listener: socket.socket) -> int:
     except ConfigError as exc:
         print(f"switchboard gateway: invalid configuration:\n{exc}", file=sys.stderr)
         return 2
-    server: GatewayServer = build_gateway_server(app, config)
+    server: GatewayServer = build_gateway_server(app, config, log_format=log_format)
     print(_banner(config), file=sys.stderr, flush=True)
     signal.signal(signal.SIGTERM, _exit_cleanly)
     try:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import logging
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from agent_server.limits import ServerLimits
+from agent_server.telemetry import tracing
+from agent_server.telemetry.logs import configure_logging, uvicorn_logging
 from gateway.python_refs import import_from_cwd
 
 from .client import CommandFailed, UsageError
@@ -101,6 +102,9 @@ def add_serve(subparsers: Any) -> None:
     parser.add_argument("--insecure", action="store_true", help="serve on a non-loopback --host even without a token")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument(
+        "--log-format", default="text", choices=["text", "json"], help="text lines, or one JSON object per line"
+    )
+    parser.add_argument(
         "--max-connections",
         type=_positive_int,
         default=_LIMITS.max_connections,
@@ -176,7 +180,8 @@ def _run_serve(args: argparse.Namespace) -> int:
         store = open_store(args.store)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(args.log_level, args.log_format)
+    tracing.configure(f"switchboard-agent-{hosted.name}")
     app = create_app(
         hosted, store=store, cancel_on_disconnect=args.cancel_on_disconnect, public_url=args.public_url, token=token
     )
@@ -186,7 +191,13 @@ def _run_serve(args: argparse.Namespace) -> int:
     try:
         listener = bind(args.host, args.port)
         server = build_server(
-            app, host=args.host, port=args.port, limits=limits, log_level=args.log_level, timeout_graceful_shutdown=5
+            app,
+            host=args.host,
+            port=args.port,
+            limits=limits,
+            log_level=args.log_level,
+            timeout_graceful_shutdown=5,
+            **uvicorn_logging(args.log_format),
         )
         try:
             with quiet_startup():

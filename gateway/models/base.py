@@ -149,6 +149,12 @@ DEFAULT_SETTINGS = ModelSettings()
 _TOOL_CHOICE_WORDS = frozenset({"auto", "none", "required"})
 
 
+def model_identity(model: object) -> tuple[str, str]:
+    """(provider, model name) for spans, events and metrics: a model's ``system`` and ``model``, else its class."""
+    kind = type(model).__name__
+    return str(getattr(model, "system", kind)), str(getattr(model, "model", kind))
+
+
 @runtime_checkable
 class ChatModel(Protocol):
     """A chat model with tools. ``stream`` yields TextDelta items and ends with one ModelResponse.

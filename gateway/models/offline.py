@@ -21,6 +21,7 @@ It does what a small real model would do in a support swarm, by keyword overlap:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from collections.abc import AsyncIterator
@@ -35,6 +36,7 @@ from gateway.models.base import (
     ModelResponse,
     ModelSettings,
     ModelStreamItem,
+    TokenUsage,
     ToolCall,
     ToolSpec,
     parse_transfer_description,
@@ -173,7 +175,13 @@ class _Span:
 
 
 class OfflineModel:
-    """Keyword-routing stand-in for a real model: same input, same output, no network."""
+    """Keyword-routing stand-in for a real model: same input, same output, no network.
+
+    It reports usage as a provider would, counting words as tokens (``counted_usage``).
+    """
+
+    system = "offline"
+    model = "offline"
 
     def __init__(self, *, min_score: float = 1.0) -> None:
         self.min_score = min_score
@@ -189,7 +197,11 @@ class OfflineModel:
         return replay(self.respond(messages, _allowed(tools, settings)))
 
     def respond(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
-        """The whole decision, synchronous: answer, ask, or call one tool."""
+        """The whole decision, synchronous: answer, ask, or call one tool; with its usage counted."""
+        response = self._decide(messages, tools)
+        return dataclasses.replace(response, usage=counted_usage(messages, response))
+
+    def _decide(self, messages: list[ChatMessage], tools: list[ToolSpec]) -> ModelResponse:
         system = next((_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")), "")
         user_index = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].get("role") == "user"), None)
         if user_index is None:
@@ -501,3 +513,14 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return " ".join(p.get("text") or "" for p in content if isinstance(p, dict))
     return "" if content is None else str(content)
+
+
+_TOKEN = re.compile(r"\S+")
+
+
+def counted_usage(messages: list[ChatMessage], response: ModelResponse) -> TokenUsage:
+    """Words as tokens: the prompt's message texts, the response's text and tool arguments."""
+    prompt = sum(len(_TOKEN.findall(_text(m.get("content")))) for m in messages)
+    arguments = " ".join(orjson.dumps(c.arguments).decode() for c in response.tool_calls)
+    completion = len(_TOKEN.findall(response.content)) + len(_TOKEN.findall(arguments)) + len(response.tool_calls)
+    return TokenUsage(prompt_tokens=prompt, completion_tokens=completion)

@@ -76,6 +76,7 @@ class OpenAICompatible:
     """
 
     path = "/chat/completions"
+    system = "openai"
 
     def __init__(
         self,

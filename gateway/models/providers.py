@@ -108,7 +108,7 @@ class Providers:
                 raise ValueError(f"provider {name!r} needs a base_url (its OpenAI-compatible endpoint)")
         self.table = dict(table or {})
         self._environ = environ
-        self._models: dict[tuple[str, str | None, str | None], ChatModel] = {}
+        self._models: dict[tuple[str, str | None, str | None, tuple[float, float] | None], ChatModel] = {}
         self._embedders: dict[str, Embedder] = {}
 
     def problem(self, name: str, *, own_endpoint: bool = False) -> str | None:
@@ -135,14 +135,22 @@ class Providers:
             )
         return None
 
-    def chat_model(self, name: str, *, base_url: str | None = None, api_key_env: str | None = None) -> ChatModel:
-        """The model ``name`` names (one per name and endpoint); ``ModelNotConfigured`` when it cannot be had.
+    def chat_model(
+        self,
+        name: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
+        price_per_1k_tokens: tuple[float, float] | None = None,
+    ) -> ChatModel:
+        """The model ``name`` names (one per name, endpoint and price); ``ModelNotConfigured`` when it cannot be had.
 
         ``base_url`` or ``api_key_env`` (a configured agent's own) replace the provider's
         endpoint: the key is then read from ``api_key_env`` only, so an endpoint named by
         ``base_url`` alone is sent no key (``OPENAI_API_KEY`` goes to OpenAI's provider only).
+        ``price_per_1k_tokens`` (input, output) makes each call's ``cost_usd``.
         """
-        key = (name, base_url, api_key_env)
+        key = (name, base_url, api_key_env, price_per_1k_tokens)
         if key not in self._models:
             own = base_url is not None or api_key_env is not None
             parsed = self._resolvable(name, own_endpoint=own)
@@ -151,7 +159,10 @@ class Providers:
             else:
                 url, key_env = self._endpoint(parsed.provider)
                 self._models[key] = OpenAIChatModel(
-                    parsed.model, base_url=base_url or url, api_key_env=api_key_env if own else key_env
+                    parsed.model,
+                    base_url=base_url or url,
+                    api_key_env=api_key_env if own else key_env,
+                    price_per_1k_tokens=price_per_1k_tokens,
                 )
         return self._models[key]
 

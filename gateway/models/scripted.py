@@ -35,6 +35,9 @@ class ScriptedModel:
     Every call is recorded in ``calls``; one call past the end raises ScriptExhaustedError.
     """
 
+    system = "scripted"
+    model = "scripted"
+
     def __init__(self, responses: list[ScriptStep]) -> None:
         self._steps = list(responses)
         self.calls: list[ScriptedCall] = []

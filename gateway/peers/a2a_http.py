@@ -32,6 +32,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
+from agent_server.telemetry import metrics
 from gateway.errors import AgentToolError, PeerConnectionError, PeerHTTPError, PeerProtocolError
 from gateway.uri import A2AHttpTarget
 from protocol import (
@@ -173,7 +174,11 @@ class HttpPeer(Peer):
             wait_headers=True,
         ) as response:
             await _refuse_failure(response)
-            yield response
+            metrics.stream_opened("client")
+            try:
+                yield response
+            finally:
+                metrics.stream_closed("client")
 
     async def _resumed(self, segment: Segment, held: AsyncExitStack, resume: Resume) -> Segment:
         """A stream that a cut does not end: ``resume()`` picks it up, at most ``max_resubscribes`` times.

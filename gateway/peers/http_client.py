@@ -21,7 +21,8 @@ gateway's error with its reason:
 - a refused, reset or broken connection is a ``PeerConnectionError``.
 
 No cookies are kept (nothing one agent sets reaches another); the caller gives each request
-its headers (the peer's token goes only to its own peer).
+its headers (the peer's token goes only to its own peer). With tracing on, each request is a
+client span and carries its W3C ``traceparent`` (gateway/telemetry/spans.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import aiohttp.payload
 import anyio
 
 from gateway.errors import AgentToolError, AgentToolTimeout, PeerConnectionError, PeerRedirect, PoolExhausted
+from gateway.telemetry import spans
 
 from .base import OnSent
 from .limits import PeerLimits
@@ -113,17 +115,20 @@ class PeerHttpClient:
         if not acquired:
             raise PoolExhausted(limits.max_connections, limits.pool_timeout_s, uri)
         try:
-            response = await self._send(method, url, uri, headers, body, on_sent, wait_headers, read_timeout_s)
-            try:
-                if 300 <= response.status < 400:
-                    location = response.headers.get("location", "(no Location header)")
-                    raise PeerRedirect(response.status, location, uri)
+            with spans.request(method, url) as span:
+                sent = spans.propagated(headers)
+                response = await self._send(method, url, uri, sent, body, on_sent, wait_headers, read_timeout_s)
+                spans.response(span, response.status)
                 try:
-                    yield PeerResponse(response, uri)
-                except aiohttp.SocketTimeoutError as exc:
-                    raise _read_timeout(uri, read_timeout_s) from exc
-            finally:
-                response.close()
+                    if 300 <= response.status < 400:
+                        location = response.headers.get("location", "(no Location header)")
+                        raise PeerRedirect(response.status, location, uri)
+                    try:
+                        yield PeerResponse(response, uri)
+                    except aiohttp.SocketTimeoutError as exc:
+                        raise _read_timeout(uri, read_timeout_s) from exc
+                finally:
+                    response.close()
         finally:
             self._slots.release()
 

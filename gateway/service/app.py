@@ -13,6 +13,7 @@ Paths (docs/gateway-service.md has bodies and examples)::
     GET  /boards/{name}  PUT  DELETE     a named board of the blackboard; write it by version
     GET  /sessions/{id}/board  PUT       the session's own board
     GET  /runs                           runs in the event log, newest first
+    GET  /runs/{run_id}                  a run's summary: agents, hops, tools, tokens, cost, duration
     GET  /runs/{run_id}/events           a run's events after a seq, then live with follow=1
     GET  /sessions                       sessions of the caller's recent runs, newest first
     PUT  /sessions/{id}/agent            the agent that takes the session's next turn
@@ -21,6 +22,7 @@ Paths (docs/gateway-service.md has bodies and examples)::
     POST /                               standard A2A JSON-RPC (v1.0, v0.3): the gateway as an agent
     POST /tasks/*, GET /tasks/{id}       the A2A-NDJSON binding: the same, Switchboard's way
     GET  /.well-known/agent-card.json    the card (also at agent.json)
+    GET  /metrics                        Prometheus metrics (admin)
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ from agent_server.app import CARD_PATHS
 from agent_server.auth import BearerAuth, TokenTable
 from agent_server.browsers import browser_middleware
 from agent_server.http import error_response, guarded, json_response
+from agent_server.telemetry import tracing
+from agent_server.telemetry.metrics import metrics_endpoint
+from agent_server.telemetry.middleware import ObservedRequests
 from gateway.config import GatewayConfig
 from gateway.console import console_routes, is_console_path
 from protocol import ErrorCode, ProtocolError
@@ -67,8 +72,10 @@ ENDPOINTS = (
     "GET|PUT|DELETE /boards/{name}",
     "GET|PUT /sessions/{id}/board",
     "GET /runs",
+    "GET /runs/{run_id}",
     "GET /runs/{run_id}/events",
     "POST / (A2A JSON-RPC)",
+    "GET /metrics",
     "POST /tasks/send|sendSubscribe|get|cancel|resubscribe",
     "GET /tasks/{id}",
     "GET /.well-known/agent-card.json",
@@ -97,6 +104,9 @@ def create_gateway_app(
     service: its lifespan starts it and closes every part at shutdown. A failed start (a
     remote agent that cannot be reached) is also kept in ``app.state.startup_error``.
     """
+    tracing.configure(
+        f"switchboard-gateway-{source.gateway.name}" if isinstance(source, GatewayConfig) else "switchboard-gateway"
+    )
     if isinstance(source, GatewayConfig):
         options = (
             ("task_store", task_store),
@@ -151,6 +161,7 @@ def create_gateway_app(
         *routes_sessions.routes,
         *routes_boards.routes,
         *routes_runs.routes,
+        api_route("/metrics", metrics_endpoint, ["GET"]),
         Route("/tasks/{rest:path}", binding),
         *(Route(path, binding) for path in CARD_PATHS),
         *console_routes(),
@@ -160,6 +171,7 @@ def create_gateway_app(
         routes=routes,
         lifespan=lifespan,
         middleware=[
+            Middleware(ObservedRequests),
             *browser_middleware([*(allowed_origins or ()), *page_origins], own_origin=True),
             Middleware(BearerAuth, tokens=tokens, is_public=_is_public),
         ],

@@ -330,7 +330,12 @@ def _models(config: GatewayConfig, providers: Providers) -> dict[str, ChatModel]
 
 def _model(agent: AgentConfig, providers: Providers) -> ChatModel:
     """An agent's own ``base_url`` and ``api_key_env`` win over its provider's (``base_url`` alone: no key)."""
-    return providers.chat_model(agent.model, base_url=agent.base_url, api_key_env=agent.api_key_env)
+    return providers.chat_model(
+        agent.model,
+        base_url=agent.base_url,
+        api_key_env=agent.api_key_env,
+        price_per_1k_tokens=agent.price_per_1k_tokens,
+    )
 
 
 def _model_problems(config: GatewayConfig, origin: str) -> list[Problem]:

@@ -7,6 +7,8 @@ from starlette.responses import Response
 
 from agent_server.auth import principal_of
 from agent_server.http import NDJSONStreamResponse, json_response
+from gateway.defaults import MAX_SUMMARY_EVENTS
+from gateway.run_summary import summarize
 
 from .errors import NotFound
 from .http import api_route, query_bool, query_int, service_of
@@ -35,6 +37,17 @@ async def _list(request: Request) -> Response:
     return json_response({"runs": runs})
 
 
+async def _summary(request: Request) -> Response:
+    """Agents visited, hops, tools, tokens, cost and duration (gateway/run_summary.py)."""
+    service = service_of(request)
+    run_id = request.path_params["run_id"]
+    if not await service.run_known(run_id, principal_of(request)):
+        raise NotFound(f"no run {run_id!r} in the event log (GET /runs lists them)")
+    closed = await service.event_log.is_closed(run_id)
+    events = await service.event_log.read(run_id, -1, limit=MAX_SUMMARY_EVENTS)
+    return json_response(summarize(run_id, events, closed=closed))
+
+
 async def _events(request: Request) -> Response:
     """``after_seq`` (default -1: from the start) and ``follow`` (1: stay until the run ends)."""
     service = service_of(request)
@@ -48,5 +61,6 @@ async def _events(request: Request) -> Response:
 
 routes = [
     api_route("/runs", _list, ["GET"], scope="chat"),
+    api_route("/runs/{run_id}", _summary, ["GET"], scope="chat"),
     api_route("/runs/{run_id}/events", _events, ["GET"], scope="chat"),
 ]

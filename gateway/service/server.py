@@ -12,6 +12,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from agent_server.server import build_server
+from agent_server.telemetry.logs import uvicorn_logging
 from gateway.config import GatewayConfig
 
 from .core import GatewayService
@@ -28,8 +29,8 @@ class GatewayServer(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def build_gateway_server(app: Starlette, config: GatewayConfig) -> GatewayServer:
-    """The server for ``app`` where ``config`` says, behind its connection limits."""
+def build_gateway_server(app: Starlette, config: GatewayConfig, *, log_format: str = "text") -> GatewayServer:
+    """The server for ``app`` where ``config`` says, behind its connection limits; logging as ``log_format`` says."""
     server = build_server(
         app,
         host=config.gateway.host,
@@ -38,6 +39,7 @@ def build_gateway_server(app: Starlette, config: GatewayConfig) -> GatewayServer
         server_class=GatewayServer,
         log_level=config.gateway.log_level,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        **uvicorn_logging(log_format),
     )
     assert isinstance(server, GatewayServer)
     return server

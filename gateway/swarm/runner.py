@@ -32,6 +32,7 @@ import copy
 import dataclasses
 import functools
 import sys
+import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, aclosing, nullcontext, suppress
@@ -45,9 +46,18 @@ from gateway import defaults
 from gateway.errors import AgentHandoffError, ModelNotConfigured, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.events import Event, EventType
-from gateway.models.base import HANDOFF_SUCCESS, ChatMessage, ChatModel, ModelResponse, TextDelta, ToolCall
+from gateway.models.base import (
+    HANDOFF_SUCCESS,
+    ChatMessage,
+    ChatModel,
+    ModelResponse,
+    TextDelta,
+    ToolCall,
+    model_identity,
+)
 from gateway.models.providers import Providers
 from gateway.recorder import RunRecorder
+from gateway.telemetry import spans
 from gateway.tools import Tool, ToolResult
 from protocol import HandoffRequest, TaskState
 from protocol.handoff_names import sanitize_agent_name, transfer_tool_name
@@ -207,7 +217,10 @@ class Runner:
         (turn.py ``RunOptions``).
         """
         response: RunResponse | None = None
-        turn = self._turn(session_id, user_message, context_variables, stream=False, caller=caller, options=options)
+        turn = _traced(
+            self._turn(session_id, user_message, context_variables, stream=False, caller=caller, options=options),
+            session_id,
+        )
         async with aclosing(turn) as items:
             async for item in items:
                 if isinstance(item, RunResponse):
@@ -230,7 +243,10 @@ class Runner:
         Close the iterator (``contextlib.aclosing``) when leaving early, so the session's
         lock is released at once.
         """
-        turn = self._turn(session_id, user_message, context_variables, stream=True, caller=caller, options=options)
+        turn = _traced(
+            self._turn(session_id, user_message, context_variables, stream=True, caller=caller, options=options),
+            session_id,
+        )
         async with aclosing(turn) as items:
             async for item in items:
                 if isinstance(item, Event):
@@ -311,10 +327,13 @@ class Runner:
                 turn.finish(turn.last_said())
                 break
             turn.steps += 1
-            step = self._remote_step if isinstance(turn.agent, RemoteAgent) else self._local_step
-            async with aclosing(step(turn, agents)) as flushes:
-                async for _ in flushes:
-                    yield
+            remote = isinstance(turn.agent, RemoteAgent)
+            step = self._remote_step if remote else self._local_step
+            ids = {"run_id": turn.recorder.run_id, "session_id": turn.session.id}
+            with spans.agent_turn(turn.agent.name, remote=remote, step=turn.steps, **ids):
+                async with aclosing(step(turn, agents)) as flushes:
+                    async for _ in flushes:
+                        yield
             yield
         session = turn.session
         session.active_agent = turn.agent.name
@@ -333,6 +352,7 @@ class Runner:
             session_version=session.version,
             state=turn.state.value,
             **({"pending_tool_calls": pending_calls_wire(turn.pending_tool_calls)} if turn.pending_tool_calls else {}),
+            usage_by_agent=turn.recorder.usage.by_agent(),
         )
 
     async def _save_as_started(self, session: Session) -> None:
@@ -363,18 +383,35 @@ class Runner:
             messages.append({"role": "system", "content": f"{TOOL_LIMIT_MESSAGE} {ANSWER_NOW}"})
         model = self._model(agent, turn.options)
         response: ModelResponse | None = None
-        if turn.stream:
-            async with _closing(model.stream(messages, offered, agent.settings)) as items:
-                async for item in items:
-                    if isinstance(item, TextDelta):
-                        await turn.emit(EventType.TEXT_DELTA, agent=agent.name, text=item.text)
-                        yield
-                    else:
-                        response = item
-            if response is None:
-                raise RuntimeError(f"the model of agent {agent.name!r} ended its stream without a response")
-        else:
-            response = await model.complete(messages, offered, agent.settings)
+        system, model_name = model_identity(model)
+        started = time.perf_counter()
+        with spans.model_call(agent.name, system, model_name) as span:
+            if turn.stream:
+                async with _closing(model.stream(messages, offered, agent.settings)) as items:
+                    async for item in items:
+                        if isinstance(item, TextDelta):
+                            await turn.emit(EventType.TEXT_DELTA, agent=agent.name, text=item.text)
+                            yield
+                        else:
+                            response = item
+                if response is None:
+                    raise RuntimeError(f"the model of agent {agent.name!r} ended its stream without a response")
+            else:
+                response = await model.complete(messages, offered, agent.settings)
+            usage = response.usage
+            tokens = (
+                {"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens} if usage else {}
+            )
+            spans.usage(span, tokens.get("prompt_tokens"), tokens.get("completion_tokens"), response.cost_usd)
+        await turn.emit(
+            EventType.MODEL_CALL,
+            agent=agent.name,
+            system=system,
+            model=model_name,
+            cost_usd=response.cost_usd,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            **tokens,
+        )
         calls = [] if final else list(response.tool_calls)
         await turn.say(_assistant_message(agent.name, response.content, calls))
         if calls and not turn.options.execute_tools:
@@ -466,7 +503,7 @@ class Runner:
         if tool is None:
             return f"Error: agent {turn.agent.name!r} has no tool named {call.name!r}.", None, {}
         try:
-            with turn.recorder.active(), in_turn(turn.scope):
+            with turn.recorder.active(), in_turn(turn.scope), spans.tool_call(call.name, call.id):
                 value = await tool.invoke(dict(call.arguments), copy.deepcopy(context))
         except Exception as exc:
             return f"Error: {type(exc).__name__}: {exc}", None, {}
@@ -579,15 +616,16 @@ class Runner:
         turn.arrival = turn.session.set_active_agent(
             target, handoff.context_variables, reason=handoff.reason, payload=handoff.payload, source=source.name
         )
-        await turn.emit(
-            EventType.HANDOFF,
-            source=source.name,
-            target=target.name,
-            reason=handoff.reason,
-            hop=turn.handoffs,
-            remote=isinstance(source, RemoteAgent) or isinstance(target, RemoteAgent),
-        )
-        await turn.emit(EventType.AGENT_CHANGED, previous=source.name, agent=target.name, **_cause(cause))
+        with spans.handoff(source.name, target.name, handoff.reason, turn.handoffs, turn.recorder.run_id):
+            await turn.emit(
+                EventType.HANDOFF,
+                source=source.name,
+                target=target.name,
+                reason=handoff.reason,
+                hop=turn.handoffs,
+                remote=isinstance(source, RemoteAgent) or isinstance(target, RemoteAgent),
+            )
+            await turn.emit(EventType.AGENT_CHANGED, previous=source.name, agent=target.name, **_cause(cause))
 
     async def _remote_step(self, turn: Turn, agents: dict[str, SwarmMember]) -> Flush:
         """One task on a remote agent; its transfer request goes through the same checks as a local one."""
@@ -810,6 +848,16 @@ def _print_event(event: Event) -> None:
 
 def _ignore(event: Event) -> None:
     """Events are not printed without ``debug``."""
+
+
+async def _traced(items: AsyncGenerator[Any, None], session_id: str) -> AsyncGenerator[Any, None]:
+    """A turn inside its run span (telemetry/spans.py), which learns the run id from ``run_started``."""
+    with spans.run(session_id) as span:
+        async with aclosing(items) as turn:
+            async for item in turn:
+                if span is not None and isinstance(item, Event) and item.type == EventType.RUN_STARTED.value:
+                    spans.run_started(span, item.run_id, item.fields.get("agent"))
+                yield item
 
 
 def _closing(items: AsyncIterator[Any]) -> AbstractAsyncContextManager[AsyncIterator[Any]]:

@@ -1,0 +1,1 @@
+"""Traces (OpenTelemetry) and metrics (Prometheus) of a service; docs/observability.md lists every name."""

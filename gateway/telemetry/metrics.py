@@ -1,0 +1,224 @@
+"""The gateway's Prometheus metrics, read off the events of each run as the recorder appends them.
+
+Every number here is derived from an event the run records anyway (one ``RunMetrics`` per
+RunRecorder), so the metrics and the event log cannot disagree, and no step of the runner
+or the call engine needs its own counting. The registry is the process's
+(agent_server/telemetry/metrics.py); names, labels and meanings: docs/observability.md.
+
+Handoff efficiency is the share of accepted handoffs whose target answered the turn (it
+needed no further hop): ``switchboard_handoffs_resolved_total`` over
+``switchboard_handoffs_total{outcome="accepted"}``; the gauge
+``switchboard_handoff_efficiency`` is that ratio since the process started.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from agent_server.telemetry.metrics import ENABLED, LATENCY_BUCKETS, REGISTRY
+from gateway.events import Event, EventType
+
+TOOL_OUTCOMES = ("completed", "budget_exceeded", "idle_timeout", "answer_too_large", "timeout", "cancelled", "error")
+"""The ``outcome`` label of agent-tool calls; every other failure reason counts as ``error``."""
+_AS_TOO_LARGE = frozenset({"answer_too_large", "line_too_long", "stream_too_large"})
+
+RUNS = Counter(
+    "switchboard_runs",
+    "Runs that ended, by kind (turn, tool) and outcome (completed, failed).",
+    ["kind", "outcome"],
+    registry=REGISTRY,
+)
+RUN_DURATION = Histogram(
+    "switchboard_run_duration_seconds",
+    "From a run's first event to its last.",
+    ["kind", "outcome"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+HANDOFFS = Counter(
+    "switchboard_handoffs",
+    "Transfers asked for, by source, target and outcome (accepted, refused).",
+    ["source", "target", "outcome"],
+    registry=REGISTRY,
+)
+HANDOFFS_RESOLVED = Counter(
+    "switchboard_handoffs_resolved",
+    "Accepted transfers whose target answered the turn, by target.",
+    ["target"],
+    registry=REGISTRY,
+)
+HANDOFF_EFFICIENCY = Gauge(
+    "switchboard_handoff_efficiency",
+    "Resolved over accepted transfers since the process started (0 before any).",
+    registry=REGISTRY,
+)
+HOPS = Histogram(
+    "switchboard_hops_per_turn",
+    "Accepted transfers in one completed turn.",
+    buckets=(0, 1, 2, 3, 4, 5, 8, 13),
+    registry=REGISTRY,
+)
+MODEL_CALLS = Counter(
+    "switchboard_model_calls",
+    "Model generations, by agent and model.",
+    ["agent", "model"],
+    registry=REGISTRY,
+)
+TOKENS = Counter(
+    "switchboard_tokens",
+    "Tokens a provider reported, by agent, model and kind (input, output).",
+    ["agent", "model", "kind"],
+    registry=REGISTRY,
+)
+COST = Counter(
+    "switchboard_cost_usd",
+    "Dollars spent, by agent and model (model '(remote)': a remote agent's reported cost).",
+    ["agent", "model"],
+    registry=REGISTRY,
+)
+AGENT_TOOL_CALLS = Counter(
+    "switchboard_agent_tool_calls",
+    "Calls to agents, by tool (or swarm member), mode and outcome.",
+    ["tool", "mode", "outcome"],
+    registry=REGISTRY,
+)
+AGENT_TOOL_DURATION = Histogram(
+    "switchboard_agent_tool_duration_seconds",
+    "How long calls to agents took, by tool, mode and outcome.",
+    ["tool", "mode", "outcome"],
+    buckets=LATENCY_BUCKETS,
+    registry=REGISTRY,
+)
+EVENT_APPEND = Histogram(
+    "switchboard_event_append_seconds",
+    "Time to append one event to the event log (durable when it returns).",
+    buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
+    registry=REGISTRY,
+)
+
+
+class _Efficiency:
+    """Accepted and resolved transfers of completed turns since the process started; the gauge reads the ratio."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.accepted = 0
+        self.resolved = 0
+
+    def count(self, accepted: int, resolved: int) -> None:
+        with self._lock:
+            self.accepted += accepted
+            self.resolved += resolved
+
+    def ratio(self) -> float:
+        with self._lock:
+            return self.resolved / self.accepted if self.accepted else 0.0
+
+
+_EFFICIENCY = _Efficiency()
+HANDOFF_EFFICIENCY.set_function(_EFFICIENCY.ratio)
+
+
+def tool_outcome(reason: str | None) -> str:
+    """The bounded ``outcome`` label of an agent-tool call that ended with ``reason``."""
+    if reason in _AS_TOO_LARGE:
+        return "answer_too_large"
+    return reason if reason in TOOL_OUTCOMES else "error"
+
+
+def record_append(seconds: float) -> None:
+    if ENABLED:
+        EVENT_APPEND.observe(seconds)
+
+
+class RunMetrics:
+    """What one run's events add to the metrics; fed every event of the run, in order."""
+
+    def __init__(self) -> None:
+        self._kind: str | None = None
+        self._started_ms = 0
+        self._tool_call: str | None = None
+        self._calls: dict[str, tuple[str, str]] = {}
+
+    def observe(self, event: Event) -> None:
+        if not ENABLED:
+            return
+        handler = _HANDLERS.get(event.type)
+        if handler is not None:
+            handler(self, event)
+        if self._kind is None:
+            self._kind = "turn" if event.type == EventType.RUN_STARTED.value else "tool"
+            self._started_ms = event.timestamp_ms
+            self._tool_call = event.fields.get("call_id") if self._kind == "tool" else None
+
+    def _ended(self, event: Event, outcome: str) -> None:
+        kind = self._kind or "turn"
+        RUNS.labels(kind, outcome).inc()
+        RUN_DURATION.labels(kind, outcome).observe(max(0, event.timestamp_ms - self._started_ms) / 1000)
+
+    def _run_completed(self, event: Event) -> None:
+        hops = int(event.fields.get("handoffs") or 0)
+        HOPS.observe(hops)
+        if hops:
+            HANDOFFS_RESOLVED.labels(str(event.fields.get("agent") or "")).inc()
+            _EFFICIENCY.count(hops, 1)
+        self._ended(event, "completed")
+
+    def _run_failed(self, event: Event) -> None:
+        self._ended(event, "failed")
+
+    def _handoff(self, event: Event) -> None:
+        fields = event.fields
+        HANDOFFS.labels(str(fields.get("source")), str(fields.get("target")), "accepted").inc()
+
+    def _handoff_refused(self, event: Event) -> None:
+        fields = event.fields
+        HANDOFFS.labels(str(fields.get("source")), str(fields.get("target")), "refused").inc()
+
+    def _model_call(self, event: Event) -> None:
+        fields = event.fields
+        agent, model = str(fields.get("agent") or ""), str(fields.get("model") or "")
+        MODEL_CALLS.labels(agent, model).inc()
+        TOKENS.labels(agent, model, "input").inc(int(fields.get("prompt_tokens") or 0))
+        TOKENS.labels(agent, model, "output").inc(int(fields.get("completion_tokens") or 0))
+        COST.labels(agent, model).inc(float(fields.get("cost_usd") or 0.0))
+
+    def _message(self, event: Event) -> None:
+        fields = event.fields
+        if fields.get("remote") and fields.get("cost_usd"):
+            COST.labels(str(fields.get("agent") or ""), "(remote)").inc(float(fields["cost_usd"]))
+
+    def _call_invoked(self, event: Event) -> None:
+        fields = event.fields
+        self._calls[str(fields.get("call_id"))] = (
+            str(fields.get("tool") or fields.get("member") or ""),
+            str(fields.get("mode")),
+        )
+
+    def _call_ended(self, event: Event) -> None:
+        fields = event.fields
+        call_id = fields.get("call_id")
+        tool, mode = self._calls.pop(str(call_id), ("", ""))
+        outcome = (
+            "completed" if event.type == EventType.AGENT_TOOL_COMPLETED.value else tool_outcome(fields.get("reason"))
+        )
+        AGENT_TOOL_CALLS.labels(tool, mode, outcome).inc()
+        AGENT_TOOL_DURATION.labels(tool, mode, outcome).observe(float(fields.get("duration_ms") or 0.0) / 1000)
+        if self._kind == "tool" and call_id == self._tool_call:
+            self._ended(event, "completed" if outcome == "completed" else "failed")
+
+
+_HANDLERS = {
+    EventType.RUN_COMPLETED.value: RunMetrics._run_completed,
+    EventType.RUN_FAILED.value: RunMetrics._run_failed,
+    EventType.HANDOFF.value: RunMetrics._handoff,
+    EventType.HANDOFF_REFUSED.value: RunMetrics._handoff_refused,
+    EventType.MODEL_CALL.value: RunMetrics._model_call,
+    EventType.MESSAGE.value: RunMetrics._message,
+    EventType.AGENT_TOOL_INVOKED.value: RunMetrics._call_invoked,
+    EventType.AGENT_TOOL_COMPLETED.value: RunMetrics._call_ended,
+    EventType.AGENT_TOOL_TERMINATED.value: RunMetrics._call_ended,
+    EventType.AGENT_TOOL_ERROR.value: RunMetrics._call_ended,
+}
