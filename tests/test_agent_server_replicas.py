@@ -56,7 +56,8 @@ def test_a_task_started_on_one_replica_is_read_resubscribed_and_canceled_through
                         assert canceled.json()["status"]["state"] == "canceled"
         finally:
             streaming.join(timeout=30)
-        assert probe.canceled_at("shared-task") is not None, "the cancel reached the agent's code on the first replica"
+        # the first replica's stream may end before its agent's code has finished being cancelled
+        wait_until(lambda: probe.canceled_at("shared-task") is not None, "the cancel to reach the agent's code there")
         assert [e["seq"] for e in on_second] == list(range(1, len(on_second) + 1))
         assert on_second[-1]["final"] and on_second[-1]["status"]["state"] == "canceled"
         assert on_first[-1]["final"] and on_first[-1]["status"]["state"] == "canceled"

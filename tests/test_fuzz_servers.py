@@ -1189,21 +1189,25 @@ def dechunk(data: bytes) -> bytes:
 
 
 async def fire(shots: list[Shot], base: str) -> list[Answer]:
-    """Every shot, CONCURRENCY at a time, through one pooled client; answers in the shots' order."""
+    """Every shot, CONCURRENCY at a time, each worker on its own kept-alive connection; answers in the shots' order.
+
+    One client per worker, not one pool shared by all: httpcore's pool can close a connection it has
+    just handed to a waiting request (encode/httpcore#1110), which showed here as a rare ReadError('')
+    that the server never caused. A connection of its own still carries request after request.
+    """
     answers: list[Answer | None] = [None] * len(shots)
     pending = iter(range(len(shots)))
     port = urlsplit(base).port or 80
-    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
-    async with httpx.AsyncClient(limits=limits, timeout=REQUEST_DEADLINE_S) as http:
 
-        async def worker() -> None:
+    async def worker() -> None:
+        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=1), timeout=REQUEST_DEADLINE_S) as http:
             for index in pending:
                 shot = shots[index]
                 answers[index] = await (send_raw(port, shot) if shot.raw is not None else send_one(http, base, shot))
 
-        async with anyio.create_task_group() as group:
-            for _ in range(CONCURRENCY):
-                group.start_soon(worker)
+    async with anyio.create_task_group() as group:
+        for _ in range(CONCURRENCY):
+            group.start_soon(worker)
     assert all(answer is not None for answer in answers)
     return answers  # type: ignore[return-value]
 

@@ -136,16 +136,22 @@ def test_one_turn_across_four_processes_is_one_trace_with_the_right_parents(tmp_
         trace_id = events[0]["trace_id"]
         assert isinstance(trace_id, str) and len(trace_id) == 32
 
-        def tech_handled() -> bool:
+        def all_exported() -> bool:
+            """Each process exports in batches of its own: wait for the last span of each, the request's too."""
             spans = [s for s in receiver.spans if s.trace_id == trace_id]
-            run_ended = any(
-                s.attributes.get("switchboard.run_id") == events[0]["run_id"]
+            runs = [
+                s
                 for s in spans
-                if s.name == "switchboard.run"
+                if s.name == "switchboard.run" and s.attributes.get("switchboard.run_id") == events[0]["run_id"]
+            ]
+            names = {s.name for s in spans}
+            return (
+                bool(runs)
+                and any(s.span_id == runs[0].parent_id for s in spans)
+                and {"handle researcher", "handle billing", "handle tech"} <= names
             )
-            return run_ended and any(s.name == "handle tech" for s in spans)
 
-        wait_until(tech_handled, "the spans of the turn", PROCESS_S)
+        wait_until(all_exported, "the spans of the turn", PROCESS_S)
         spans = [s for s in receiver.spans if s.trace_id == trace_id]
         log = (tmp_path / "gateway.log").read_text()
 
