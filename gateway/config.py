@@ -97,6 +97,14 @@ class LimitsConfig(_Strict):
     max_tool_iterations: int = Field(defaults.MAX_TOOL_ITERATIONS, ge=0)
 
 
+def _as_settings(section: BaseModel) -> dict[str, Any]:
+    """A section's fields under the names of the settings it mirrors: the file says ``_secs`` where code says ``_s``."""
+    return {
+        name.removesuffix("_secs") + "_s" if name.endswith("_secs") else name: value
+        for name, value in section.model_dump().items()
+    }
+
+
 class PeersConfig(_Strict):
     """``[peers]``: how the gateway calls agents (deadlines, its connection pool, size limits; peers/limits.py)."""
 
@@ -112,18 +120,7 @@ class PeersConfig(_Strict):
     max_resubscribes: int = Field(_PEER_DEFAULTS.max_resubscribes, ge=0)
 
     def limits(self) -> PeerLimits:
-        return PeerLimits(
-            connect_timeout_s=self.connect_timeout_secs,
-            headers_timeout_s=self.headers_timeout_secs,
-            cancel_timeout_s=self.cancel_timeout_secs,
-            max_connections=self.max_connections,
-            pool_timeout_s=self.pool_timeout_secs,
-            max_line_bytes=self.max_line_bytes,
-            max_stream_bytes=self.max_stream_bytes,
-            max_answer_bytes=self.max_answer_bytes,
-            max_card_bytes=self.max_card_bytes,
-            max_resubscribes=self.max_resubscribes,
-        )
+        return PeerLimits(**_as_settings(self))
 
 
 class TokenConfig(_Strict):
@@ -230,15 +227,7 @@ class RedisConfig(_Strict):
     max_connections: int = Field(_REDIS_DEFAULTS.max_connections, ge=1)
 
     def settings(self) -> RedisSettings:
-        return RedisSettings(
-            lease_s=self.lease_secs,
-            lock_wait_s=self.lock_wait_secs,
-            connect_timeout_s=self.connect_timeout_secs,
-            command_timeout_s=self.command_timeout_secs,
-            follow_block_s=self.follow_block_secs,
-            reconnect_s=self.reconnect_secs,
-            max_connections=self.max_connections,
-        )
+        return RedisSettings(**_as_settings(self))
 
 
 class StoresConfig(_Strict):
