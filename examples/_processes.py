@@ -57,9 +57,8 @@ class ServiceGroup:
             for service in self.services:
                 while True:
                     if service.process.poll() is not None:
-                        raise RuntimeError(
-                            f"{service.name} exited with {service.process.returncode}; see {self.log_of(service)}"
-                        )
+                        log = self.log_of(service).read_text(errors="replace")[-2000:]
+                        raise RuntimeError(f"{service.name} exited with {service.process.returncode}; its log:\n{log}")
                     try:
                         if client.get(service.url + service.ready_path).status_code == 200:
                             break
