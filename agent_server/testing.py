@@ -4,7 +4,8 @@ Commands (first word, then arguments):
 
 - ``echo TEXT``: answers TEXT;
 - ``stream N [INTERVAL_S] [COST_USD]``: N text chunks ``chunk-<i> ``, one every INTERVAL_S
-  (default 0.01), each costing COST_USD (default 0.001);
+  (default 0.01; 0: back to back, without even a turn of the event loop, as a model's
+  chunks that arrived together), each costing COST_USD (default 0.001);
 - ``sleep SECONDS``: waits, then answers ``slept``;
 - ``ask QUESTION``: asks for input; the reply to it is answered with ``got: <reply>``;
 - ``handoff TARGET [REASON]``: says so in a chunk, then hands off to TARGET;
@@ -92,7 +93,8 @@ async def _perform(ctx: TaskContext) -> AsyncGenerator[Any, None]:
         interval = float(args[1]) if len(args) > 1 else 0.01
         cost = float(args[2]) if len(args) > 2 else 0.001
         for index in range(count):
-            await anyio.sleep(interval)
+            if interval:
+                await anyio.sleep(interval)
             yield TextChunk(f"chunk-{index} ", cost_usd=cost)
     elif command == "sleep":
         await anyio.sleep(float(args[0]) if args else 3600.0)
