@@ -300,7 +300,7 @@ async def _lines(batches: AsyncGenerator[Batch, None], envelope: Envelope | None
     """The events as NDJSON, those ready together in one piece (one write on the socket), each as soon as it is."""
 
     def encode(event: StreamEvent) -> bytes:
-        return encode_line(envelope.wrap_result(event.to_wire()) if envelope is not None else event)
+        return encode_line(envelope.wrap_result(event.to_wire())) if envelope is not None else event.encoded + b"\n"
 
     try:
         async for batch in batches:

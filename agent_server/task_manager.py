@@ -29,6 +29,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from protocol import (
+    Artifact,
     ArtifactEvent,
     ErrorCode,
     HandoffEvent,
@@ -40,7 +41,7 @@ from protocol import (
     TaskSendParams,
     TaskState,
     TaskStatus,
-    merge_artifact,
+    merge_artifacts,
 )
 
 from ._outputs import Outcome, interpret, reply_message
@@ -66,6 +67,8 @@ class _Run:
     """One send on one task: the live task snapshot and the events of this send.
 
     Events are never changed once published: followers, the store and the HTTP stream share them.
+    The artifact chunks of the send are folded into ``task`` when someone looks (``current``),
+    not one by one as they come: the text of a long answer is joined once.
     """
 
     task: Task
@@ -78,10 +81,18 @@ class _Run:
     done: anyio.Event = field(default_factory=anyio.Event)
     cancel_reason: str | None = None
     closing_message: Message | None = None
+    unfolded: list[Artifact] = field(default_factory=list)
 
     @property
     def next_seq(self) -> int:
         return self.first_seq + len(self.events)
+
+    def current(self) -> Task:
+        """The live task with every artifact chunk published so far."""
+        if self.unfolded:
+            merge_artifacts(self.task.artifacts, self.unfolded)
+            self.unfolded.clear()
+        return self.task
 
     def publish(self, event: StreamEvent) -> None:
         self.events.append(event)
@@ -123,12 +134,12 @@ class TaskManager:
         """Run the agent on a new message; returns once the task is terminal or ``input-required``."""
         run = await self._begin(params, caller)
         await run.done.wait()
-        return _settled(run.task, params.history_length)
+        return _settled(run.current(), params.history_length)
 
     async def start(self, params: TaskSendParams, caller: Principal | None = None) -> Task:
         """Run the agent on a new message and return the task at once, as its run starts (A2A's returnImmediately)."""
         run = await self._begin(params, caller)
-        return _trimmed(run.task, params.history_length)
+        return _trimmed(run.current(), params.history_length)
 
     async def subscribe(
         self,
@@ -158,7 +169,7 @@ class TaskManager:
         """``subscribe``, the events that are ready together in one list (a stream writes each list at once)."""
         run = await self._begin(params, caller)
         if on_start is not None:
-            on_start(_trimmed(run.task, params.history_length))
+            on_start(_trimmed(run.current(), params.history_length))
         delivered_final = False
         try:
             async with aclosing(self._follow(run, run.first_seq - 1)) as batches:
@@ -239,7 +250,7 @@ class TaskManager:
             run = self._runs.get(task_id)  # a send may have started one meanwhile
             if run is None:
                 return _trimmed(task, history_length), last_seq
-        return _trimmed(run.task, history_length), run.next_seq - 1
+        return _trimmed(run.current(), history_length), run.next_seq - 1
 
     async def list_tasks(
         self,
@@ -263,14 +274,14 @@ class TaskManager:
                 f"invalid params: pageToken: {exc}",
                 data=[{"field": "pageToken", "problem": str(exc)}],
             ) from None
-        live = [run.task if (run := self._runs.get(task.id)) is not None else task for task in page.tasks]
+        live = [run.current() if (run := self._runs.get(task.id)) is not None else task for task in page.tasks]
         tasks = [_trimmed(task, history_length) for task in live]
         return TaskPage(tasks=tasks, next_cursor=page.next_cursor, total=page.total)
 
     async def get(self, task_id: str, history_length: int | None = None, caller: Principal | None = None) -> Task:
         await self._check_visible(task_id, caller)
         run = self._runs.get(task_id)
-        task = run.task if run is not None else await self._load(task_id)
+        task = run.current() if run is not None else await self._load(task_id)
         return _trimmed(task, history_length)
 
     async def cancel(self, task_id: str, caller: Principal | None = None) -> Task:
@@ -283,7 +294,7 @@ class TaskManager:
         if run is not None:
             run.cancel(_CANCELED_BY_REQUEST)
             await run.done.wait()
-            return _settled(run.task, None)
+            return _settled(run.current(), None)
         if is_running(task) and await self.store.running_elsewhere(task_id):
             return await self._cancel_elsewhere(task_id)
         if task.status.state is not TaskState.INPUT_REQUIRED:
@@ -476,7 +487,7 @@ class TaskManager:
         if step.message is not None:
             run.closing_message = step.message
         if step.artifact is not None:
-            merge_artifact(run.task.artifacts, step.artifact)
+            run.unfolded.append(step.artifact)
             run.task.metadata["cost_usd"] = float(run.task.metadata.get("cost_usd", 0.0)) + step.cost_usd
             await self._publish(
                 run, ArtifactEvent(seq=run.next_seq, id=run.task.id, artifact=step.artifact, cost_usd=step.cost_usd)
@@ -493,7 +504,7 @@ class TaskManager:
         """Record the final state and line, then let the task id go; never raises."""
         task_id = run.task.id
         try:
-            reply = reply_message(run.task.artifacts, outcome)
+            reply = reply_message(run.current().artifacts, outcome)
             if reply is not None:
                 run.task.history = [*(run.task.history or []), reply]
             final = self._status_event(run, outcome.state, outcome.message, final=True)

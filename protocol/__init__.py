@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from protocol.artifacts import (
         join_text_parts as join_text_parts,
         merge_artifact as merge_artifact,
+        merge_artifacts as merge_artifacts,
         merged_artifacts as merged_artifacts,
     )
     from protocol.card import (
@@ -162,6 +163,7 @@ _EXPORTS = {
     "json_depth": ("protocol.jsonrpc", "json_depth"),
     "major_minor": ("protocol.card", "major_minor"),
     "merge_artifact": ("protocol.artifacts", "merge_artifact"),
+    "merge_artifacts": ("protocol.artifacts", "merge_artifacts"),
     "merged_artifacts": ("protocol.artifacts", "merged_artifacts"),
     "more_problems": ("protocol.errors", "more_problems"),
     "parse_call": ("protocol.jsonrpc", "parse_call"),

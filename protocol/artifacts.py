@@ -36,11 +36,33 @@ def merge_artifact(artifacts: list[Artifact], chunk: Artifact) -> None:
     artifacts.sort(key=lambda artifact: artifact.index)
 
 
+def merge_artifacts(artifacts: list[Artifact], chunks: list[Artifact]) -> None:
+    """``merge_artifact`` of each chunk in turn, the text of a run of appends to one index joined once.
+
+    Joining chunk by chunk copies the text so far at every chunk: quadratic in a long answer.
+    """
+    start = 0
+    while start < len(chunks):
+        first = chunks[start]
+        end = start + 1
+        while first.append and end < len(chunks) and chunks[end].append and chunks[end].index == first.index:
+            end += 1
+        merge_artifact(artifacts, first)
+        if end - start > 1:
+            existing = next(artifact for artifact in artifacts if artifact.index == first.index)
+            existing.parts = _extended(
+                existing.parts, [part for chunk in chunks[start + 1 : end] for part in chunk.parts]
+            )
+            last_chunks = [chunk.last_chunk for chunk in chunks[start + 1 : end] if chunk.last_chunk is not None]
+            if last_chunks:
+                existing.last_chunk = last_chunks[-1]
+        start = end
+
+
 def merged_artifacts(chunks: list[Artifact]) -> list[Artifact]:
     """The artifacts a task holds after the stream ``chunks``, in that order."""
     artifacts: list[Artifact] = []
-    for chunk in chunks:
-        merge_artifact(artifacts, chunk)
+    merge_artifacts(artifacts, chunks)
     return artifacts
 
 
@@ -57,14 +79,21 @@ def join_text_parts(parts: list[Part]) -> list[Part]:
 
 
 def _extended(parts: list[Part], more: list[Part]) -> list[Part]:
-    """``join_text_parts(parts + copies of more)`` for ``parts`` already joined: a text part joined in is not copied."""
+    """``join_text_parts(parts + copies of more)`` for ``parts`` already joined, each run of text joined once."""
     out = list(parts)
+    texts: list[str] = []  # a run of plain text that will end ``out``, joined when it ends
     for part in more:
-        previous = out[-1] if out else None
-        if _plain_text(part) and previous is not None and _plain_text(previous):
-            out[-1] = TextPart.model_construct(text=previous.text + part.text)  # type: ignore[union-attr]
-        else:
-            out.append(part.model_copy(deep=True))
+        if _plain_text(part):
+            if not texts and out and _plain_text(out[-1]):
+                texts.append(out.pop().text)  # type: ignore[union-attr]
+            texts.append(part.text)  # type: ignore[union-attr]
+            continue
+        if texts:
+            out.append(TextPart.model_construct(text="".join(texts)))
+            texts = []
+        out.append(part.model_copy(deep=True))
+    if texts:
+        out.append(TextPart.model_construct(text="".join(texts)))
     return out
 
 

@@ -6,6 +6,7 @@ its snake_case spelling on the wire; exactly one line is ``final`` and it is the
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
@@ -27,6 +28,14 @@ class _StreamEventBase(WireModel):
     id: str
     cost_usd: float | None = Field(default=None, alias="cost_usd")
     final: bool = False
+
+    @cached_property
+    def encoded(self) -> bytes:
+        """The event's JSON, made once and shared by the store and every stream that writes it.
+
+        Nobody changes an event once it is published, so the first encoding stays true.
+        """
+        return self.to_json()
 
 
 class StatusEvent(_StreamEventBase):

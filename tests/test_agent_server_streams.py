@@ -64,9 +64,14 @@ async def test_lines_arrive_as_the_agent_produces_them() -> None:
                 assert response.headers["content-type"] == "application/x-ndjson"
                 async for line in _lines(response):
                     lines.append(line)
+                    if len(lines) == 4:  # mid-stream, the task holds the text streamed so far
+                        midway = (await http.get("/tasks/live")).json()
                     lockstep.seen()
             task = (await http.get("/tasks/live")).json()
     _assert_contiguous(lines)
+    assert midway["status"]["state"] == "working"
+    assert midway["artifacts"] == [{"index": 0, "parts": [{"type": "text", "text": "chunk-0 chunk-1 chunk-2 "}]}]
+    assert task["artifacts"][0]["parts"] == [{"type": "text", "text": "".join(f"chunk-{i} " for i in range(6))}]
     assert [line["type"] for line in lines] == ["status"] + ["artifact"] * 6 + ["status"]
     assert lines[-1]["status"]["state"] == "completed"
     assert [line.get("cost_usd") for line in lines] == [None] + [0.01] * 6 + [None]

@@ -28,6 +28,7 @@ from protocol import (
     TextPart,
     json_depth,
     merge_artifact,
+    merge_artifacts,
     merged_artifacts,
     parse_request,
     parse_stream_event,
@@ -247,6 +248,34 @@ def test_merge_artifact_replaces_in_place_keeps_index_order_and_takes_last_chunk
         (1, "notes", "xy", True),
         (2, None, "final", None),
     ]
+
+
+def test_merge_artifacts_folds_many_chunks_as_one_by_one_would() -> None:
+    data = Artifact(index=0, append=True, parts=[DataPart(data={"n": 1})])
+    tagged = Artifact(index=0, append=True, parts=[TextPart(text="t", metadata={"lang": "en"})])
+    chunks = [
+        _text("a"),
+        _text("b"),
+        data,
+        _text("c"),
+        _text("d", last_chunk=False),
+        _text("x", index=1, append=None),
+        _text("e", last_chunk=True),
+        tagged,
+        _text("f"),
+        _text("y", index=1),
+        _text("new", index=2),
+        _text("g", append=None),
+        _text("h"),
+    ]
+    one_by_one: list[Artifact] = []
+    for chunk in chunks:
+        merge_artifact(one_by_one, chunk)
+    for split in range(len(chunks) + 1):  # already-folded artifacts extended by the rest, at every cut
+        folded = merged_artifacts(chunks[:split])
+        merge_artifacts(folded, chunks[split:])
+        assert folded == one_by_one
+    assert [a.parts for a in one_by_one] == [[TextPart(text="gh")], [TextPart(text="xy")], [TextPart(text="new")]]
 
 
 def test_merge_artifact_never_modifies_or_keeps_the_chunk() -> None:

@@ -2,10 +2,9 @@
 
 A store keeps the latest snapshot of each task, the task's events in seq order, and the
 name of the caller that created it (its owner, None on a server without tokens). An
-event is never changed once appended, so a store may keep and hand out the very objects
-(the memory store does): callers must not change the events they read. It never decides
-anything about task life; "running" means state ``submitted`` or
-``working``, and a store never evicts or expires such a task.
+event is never changed once appended: a store keeps its ``encoded`` JSON (made once, shared
+with the streams that write it). It never decides anything about task life; "running"
+means state ``submitted`` or ``working``, and a store never evicts or expires such a task.
 
 A store shared by several server processes (Redis) also tells which running tasks
 another live process runs, hands their events on as that process appends them, and
@@ -66,11 +65,15 @@ class TaskFilter:
     status_after: str | None = None
 
     def matches(self, task: Task, owner: str | None) -> bool:
+        return self.admits(owner, task.session_id, task.status.state, task.status.timestamp)
+
+    def admits(self, owner: str | None, session_id: str | None, state: TaskState, status_at: str) -> bool:
+        """``matches`` for a task known by these fields only."""
         return (
             (self.owned_by is None or owner == self.owned_by)
-            and (self.session_id is None or task.session_id == self.session_id)
-            and (self.state is None or task.status.state is self.state)
-            and (self.status_after is None or task.status.timestamp >= self.status_after)
+            and (self.session_id is None or session_id == self.session_id)
+            and (self.state is None or state is self.state)
+            and (self.status_after is None or status_at >= self.status_after)
         )
 
 

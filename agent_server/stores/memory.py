@@ -2,22 +2,58 @@
 
 from __future__ import annotations
 
+import bisect
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from protocol import StreamEvent, Task
+import orjson
 
-from .base import StoreFull, TaskFilter, TaskPage, TaskStore, before, decode_cursor, encode_cursor, is_running
+from protocol import StreamEvent, Task, TaskState, parse_stream_event
+
+from .base import (
+    RUNNING_STATES,
+    StoreFull,
+    TaskFilter,
+    TaskPage,
+    TaskStore,
+    before,
+    decode_cursor,
+    encode_cursor,
+)
 
 
 @dataclass
 class _Entry:
-    task: Task
+    """A task's snapshot and its events, each kept as its JSON (the events beside their seqs).
+
+    Bytes are not tracked by Python's cyclic garbage collector, models are: a store holding
+    thousands of tasks as models made every full collection walk all of them. What the
+    store decides by (state, session, status time) is kept beside the JSON.
+    """
+
+    body: bytes
+    state: TaskState
+    session_id: str | None
+    status_at: str
     updated_at: float
     owner: str | None = None
-    events: list[StreamEvent] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
+    events: list[bytes] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, task: Task, updated_at: float, owner: str | None) -> _Entry:
+        return cls(task.to_json(), task.status.state, task.session_id, task.status.timestamp, updated_at, owner)
+
+    @property
+    def task(self) -> Task:
+        """A new copy of the snapshot."""
+        return Task.model_validate_json(self.body)
+
+    @property
+    def running(self) -> bool:
+        return self.state in RUNNING_STATES
 
 
 class MemoryTaskStore(TaskStore):
@@ -26,8 +62,8 @@ class MemoryTaskStore(TaskStore):
     When a new task would exceed the bound, the least recently updated tasks that are not
     running are evicted first; running tasks are never evicted, and if all ``max_tasks``
     are running, ``save_task`` raises ``StoreFull``. Task snapshots are copied in and out, so
-    callers may mutate what they hold; events are kept and handed out as they were given,
-    since nobody changes an event once it is appended (base.py).
+    callers may mutate what they hold: both are kept as their JSON (an event's is the one
+    the stream writes) and read back as new models.
     """
 
     def __init__(
@@ -51,15 +87,16 @@ class MemoryTaskStore(TaskStore):
         if entry is None:
             self._expire(now)
             self._make_room()
-            self._entries[task.id] = _Entry(task=task.model_copy(deep=True), updated_at=now, owner=owner)
+            self._entries[task.id] = _Entry.of(task, now, owner)
             return
-        entry.task = task.model_copy(deep=True)
-        entry.updated_at = now
+        updated = _Entry.of(task, now, entry.owner)
+        updated.seqs, updated.events = entry.seqs, entry.events
+        self._entries[task.id] = updated
         self._entries.move_to_end(task.id)
 
     async def load_task(self, task_id: str) -> Task | None:
         entry = self._live_entry(task_id)
-        return entry.task.model_copy(deep=True) if entry else None
+        return entry.task if entry else None
 
     async def owner_of(self, task_id: str) -> str | None:
         entry = self._live_entry(task_id)
@@ -69,17 +106,19 @@ class MemoryTaskStore(TaskStore):
         entry = self._entries.get(task_id)
         if entry is None:
             raise KeyError(f"no task {task_id!r} in the store; save it before appending events")
-        entry.events.append(event)
+        entry.seqs.append(event.seq)
+        entry.events.append(event.encoded)
 
     async def read_events(self, task_id: str, after_seq: int = -1) -> list[StreamEvent]:
         entry = self._live_entry(task_id)
         if entry is None:
             return []
-        return [e for e in entry.events if e.seq > after_seq]
+        start = bisect.bisect_right(entry.seqs, after_seq)
+        return [parse_stream_event(orjson.loads(body)) for body in entry.events[start:]]
 
     async def last_seq(self, task_id: str) -> int:
         entry = self._live_entry(task_id)
-        return entry.events[-1].seq if entry is not None and entry.events else -1
+        return entry.seqs[-1] if entry is not None and entry.seqs else -1
 
     async def list_tasks(self, where: TaskFilter, *, limit: int, cursor: str = "") -> TaskPage:
         after = decode_cursor(cursor) if cursor else None
@@ -88,13 +127,13 @@ class MemoryTaskStore(TaskStore):
             (
                 (entry.updated_at, task_id)
                 for task_id, entry in self._entries.items()
-                if where.matches(entry.task, entry.owner)
+                if where.admits(entry.owner, entry.session_id, entry.state, entry.status_at)
             ),
             reverse=True,
         )
         rest = [place for place in places if before(place, after)]
         page = rest[:limit]
-        tasks = [self._entries[task_id].task.model_copy(deep=True) for _, task_id in page]
+        tasks = [self._entries[task_id].task for _, task_id in page]
         next_cursor = encode_cursor(*page[-1]) if len(rest) > limit else ""
         return TaskPage(tasks=tasks, next_cursor=next_cursor, total=len(places))
 
@@ -112,13 +151,13 @@ class MemoryTaskStore(TaskStore):
         return entry
 
     def _expired(self, entry: _Entry, now: float) -> bool:
-        return not is_running(entry.task) and now - entry.updated_at > self.ttl_s
+        return not entry.running and now - entry.updated_at > self.ttl_s
 
     def _expire(self, now: float) -> int:
         """Entries are in update order, so the scan stops at the first fresh idle one."""
         doomed: list[str] = []
         for task_id, entry in self._entries.items():
-            if is_running(entry.task):
+            if entry.running:
                 continue
             if not self._expired(entry, now):
                 break
@@ -135,7 +174,7 @@ class MemoryTaskStore(TaskStore):
         for task_id, entry in self._entries.items():
             if len(victims) == excess:
                 break
-            if not is_running(entry.task):
+            if not entry.running:
                 victims.append(task_id)
         if len(victims) < excess:
             raise StoreFull(f"all {self.max_tasks} task slots hold running tasks")

@@ -111,7 +111,7 @@ class RedisTaskStore(TaskStore):
     async def append_event(self, task_id: str, event: StreamEvent) -> None:
         with self._unavailable():
             await self._append(
-                keys=[self._task_key(task_id), self._events_key(task_id)], args=[event.seq, event.to_json()]
+                keys=[self._task_key(task_id), self._events_key(task_id)], args=[event.seq, event.encoded]
             )
 
     async def read_events(self, task_id: str, after_seq: int = -1) -> list[StreamEvent]:

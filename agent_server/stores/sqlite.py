@@ -76,7 +76,7 @@ class SQLiteTaskStore(TaskStore):
         return row[0] if row else None
 
     async def append_event(self, task_id: str, event: StreamEvent) -> None:
-        await self._db.run(_execute, "INSERT INTO events VALUES (?, ?, ?)", (task_id, event.seq, event.to_json()))
+        await self._db.run(_execute, "INSERT INTO events VALUES (?, ?, ?)", (task_id, event.seq, event.encoded))
 
     async def read_events(self, task_id: str, after_seq: int = -1) -> list[StreamEvent]:
         rows = await self._db.run(
