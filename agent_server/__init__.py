@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         require_scope as require_scope,
     )
     from agent_server.limits import ServerLimits as ServerLimits
-    from agent_server.server import build_server as build_server
+    from agent_server.server import build_server as build_server, run_server as run_server
     from agent_server.stores import (
         MemoryTaskStore as MemoryTaskStore,
         SQLiteTaskStore as SQLiteTaskStore,
@@ -87,6 +87,7 @@ _EXPORTS = {
     "parse_store_spec": "agent_server.stores",
     "principal_of": "agent_server.auth",
     "require_scope": "agent_server.auth",
+    "run_server": "agent_server.server",
     "serve": "agent_server.app",
 }
 

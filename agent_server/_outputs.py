@@ -30,7 +30,7 @@ class Outcome:
     handoff: HandoffRequest | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Step:
     """One item the agent produced, sorted into what it means."""
 

@@ -49,7 +49,7 @@ from .http import (
     read_body,
 )
 from .limits import ServerLimits
-from .server import build_server
+from .server import build_server, run_server
 from .stores import TaskStore, open_store
 from .task_manager import TaskManager
 from .telemetry import tracing
@@ -181,7 +181,7 @@ def serve(
         **uvicorn_logging(log_format),
         speedups=speedups,
     )
-    server.run()
+    run_server(server)
 
 
 class _Handlers:

@@ -29,8 +29,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import importlib.util
 import logging
+import socket
 from http import HTTPStatus
 from typing import Any, Literal, cast
 
@@ -100,6 +102,19 @@ def build_server(
         **config,
     )
     return server_class(uvicorn_config)
+
+
+def run_server(server: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
+    """Run ``server`` as the job of this process (a command's): until it stops.
+
+    What start-up made (modules, models, the app) lives as long as the process, so it is
+    frozen out of the cyclic garbage collector first: every full collection would walk it
+    again, and a server makes many (a streamed answer's events are tracked objects).
+    """
+    server.config.load()
+    gc.collect()
+    gc.freeze()
+    server.run(sockets=sockets)
 
 
 def speedups_installed() -> bool:

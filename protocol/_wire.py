@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
@@ -18,4 +17,5 @@ class WireModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def to_json(self) -> bytes:
-        return orjson.dumps(self.to_wire())
+        """``to_wire()`` as JSON, written by pydantic's serializer straight from the model."""
+        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_none=True)

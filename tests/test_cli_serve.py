@@ -167,14 +167,15 @@ def test_the_limit_flags_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> No
     class Server:
         started = True
 
-        def run(self, sockets: list[Any]) -> None:
-            served["sockets"] = sockets
-
     def build_server(app: Any, **options: Any) -> Server:
         served.update(options)
         return Server()
 
+    def run_server(server: Server, sockets: list[Any]) -> None:
+        served["sockets"] = sockets
+
     monkeypatch.setattr(agent_server, "build_server", build_server)
+    monkeypatch.setattr(agent_server, "run_server", run_server)
     argv = ["serve", "examples.echo:agent", "--max-connections", "7", "--header-timeout", "2.5", "--body-timeout", "4"]
     argv += ["--port", str(free_port())]
     assert main(argv) == 0

@@ -92,6 +92,7 @@ def run_gateway(args: argparse.Namespace) -> int:
 
 
 def _serve(config: GatewayConfig, origin: str, listener: socket.socket, log_format: str) -> int:
+    from agent_server import run_server
     from agent_server.telemetry.logs import configure_logging
     from gateway.errors import ConfigError
     from gateway.service import create_gateway_app
@@ -110,7 +111,7 @@ def _serve(config: GatewayConfig, origin: str, listener: socket.socket, log_form
     signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
         with quiet_startup():
-            server.run(sockets=[listener])
+            run_server(server, sockets=[listener])
     except SystemExit as exc:
         if exc.code not in (0, None) and not server.started:
             raise _could_not_start(app.state) from None

@@ -162,7 +162,7 @@ def _positive_seconds(text: str) -> float:
 def _run_serve(args: argparse.Namespace) -> int:
     import anyio
 
-    from agent_server import as_hosted_agent, build_server, create_app, open_store
+    from agent_server import as_hosted_agent, build_server, create_app, open_store, run_server
 
     from .startup import bind, quiet_startup
 
@@ -201,7 +201,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         )
         try:
             with quiet_startup():
-                server.run(sockets=[listener])
+                run_server(server, sockets=[listener])
         except SystemExit as exc:
             if exc.code not in (0, None) and not server.started:
                 raise CommandFailed("could not start: see the log above") from None
