@@ -30,9 +30,9 @@ class Outcome:
     handoff: HandoffRequest | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Step:
-    """One item the agent produced, sorted into what it means."""
+    """One item the agent produced, sorted into what it means (made for every chunk: not frozen, which costs)."""
 
     artifact: Artifact | None = None
     cost_usd: float = 0.0
