@@ -33,18 +33,19 @@ class _Entry:
     store decides by (state, session, status time) is kept beside the JSON.
     """
 
-    body: bytes
-    state: TaskState
-    session_id: str | None
-    status_at: str
-    updated_at: float
-    owner: str | None = None
+    owner: str | None
+    body: bytes = b""
+    state: TaskState = TaskState.SUBMITTED
+    session_id: str | None = None
+    status_at: str = ""
+    updated_at: float = 0.0
     seqs: list[int] = field(default_factory=list)
     events: list[bytes] = field(default_factory=list)
 
-    @classmethod
-    def of(cls, task: Task, updated_at: float, owner: str | None) -> _Entry:
-        return cls(task.to_json(), task.status.state, task.session_id, task.status.timestamp, updated_at, owner)
+    def hold(self, task: Task, now: float) -> None:
+        self.body = task.to_json()
+        self.state, self.session_id, self.status_at = task.status.state, task.session_id, task.status.timestamp
+        self.updated_at = now
 
     @property
     def task(self) -> Task:
@@ -87,11 +88,11 @@ class MemoryTaskStore(TaskStore):
         if entry is None:
             self._expire(now)
             self._make_room()
-            self._entries[task.id] = _Entry.of(task, now, owner)
+            entry = _Entry(owner)
+            entry.hold(task, now)
+            self._entries[task.id] = entry
             return
-        updated = _Entry.of(task, now, entry.owner)
-        updated.seqs, updated.events = entry.seqs, entry.events
-        self._entries[task.id] = updated
+        entry.hold(task, now)
         self._entries.move_to_end(task.id)
 
     async def load_task(self, task_id: str) -> Task | None:
