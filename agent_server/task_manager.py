@@ -428,7 +428,7 @@ class TaskManager:
                 f"not {params.session_id!r}; leave sessionId out to continue the task",
                 data=[{"field": "sessionId", "problem": "not the session of the task"}],
             )
-        task = existing.model_copy(deep=True)
+        task = existing.copied()
         task.status = TaskStatus(state=TaskState.WORKING)
         task.artifacts = []
         task.history = [*(task.history or []), params.message]
@@ -576,7 +576,7 @@ class TaskManager:
     async def _close_idle(self, task: Task, state: TaskState, text: str) -> Task:
         """Give a task that has no run a final status line."""
         seq = await self.store.last_seq(task.id) + 1
-        task = task.model_copy(deep=True)
+        task = task.copied()
         task.status = TaskStatus(state=state, message=Message.agent(text))
         event = StatusEvent(seq=seq, id=task.id, status=task.status, final=True)
         logger.info("task %s agent=%s state=%s", task.id, self.agent.name, state.value)
@@ -621,7 +621,7 @@ def _not_found(task_id: str) -> ProtocolError:
 
 def _trimmed(task: Task, history_length: int | None) -> Task:
     """A deep copy of ``task`` with only the last ``history_length`` messages (all when None)."""
-    copy = task.model_copy(deep=True)
+    copy = task.copied()
     if history_length is not None and copy.history is not None:
         copy.history = copy.history[len(copy.history) - history_length :] if history_length else []
     return copy

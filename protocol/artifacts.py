@@ -91,14 +91,14 @@ def _extended(parts: list[Part], more: list[Part]) -> list[Part]:
         if texts:
             out.append(TextPart.model_construct(text="".join(texts)))
             texts = []
-        out.append(part.model_copy(deep=True))
+        out.append(part.copied())
     if texts:
         out.append(TextPart.model_construct(text="".join(texts)))
     return out
 
 
 def _settled(chunk: Artifact) -> Artifact:
-    settled = chunk.model_copy(deep=True)
+    settled = chunk.copied()
     settled.append = None
     settled.parts = join_text_parts(settled.parts)
     return settled
