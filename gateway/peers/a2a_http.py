@@ -71,6 +71,9 @@ Resume = Callable[[AsyncExitStack], Awaitable[Segment | None]]
 ``_resumed`` closes once the segment is read), or None when there is nothing to resume by yet."""
 
 
+_EVENTS = (StatusEvent, ArtifactEvent, HandoffEvent)
+
+
 @dataclass
 class _Place:
     """Where an NDJSON stream is: its task, the seq of the last line passed on, whether that was the final one."""
@@ -80,7 +83,7 @@ class _Place:
     final: bool = False
 
     def passed(self, item: StreamItem) -> None:
-        if isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
+        if isinstance(item, _EVENTS):
             self.task_id = self.task_id or item.id
             self.seq = item.seq
             self.final = isinstance(item, StatusEvent) and item.final
