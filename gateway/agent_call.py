@@ -529,7 +529,7 @@ class AgentCall:
         if line.state is not None:
             result.state = line.state
         if line.artifact is not None:
-            result.add_streamed(line.artifact)
+            result.add_streamed(line.artifact, line.text)
         if line.handoff is not None:
             result.handoff = result.handoff or line.handoff
         if line.final_text is not None and not result.text:

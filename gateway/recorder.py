@@ -49,6 +49,7 @@ _WARNING_EVENTS = frozenset(
         EventType.LIMIT_REACHED,
     }
 )
+_RUN_STARTED = EventType.RUN_STARTED.value
 _TRACED_EVENTS = frozenset({EventType.RUN_STARTED, EventType.AGENT_TOOL_INVOKED})
 """The first event of a turn or of a tool call carries the trace id, when tracing is on."""
 _LOGGED_FIELDS = (
@@ -129,7 +130,7 @@ class RunRecorder:
             self.events.append(event)
         self.usage.add(event)
         self._metrics.observe(event)
-        if event.type == EventType.RUN_STARTED.value:
+        if event.type == _RUN_STARTED:
             self._session_id = event.fields.get("session_id")
         _log(event, self._session_id)
 
