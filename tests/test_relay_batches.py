@@ -4,12 +4,20 @@ a line that ends the call ends it after the lines before it were recorded."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from waiting import PROCESS_S
 
 from gateway.agent_call import AgentCall, CallSpec
 from gateway.agent_tool import Mode
@@ -37,6 +45,7 @@ from protocol import (
 )
 
 pytestmark = pytest.mark.anyio
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _artifact(seq: int, text: str, cost: float = 0.0) -> ArtifactEvent:
@@ -201,3 +210,76 @@ async def test_an_error_in_the_lines_is_raised_as_it_was(log: _CountingLog) -> N
         await _call(_ReadsPeer([[_artifact(0, "a"), failed]]), log).run()
     assert caught.value.reason == "task_failed"
     assert caught.value.partial is not None and caught.value.partial.text == "a" and caught.value.partial.chunks == 1
+
+
+_KILLED_CHILD = textwrap.dedent(
+    """
+    import sys
+
+    import anyio
+
+    from agent_server import create_app
+    from agent_server.testing import scripted_agent
+    from gateway import Gateway, SQLiteEventLog
+    from servers import serve_app
+
+
+    class ReportingLog(SQLiteEventLog):
+        async def append_all(self, events):
+            async for stored in super().append_all(events):
+                print(stored.seq, len(events), flush=True)
+                yield stored
+
+
+    async def main(url):
+        async with Gateway(ReportingLog(sys.argv[1])) as gateway:
+            gateway.add_agent_tool("research", url, mode="streaming")
+            await gateway.call_tool("research", "stream 100000 0 0", run_id="killed-run")
+
+
+    with serve_app(create_app(scripted_agent())) as url:
+        anyio.run(main, url)
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
+def test_sigkill_mid_stream_loses_no_event_a_batch_acknowledged(tmp_path: Path) -> None:
+    """The chunks come back to back, so they are read, and committed, many at once."""
+    path = tmp_path / "events.db"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "tests"), str(ROOT)])}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_CHILD, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+    )
+    reported: list[int] = []
+    batches: set[int] = set()
+    try:
+        assert child.stdout is not None
+        deadline = time.monotonic() + PROCESS_S
+        while len(reported) < 500 and time.monotonic() < deadline:
+            line = child.stdout.readline()
+            if not line:
+                break
+            seq, batch = map(int, line.split())
+            reported.append(seq)
+            batches.add(batch)
+        assert len(reported) >= 500, child.stderr.read().decode() if child.stderr else "child stopped early"
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+    async def read_back() -> list[Event]:
+        log = SQLiteEventLog(path)
+        try:
+            return await log.read("killed-run")
+        finally:
+            await log.aclose()
+
+    events = anyio.run(read_back)
+    assert [event.seq for event in events] == list(range(len(events))), "no gaps, nothing torn"
+    assert set(reported) <= {event.seq for event in events}, "every event acknowledged before the kill is in the file"
+    assert max(batches) > 1, "lines were committed together"
+    assert events[-1].type == "agent_tool_progress", "the stream really was cut mid-way"
