@@ -435,7 +435,7 @@ class AgentCall:
             if line.final or line.failure is not None:
                 break
         pieces = await self._record(lines)
-        return pieces, lines[-1].final
+        return pieces, bool(lines) and lines[-1].final
 
     def _read_line(self, item: StreamItem, total: float, index: int) -> _Line:
         """What one line records and adds; ``total``: the cost before it, ``index``: its chunk index if it has one."""
