@@ -77,7 +77,7 @@ class Event(BaseModel):
         """The event of ``type``, its fields checked against its declaration (ValidationError if wrong)."""
         kind = type.value if isinstance(type, EventType) else type
         model = _MODELS.get(kind, Event)
-        return model(type=kind, run_id=run_id, timestamp_ms=now_ms(), **fields)
+        return model(type=kind, run_id=run_id, seq=-1, timestamp_ms=now_ms(), **fields)  # every base field is set
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -106,7 +106,10 @@ class Event(BaseModel):
             return self._json
         except AttributeError:  # not serialized yet
             pass
-        encoded = orjson.dumps(self.to_dict())
+        if self.__pydantic_fields_set__ >= _BASE_FIELDS:  # as to_dict, by pydantic's serializer: 1.3 us against 3.0
+            encoded = self.__pydantic_serializer__.to_json(self, exclude_unset=True)
+        else:
+            encoded = orjson.dumps(self.to_dict())
         if self.seq != -1:
             object.__setattr__(self, "_json", encoded)  # frozen for everyone else
         return encoded
