@@ -14,6 +14,9 @@ oversized line or stream, the caller cancelled; a ``tasks/cancel`` was sent) or
 ``agent_tool_error`` (the peer or the network failed), each with the ``reason``. A chunk's
 progress event is appended before the chunk is added to the result (its text, artifacts,
 state, cost, handoff), so whatever happens next, the log holds every chunk the result holds.
+The lines that one read from the peer brought are checked in order, their progress events
+appended together (one commit of the SQLite log), then added to the result in order; a line
+that ends the call ends it after the lines before it were recorded and added.
 
 What a peer reports is checked before it is used: a ``metadata.cost_usd`` or a line's
 ``cost_usd`` that is not a finite number >= 0, or a ``metadata.handoff`` that is not a
@@ -36,6 +39,7 @@ import anyio
 from pydantic import ValidationError
 
 from protocol import (
+    Artifact,
     ArtifactEvent,
     DataPart,
     HandoffEvent,
@@ -54,9 +58,9 @@ from .agent_result import AgentToolResult
 from .agent_tool import AgentTool, Mode
 from .budget import Budget
 from .errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, PeerProtocolError
-from .events import EventType
+from .events import Event, EventType
 from .idle_timeout import IdleTimeout, with_idle_timeout
-from .peers.base import UNRESOLVED, Peer, RawLine, Resubscribed, StreamItem, StreamTooLarge
+from .peers.base import UNRESOLVED, Peer, RawLine, Resubscribed, StreamItem, StreamTooLarge, items_of
 from .recorder import RunRecorder
 from .telemetry import spans
 
@@ -104,6 +108,26 @@ class _Reply:
 
     cost_usd: float
     handoff: HandoffRequest | None
+
+
+@dataclass
+class _Line:
+    """A stream line read and checked, not recorded yet: its progress event, and what it adds to the result after."""
+
+    progress: dict[str, Any] | None = None
+    """The fields of its progress event (None: it has none)."""
+    cost_usd: float | None = None
+    """The call's total cost with this line."""
+    state: str | None = None
+    artifact: Artifact | None = None
+    handoff: HandoffRequest | None = None
+    text: str = ""
+    """What it passes on to ``stream()``."""
+    final_text: str | None = None
+    """A final status's message: the result's text when it has none."""
+    final: bool = False
+    failure: Exception | None = None
+    """Raised once the line is added (the task failed, the budget was crossed, the line was refused)."""
 
 
 class _Terminated(Exception):
@@ -297,10 +321,10 @@ class AgentCall:
         assert peer is not None
         async with peer.subscribe(self._params(self.message)) as stream:
             try:
-                async with aclosing(with_idle_timeout(stream, self.spec.idle_timeout_s)) as items:
-                    async for item in items:
-                        piece, final = await self._on_line(item)
-                        if piece:
+                async with aclosing(with_idle_timeout(stream, self.spec.idle_timeout_s)) as reads:
+                    async for read in reads:
+                        pieces, final = await self._on_lines(items_of(read))
+                        for piece in pieces:
                             yield piece
                         if final:
                             return
@@ -390,11 +414,31 @@ class AgentCall:
         assert outcome is not None
         return outcome
 
-    async def _on_line(self, item: StreamItem) -> tuple[str, bool]:
-        """Check the budget, then pass one line on as a progress event: its text, and whether it was the final line.
+    async def _on_lines(self, items: list[StreamItem]) -> tuple[list[str], bool]:
+        """Pass on the lines that arrived together: their texts, and whether the last was the final line.
 
-        The progress event is appended first, then the line is added to the result.
+        Each line is checked (budget, limits, cost) in order up to one that ends the call;
+        the progress events of those read are appended together, then the lines are added
+        to the result in order, and whatever ended the call is raised.
         """
+        lines: list[_Line] = []
+        total = self.result.cost_usd
+        index = self.result.chunks
+        for item in items:
+            try:
+                line = self._read_line(item, total, index)
+            except (_Terminated, AgentToolError) as exc:
+                line = _Line(failure=exc)
+            lines.append(line)
+            index += line.progress is not None
+            total = total if line.cost_usd is None else line.cost_usd
+            if line.final or line.failure is not None:
+                break
+        pieces = await self._record(lines)
+        return pieces, bool(lines) and lines[-1].final
+
+    def _read_line(self, item: StreamItem, total: float, index: int) -> _Line:
+        """What one line records and adds; ``total``: the cost before it, ``index``: its chunk index if it has one."""
         if isinstance(item, OversizedLine):
             error = PeerProtocolError(
                 f"{self.spec.agent} sent a line over {item.limit} bytes ({item.size} seen)", reason="line_too_long"
@@ -410,77 +454,97 @@ class AgentCall:
             logger.warning("skipped %d bytes that are not UTF-8 in a stream line from %s", item.count, self.spec.agent)
             self._skipped_bytes += item.count
             self._skipped_total += item.count
-            return "", False
+            return _Line()
         if isinstance(item, RawLine):
-            await self._progress(kind="raw", raw=item.raw)
-            return "", False
+            return _Line(progress=self._progress_fields(index, total, kind="raw", raw=item.raw))
         if isinstance(item, Resubscribed):
-            await self._progress(kind="resubscribed", attempt=item.attempt, message=item.why)
-            return "", False
+            return _Line(
+                progress=self._progress_fields(
+                    index, total, kind="resubscribed", attempt=item.attempt, message=item.why
+                )
+            )
         if self.result.task_id is None:
             self.result.task_id = item.id  # a server that names tasks named it in its first line
         cost = _cost(item.cost_usd, f"{self.spec.agent} sent a stream line whose cost_usd")
-        total = self.result.cost_usd + cost
-        if cost:
-            self._check_budget(total, line=item)
+        total += cost
+        final = isinstance(item, StatusEvent) and item.final
+        if cost and self.spec.budget.exceeded_by(total):
+            # A final line's cost (e.g. the total billed at the end) arrives once the task has ended: no cancel.
+            stop = _Terminated(
+                BudgetExceeded(total, self.spec.budget.max_cost_usd or 0.0),
+                cancel=not final,
+                rejected_chunk=item.to_wire(),
+            )
+            state = item.status.state.value if isinstance(item, StatusEvent) and final else None
+            return _Line(cost_usd=total, state=state, failure=stop)
         if isinstance(item, ArtifactEvent):
             text = parts_text(item.artifact.parts)
-            await self._progress(
-                kind="artifact",
-                cost_usd=cost,
-                text=text or None,
-                data=_data_of(item) or None,
-                accumulated_cost_usd=total,
+            progress = self._progress_fields(
+                index, total, kind="artifact", cost_usd=cost, text=text or None, data=_data_of(item) or None
             )
-            self.result.cost_usd = total
-            self.result.add_streamed(item.artifact)
-            return text, False
+            return _Line(progress=progress, cost_usd=total, artifact=item.artifact, text=text)
         if isinstance(item, HandoffEvent):
-            await self._progress(
-                kind="handoff", cost_usd=cost, handoff=item.handoff.to_wire(), accumulated_cost_usd=total
+            progress = self._progress_fields(
+                index, total, kind="handoff", cost_usd=cost, handoff=item.handoff.to_wire()
             )
-            self.result.cost_usd = total
-            self.result.handoff = self.result.handoff or item.handoff
-            return "", False
+            return _Line(progress=progress, cost_usd=total, handoff=item.handoff)
         state = item.status.state.value
         message = item.status.message
-        if not item.final:
-            await self._progress(
+        if not final:
+            progress = self._progress_fields(
+                index,
+                total,
                 kind="status",
                 state=state,
                 cost_usd=cost,
                 text=(message.text or None) if message else None,
                 data=_data(message) or None if message else None,
-                accumulated_cost_usd=total,
             )
-            self.result.cost_usd = total
-            self.result.state = state
-            return "", False
-        self.result.cost_usd = total
-        self.result.state = state
-        if message is not None and not self.result.text:
-            self.result.text = message.text
-        if state in _FAILED_STATES:
-            raise AgentTaskFailed(state, message.text if message else "")
-        return "", True
+            return _Line(progress=progress, cost_usd=total, state=state)
+        failure = AgentTaskFailed(state, message.text if message else "") if state in _FAILED_STATES else None
+        final_text = message.text if message is not None else None
+        return _Line(cost_usd=total, state=state, final_text=final_text, final=True, failure=failure)
+
+    async def _record(self, lines: list[_Line]) -> list[str]:
+        """Append the lines' progress events together, add each line to the result once its event is appended."""
+        events = [
+            self._event(EventType.AGENT_TOOL_PROGRESS, line.progress) for line in lines if line.progress is not None
+        ]
+        pieces: list[str] = []
+        async with aclosing(self.recorder.emit_all(events)) as appended:
+            for line in lines:
+                if line.progress is not None:
+                    await anext(appended)
+                    self.result.chunks += 1
+                self._take(line)
+                if line.text:
+                    pieces.append(line.text)
+        return pieces
+
+    def _take(self, line: _Line) -> None:
+        """Add a recorded line to the result; raise what it ended the call with."""
+        result = self.result
+        if line.cost_usd is not None:
+            result.cost_usd = line.cost_usd
+        if line.state is not None:
+            result.state = line.state
+        if line.artifact is not None:
+            result.add_streamed(line.artifact, line.text)
+        if line.handoff is not None:
+            result.handoff = result.handoff or line.handoff
+        if line.final_text is not None and not result.text:
+            result.text = line.final_text
+        if line.failure is not None:
+            raise line.failure
 
     # -- limits and cancel ------------------------------------------------------------------
 
-    def _check_budget(
-        self, total: float, *, task: Task | None = None, line: StatusEvent | ArtifactEvent | HandoffEvent | None = None
-    ) -> None:
-        """Raise before the chunk (stream line or reply) that takes the cost above the budget is passed on."""
+    def _check_budget(self, total: float, *, task: Task) -> None:
+        """Raise before the reply that takes the cost above the budget is passed on (a stream line: ``_read_line``)."""
         if not self.spec.budget.exceeded_by(total):
             return
         self.result.cost_usd = total
         error = BudgetExceeded(total, self.spec.budget.max_cost_usd or 0.0)
-        if line is not None:
-            if isinstance(line, StatusEvent) and line.final:
-                # A final line's cost (e.g. the total billed at the end) arrives once the task has ended.
-                self.result.state = line.status.state.value
-                raise _Terminated(error, cancel=False, rejected_chunk=line.to_wire())
-            raise _Terminated(error, rejected_chunk=line.to_wire())
-        assert task is not None
         self.result.state = task.status.state.value
         raise _Terminated(error, cancel=not task.status.state.is_terminal, rejected_reply=task.output_text)
 
@@ -558,17 +622,22 @@ class AgentCall:
             return None
         return value if isinstance(value, Message) else Message.user(str(value))
 
-    async def _progress(self, *, accumulated_cost_usd: float | None = None, **fields: Any) -> None:
+    async def _progress(self, *, accumulated_cost_usd: float, **fields: Any) -> None:
         """Append one progress event, then count the chunk (its data is added to the result by the caller, after)."""
-        skipped, self._skipped_bytes = self._skipped_bytes, 0
         await self._emit(
-            EventType.AGENT_TOOL_PROGRESS,
-            chunk_index=self.result.chunks,
-            accumulated_cost_usd=self.result.cost_usd if accumulated_cost_usd is None else accumulated_cost_usd,
-            skipped_bytes=skipped or None,
-            **fields,
+            EventType.AGENT_TOOL_PROGRESS, **self._progress_fields(self.result.chunks, accumulated_cost_usd, **fields)
         )
         self.result.chunks += 1
+
+    def _progress_fields(self, index: int, accumulated_cost_usd: float, **fields: Any) -> dict[str, Any]:
+        """A progress event's fields: the chunk's, its index, the cost so far, the bytes skipped since the last one."""
+        skipped, self._skipped_bytes = self._skipped_bytes, 0
+        return {
+            "chunk_index": index,
+            "accumulated_cost_usd": accumulated_cost_usd,
+            "skipped_bytes": skipped or None,
+            **fields,
+        }
 
     def _totals(self) -> dict[str, Any]:
         return {
@@ -582,12 +651,23 @@ class AgentCall:
         }
 
     async def _emit(self, type: EventType, **fields: Any) -> None:
-        caller = {"tool": self.spec.tool, "member": self.spec.member}
-        present = {key: value for key, value in {**caller, **fields}.items() if value is not None}
         if type in _ENDINGS and self._span is not None:
             outcome = "completed" if type is EventType.AGENT_TOOL_COMPLETED else str(fields.get("reason"))
             spans.agent_tool_outcome(self._span, outcome, cost_usd=self.result.cost_usd, chunks=self.result.chunks)
-        await self.recorder.emit(type, call_id=self.result.call_id, agent=self.spec.agent, **present)
+        await self.recorder.emit(type, **self._fields(fields))
+
+    def _event(self, type: EventType, fields: dict[str, Any]) -> Event:
+        return self.recorder.event(type, **self._fields(fields))
+
+    def _fields(self, fields: dict[str, Any]) -> dict[str, Any]:
+        """The call's fields (``call_id``, ``agent``, who called) and those given; the None ones left out."""
+        caller = {
+            "call_id": self.result.call_id,
+            "agent": self.spec.agent,
+            "tool": self.spec.tool,
+            "member": self.spec.member,
+        }
+        return {key: value for key, value in {**caller, **fields}.items() if value is not None}
 
 
 def _cost(value: object, what: str) -> float:

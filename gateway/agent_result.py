@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol import Artifact, HandoffRequest, merge_artifact, parts_text
+from protocol import Artifact, HandoffRequest, merge_artifact
 
 
 @dataclass
@@ -33,12 +33,10 @@ class AgentToolResult:
     turns: int = 0
     handoff: HandoffRequest | None = None
 
-    def add_streamed(self, artifact: Artifact) -> str:
-        """Fold one streamed artifact in, as the agent's server does (``protocol.merge_artifact``); returns its text."""
+    def add_streamed(self, artifact: Artifact, text: str) -> None:
+        """Fold one streamed artifact in (``protocol.merge_artifact``, as the agent's server does), with its text."""
         merge_artifact(self.artifacts, artifact)
-        text = parts_text(artifact.parts)
         self.text += text
-        return text
 
     def to_dict(self) -> dict[str, Any]:
         return {

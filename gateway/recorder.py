@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from contextlib import aclosing, contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -49,6 +49,7 @@ _WARNING_EVENTS = frozenset(
         EventType.LIMIT_REACHED,
     }
 )
+_RUN_STARTED = EventType.RUN_STARTED.value
 _TRACED_EVENTS = frozenset({EventType.RUN_STARTED, EventType.AGENT_TOOL_INVOKED})
 """The first event of a turn or of a tool call carries the trace id, when tracing is on."""
 _LOGGED_FIELDS = (
@@ -90,21 +91,48 @@ class RunRecorder:
         self._session_id: str | None = None
         self._handed_out = 0
 
-    async def emit(self, type: EventType | str, **fields: Any) -> Event:
-        """Append one event now; returns it with its seq. Lifecycle steps are also logged and counted."""
+    def event(self, type: EventType | str, **fields: Any) -> Event:
+        """The run's next event, built (its fields checked) but not appended yet: for ``emit_all``."""
         if type in _TRACED_EVENTS and "trace_id" not in fields and tracing.enabled():
             fields["trace_id"] = tracing.current_trace_id()
+        return Event.create(type, self.run_id, **fields)
+
+    async def emit(self, type: EventType | str, **fields: Any) -> Event:
+        """Append one event now; returns it with its seq. Lifecycle steps are also logged and counted."""
+        return await self._append(self.event(type, **fields))
+
+    async def emit_all(self, events: Sequence[Event]) -> AsyncGenerator[Event, None]:
+        """Append ``events`` (built by ``event``) together, in order: each yielded once durable, like ``emit``'s.
+
+        One event is an ``append``; several go to the log at once (``EventLog.append_all``:
+        SQLite commits them in one transaction).
+        """
+        if len(events) == 1:
+            yield await self._append(events[0])
+            return
         started = time.perf_counter()
-        event = await self.log.append(Event.create(type, self.run_id, **fields))
+        async with aclosing(self.log.append_all(events)) as appended:
+            async for stored in appended:
+                metrics.record_append(time.perf_counter() - started)
+                self._observe(stored)
+                yield stored
+
+    async def _append(self, event: Event) -> Event:
+        started = time.perf_counter()
+        stored = await self.log.append(event)
         metrics.record_append(time.perf_counter() - started)
+        self._observe(stored)
+        return stored
+
+    def _observe(self, event: Event) -> None:
+        """What follows an append: kept (``keep``), counted, logged."""
         if self.events is not None:
             self.events.append(event)
         self.usage.add(event)
         self._metrics.observe(event)
-        if event.type == EventType.RUN_STARTED.value:
+        if event.type == _RUN_STARTED:
             self._session_id = event.fields.get("session_id")
         _log(event, self._session_id)
-        return event
 
     def drain(self) -> list[Event]:
         """The kept events not handed out yet."""

@@ -82,6 +82,7 @@ def _extended(parts: list[Part], more: list[Part]) -> list[Part]:
     """``join_text_parts(parts + copies of more)`` for ``parts`` already joined, each run of text joined once."""
     out = list(parts)
     texts: list[str] = []  # a run of plain text that will end ``out``, joined when it ends
+    # TextPart(text=...) validates one str in less time than model_construct takes (0.6 against 2.6 us)
     for part in more:
         if _plain_text(part):
             if not texts and out and _plain_text(out[-1]):
@@ -89,11 +90,11 @@ def _extended(parts: list[Part], more: list[Part]) -> list[Part]:
             texts.append(part.text)  # type: ignore[union-attr]
             continue
         if texts:
-            out.append(TextPart.model_construct(text="".join(texts)))
+            out.append(TextPart(text="".join(texts)))
             texts = []
         out.append(part.copied())
     if texts:
-        out.append(TextPart.model_construct(text="".join(texts)))
+        out.append(TextPart(text="".join(texts)))
     return out
 
 

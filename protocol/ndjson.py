@@ -81,8 +81,11 @@ class NDJSONDecoder:
             if newline < 0:
                 self._take(data[start:], out)
                 return out
-            self._take(data[start:newline], out)
-            self._end_line(out)
+            if self._buffer or self._skipping or newline - start > self.max_line_bytes:
+                self._take(data[start:newline], out)
+                self._end_line(out)
+            else:  # a whole line within ``data``: decoded from its slice, not copied through the buffer
+                _decode_line(data[start:newline], out)
             start = newline + 1
 
     def close(self) -> list[DecodedLine]:
@@ -112,6 +115,14 @@ class NDJSONDecoder:
 
 
 def _decode_line(line: bytes, out: list[DecodedLine]) -> None:
+    try:  # the common case, a JSON object in UTF-8, parsed straight from the bytes (orjson checks the UTF-8)
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        if isinstance(value, dict):
+            out.append(value)
+            return
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:

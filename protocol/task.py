@@ -94,7 +94,7 @@ Part = Annotated[
 
 def parts_text(parts: list[Part]) -> str:
     """The concatenated text of the text parts, in order."""
-    return "".join(p.text for p in parts if isinstance(p, TextPart))
+    return "".join([p.text for p in parts if isinstance(p, TextPart)])
 
 
 class Message(WireModel):

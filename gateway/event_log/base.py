@@ -8,7 +8,7 @@ so an event appended between the read and the wait is never missed and nothing p
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -49,6 +49,16 @@ class EventLog(abc.ABC):
     @abc.abstractmethod
     async def append(self, event: Event) -> Event:
         """Store ``event`` as the run's next ``seq``; it is durable when this returns."""
+
+    async def append_all(self, events: Sequence[Event]) -> AsyncGenerator[Event, None]:
+        """Store ``events`` as their runs' next seqs, in order; each is yielded numbered once it is durable.
+
+        What arrived together is stored together: the SQLite log commits them in one
+        transaction (all or none). The default appends one at a time, so a failure comes
+        after the events before it were yielded.
+        """
+        for event in events:
+            yield await self.append(event)
 
     @abc.abstractmethod
     async def read(self, run_id: str, after_seq: int = -1, limit: int | None = None) -> list[Event]:

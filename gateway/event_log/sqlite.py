@@ -7,6 +7,7 @@ its appenders, so nobody writes for others for longer than one commit. Every ``a
 returns only once its own event is committed, so a process killed with SIGKILL loses
 nothing already appended; a commit that fails fails every append of its batch. A waiting
 appender is shielded from cancellation until its batch is written (one commit at most).
+``append_all`` puts several events in one batch at once (the lines of one peer read).
 
 ``synchronous`` is the durability level: ``NORMAL`` (the default) survives the death of the
 process; ``FULL`` survives power loss too, at the price of an fsync per commit (per batch).
@@ -25,6 +26,7 @@ from __future__ import annotations
 import collections
 import itertools
 import sqlite3
+from collections.abc import AsyncGenerator, Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -86,12 +88,21 @@ class SQLiteEventLog(EventLog):
         )
 
     async def append(self, event: Event) -> Event:
+        return (await self._committed((event,)))[0]
+
+    async def append_all(self, events: Sequence[Event]) -> AsyncGenerator[Event, None]:
+        """All in the next commit: a stream's lines read together cost one transaction, not one each."""
+        for stored in await self._committed(events):
+            yield stored
+
+    async def _committed(self, events: Sequence[Event]) -> list[Event]:
+        """``events`` in the next batch, returned numbered once that batch is committed."""
         batch = self._gathering
         if batch is None:
             batch = self._gathering = _Batch()
         index = len(batch.events)
-        batch.events.append(event)
-        with anyio.CancelScope(shield=True):  # the event is in a batch: it is written; wait for it
+        batch.events.extend(events)
+        with anyio.CancelScope(shield=True):  # the events are in a batch: they are written; wait for it
             if self._writing:
                 await batch.turn.wait()
             if batch.stored is None and batch.error is None and not batch.taken:
@@ -101,7 +112,7 @@ class SQLiteEventLog(EventLog):
         if batch.error is not None:
             raise batch.error
         assert batch.stored is not None
-        return batch.stored[index]
+        return batch.stored[index : index + len(events)]
 
     async def read(self, run_id: str, after_seq: int = -1, limit: int | None = None) -> list[Event]:
         # an SQLite integer has 64 bits; a seq past them is past every event, as in the memory log

@@ -53,7 +53,7 @@ from protocol import (
 )
 from protocol.ndjson import MEDIA_TYPE as NDJSON_MEDIA_TYPE
 
-from .base import OnSent, OnTask, Peer, RawLine, Resubscribed, StreamItem, StreamTooLarge
+from .base import OnSent, OnTask, Peer, RawLine, Resubscribed, StreamItem, StreamRead, StreamTooLarge
 from .http_client import PeerHttpClient, PeerResponse
 from .limits import PeerLimits
 
@@ -64,11 +64,14 @@ NDJSON = "a2a-ndjson"
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
 
-Segment = AsyncGenerator[StreamItem, None]
+Segment = AsyncGenerator[StreamRead, None]
 """The items of one streamed response (a stream, or a resubscribe that continues it)."""
 Resume = Callable[[AsyncExitStack], Awaitable[Segment | None]]
 """Continue a cut stream: the next segment (its response entered in the stack given, which
 ``_resumed`` closes once the segment is read), or None when there is nothing to resume by yet."""
+
+
+_EVENTS = (StatusEvent, ArtifactEvent, HandoffEvent)
 
 
 @dataclass
@@ -80,7 +83,7 @@ class _Place:
     final: bool = False
 
     def passed(self, item: StreamItem) -> None:
-        if isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
+        if isinstance(item, _EVENTS):
             self.task_id = self.task_id or item.id
             self.seq = item.seq
             self.final = isinstance(item, StatusEvent) and item.final
@@ -98,8 +101,9 @@ class Budget:
         return StreamTooLarge(size=self.received, limit=self.limit) if self.received > self.limit else None
 
 
-def ends_stream(item: StreamItem) -> bool:
+def ends_stream(read: StreamRead) -> bool:
     """Nothing is read after a final status line, an oversized line or a stream over its limit."""
+    item = read[-1] if isinstance(read, list) else read
     return isinstance(item, OversizedLine | StreamTooLarge) or (isinstance(item, StatusEvent) and item.final)
 
 
@@ -250,7 +254,7 @@ class A2AHttpPeer(HttpPeer):
         return _task(answer, self.uri)
 
     @asynccontextmanager
-    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
+    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamRead]]:
         place = _Place(task_id=params.id)
         budget = Budget(self.limits.max_stream_bytes)
 
@@ -294,7 +298,8 @@ class A2AHttpPeer(HttpPeer):
         return await self._exchange("GET", path, None, short=True, limit=self.limits.max_card_bytes)
 
     async def _lines(self, response: PeerResponse, place: _Place, budget: Budget) -> Segment:
-        """Decode one response's body as it arrives; an oversized line, or a stream past its limit, ends it."""
+        """Decode one response's body as it arrives, the lines of each read in one list; an oversized line, or a
+        stream past its limit, ends it."""
         decoder = NDJSONDecoder(self.limits.max_line_bytes)
         async with aclosing(response.chunks()) as chunks:
             async for chunk in chunks:
@@ -302,22 +307,32 @@ class A2AHttpPeer(HttpPeer):
                 if too_large is not None:
                     yield too_large
                     return
-                for line in decoder.feed(chunk):
-                    item = _item(line)
-                    place.passed(item)
-                    yield item
-                    if isinstance(line, OversizedLine) or place.final:
+                items = _items(decoder.feed(chunk), place)
+                if items:
+                    yield items
+                    if ends_stream(items):
                         return
-        for line in decoder.close():
-            item = _item(line)
-            place.passed(item)
-            yield item
+        items = _items(decoder.close(), place)
+        if items:
+            yield items
 
 
 async def _refuse_failure(response: PeerResponse) -> None:
     """An error status fails the call with the peer's own message (redirects are refused by the client)."""
     if response.status >= 400:
         raise _http_error(response.status, await response.read(_MAX_ERROR_BODY))
+
+
+def _items(lines: list[DecodedLine], place: _Place) -> list[StreamItem]:
+    """The items of the lines decoded together, up to the first that ends the stream."""
+    items: list[StreamItem] = []
+    for line in lines:
+        item = _item(line)
+        place.passed(item)
+        items.append(item)
+        if ends_stream(item):
+            break
+    return items
 
 
 def _item(decoded: DecodedLine) -> StreamItem:

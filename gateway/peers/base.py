@@ -2,7 +2,9 @@
 
 A stream is an async context manager yielding an async iterator, so that whatever a
 transport holds open (an HTTP response, an MCP call running in a task) is closed when the
-caller's block ends, in the caller's task. Its items are parsed A2A stream events, plus
+caller's block ends, in the caller's task. It yields items one by one, or in lists: the
+items that one network read brought (the A2A-NDJSON peer), which the caller records together
+(one commit of the event log for all of them). Its items are parsed A2A stream events, plus
 ``RawLine`` for a line that is not one, ``OversizedLine`` for a line over the limit,
 ``SkippedBytes`` for bytes that are not UTF-8 dropped from the next line,
 ``StreamTooLarge`` when the whole stream grew past its limit (the last item), and
@@ -64,6 +66,14 @@ class Resubscribed:
 StreamItem = (
     StatusEvent | ArtifactEvent | HandoffEvent | RawLine | OversizedLine | SkippedBytes | StreamTooLarge | Resubscribed
 )
+StreamRead = StreamItem | list[StreamItem]
+"""What a stream yields: one item, or the items (never none) that arrived together, in order."""
+
+
+def items_of(read: StreamRead) -> list[StreamItem]:
+    return read if isinstance(read, list) else [read]
+
+
 UNRESOLVED = "unresolved"
 """The ``binding`` of a peer that has not learnt it yet (an http(s):// agent before its card is read)."""
 OnSent = Callable[[], None]
@@ -93,7 +103,7 @@ class Peer(abc.ABC):
         """
 
     @abc.abstractmethod
-    def subscribe(self, params: TaskSendParams) -> AbstractAsyncContextManager[AsyncIterator[StreamItem]]:
+    def subscribe(self, params: TaskSendParams) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
         """Start a turn and stream its events as they arrive."""
 
     @abc.abstractmethod

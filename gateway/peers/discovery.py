@@ -25,7 +25,7 @@ from gateway.uri import A2AHttpTarget
 from protocol import A2A_V03, A2A_V1, JSONRPC_BINDING, NDJSON_BINDING, AgentCard, Task, TaskSendParams, major_minor
 
 from .a2a_http import A2AHttpPeer
-from .base import UNRESOLVED, OnSent, OnTask, Peer, StreamItem
+from .base import UNRESOLVED, OnSent, OnTask, Peer, StreamRead
 from .http_client import PeerHttpClient
 from .jsonrpc import JsonRpcPeer
 from .limits import PeerLimits
@@ -87,7 +87,7 @@ class HttpAgentPeer(Peer):
         return await (await self.resolve()).send(params, on_sent, on_task)
 
     @asynccontextmanager
-    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
+    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamRead]]:
         async with (await self.resolve()).subscribe(params) as items:
             yield items
 

@@ -51,7 +51,7 @@ from protocol.a2a import VERSION_HEADER, StreamDecoder, reply_task, send_request
 from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 
 from .a2a_http import Budget, HttpPeer, Segment
-from .base import OnSent, OnTask, RawLine, StreamItem, StreamTooLarge
+from .base import OnSent, OnTask, RawLine, StreamItem, StreamRead, StreamTooLarge, items_of
 from .http_client import PeerHttpClient, PeerResponse
 from .limits import PeerLimits
 
@@ -106,7 +106,7 @@ class JsonRpcPeer(HttpPeer):
             return await self._fold(items, decoder, on_task)
 
     @asynccontextmanager
-    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamItem]]:
+    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamRead]]:
         async with self._stream(params, StreamDecoder()) as items:
             yield items
 
@@ -128,7 +128,7 @@ class JsonRpcPeer(HttpPeer):
     @asynccontextmanager
     async def _stream(
         self, params: TaskSendParams, decoder: StreamDecoder, on_sent: OnSent | None = None
-    ) -> AsyncIterator[AsyncIterator[StreamItem]]:
+    ) -> AsyncIterator[AsyncIterator[StreamRead]]:
         budget = Budget(self.limits.max_stream_bytes)
 
         async def resume(held: AsyncExitStack) -> Segment | None:
@@ -202,31 +202,34 @@ class JsonRpcPeer(HttpPeer):
         except (ValidationError, ValueError):
             return [RawLine(answer if isinstance(answer, dict) else event.data)]
 
-    async def _fold(self, items: AsyncIterator[StreamItem], decoder: StreamDecoder, on_task: OnTask | None) -> Task:
+    async def _fold(self, reads: AsyncIterator[StreamRead], decoder: StreamDecoder, on_task: OnTask | None) -> Task:
         """The final Task a stream amounts to: its last status, its artifacts merged, what its events cost."""
         task: Task | None = None
         cost = 0.0
         handoff: dict[str, Any] | None = None
-        async for item in items:
-            if isinstance(item, OversizedLine | StreamTooLarge):
-                limit = "max_line_bytes" if isinstance(item, OversizedLine) else "max_stream_bytes"
-                raise PeerProtocolError(f"{self.uri} sent more than {item.limit} bytes ({limit})", reason="bad_answer")
-            if not isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
-                continue
-            if task is None:
-                task = Task(id=item.id, session_id=decoder.context_id, status=TaskStatus(state=TaskState.WORKING))
-                if on_task is not None:
-                    on_task(item.id)
-            cost += item.cost_usd or 0.0
-            if isinstance(item, ArtifactEvent):
-                merge_artifact(task.artifacts, item.artifact)
-            elif isinstance(item, HandoffEvent):
-                handoff = item.handoff.to_wire()
-            else:
-                task.status = item.status
-                if item.final:
-                    task.metadata = {"cost_usd": cost, **({"handoff": handoff} if handoff else {})}
-                    return task
+        async for read in reads:
+            for item in items_of(read):
+                if isinstance(item, OversizedLine | StreamTooLarge):
+                    limit = "max_line_bytes" if isinstance(item, OversizedLine) else "max_stream_bytes"
+                    raise PeerProtocolError(
+                        f"{self.uri} sent more than {item.limit} bytes ({limit})", reason="bad_answer"
+                    )
+                if not isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
+                    continue
+                if task is None:
+                    task = Task(id=item.id, session_id=decoder.context_id, status=TaskStatus(state=TaskState.WORKING))
+                    if on_task is not None:
+                        on_task(item.id)
+                cost += item.cost_usd or 0.0
+                if isinstance(item, ArtifactEvent):
+                    merge_artifact(task.artifacts, item.artifact)
+                elif isinstance(item, HandoffEvent):
+                    handoff = item.handoff.to_wire()
+                else:
+                    task.status = item.status
+                    if item.final:
+                        task.metadata = {"cost_usd": cost, **({"handoff": handoff} if handoff else {})}
+                        return task
         raise PeerProtocolError(f"the stream from {self.uri} ended without a final event", reason="cut_off")
 
     # -- requests --------------------------------------------------------------------------
