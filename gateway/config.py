@@ -234,11 +234,14 @@ class StoresConfig(_Strict):
     """``[stores]``: ``memory``, ``sqlite`` (a file under ``data_dir``), ``sqlite:PATH`` or ``redis://HOST:PORT/DB``.
 
     ``registry`` (agents and tools registered through the API) is by default where
-    ``sessions`` are (for plain ``sqlite``, in the sessions' file).
+    ``sessions`` are (for plain ``sqlite``, in the sessions' file). ``events_synchronous``:
+    the SQLite event log's durability, ``NORMAL`` (a commit survives the process's death) or
+    ``FULL`` (power loss too, an fsync per commit).
     """
 
     sessions: str = "sqlite"
     events: str = "sqlite"
+    events_synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
     tasks: str = "memory"
     blackboard: str = "sqlite"
     registry: str | None = None

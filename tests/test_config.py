@@ -9,6 +9,7 @@ import pytest
 from agent_server.stores.redis_settings import RedisSettings
 from gateway.agent_tool import Mode
 from gateway.config import ConfigError, load_config, validate_config
+from gateway.event_log import SQLiteEventLog
 from gateway.service import build_service
 
 VALID = """
@@ -353,3 +354,21 @@ def test_redis_stores_take_their_settings_and_the_registry_follows_the_sessions(
     assert "stores.blackboard: the blackboard has no Redis store ('redis://h:1/0')" in problems
     assert "stores.registry: the store 'redis://h:port/0' has a port that is not a number" in problems
     assert "stores.redis.lease_secs: Input should be greater than 0" in problems
+
+
+@pytest.mark.anyio
+async def test_the_event_logs_durability_is_a_setting_its_file_runs_with(tmp_path: Path) -> None:
+    """``[stores] events_synchronous``: PRAGMA synchronous of the log's connection (1 NORMAL, 2 FULL)."""
+    seen = {}
+    for level, environ in (("NORMAL", {}), ("FULL", {"SWITCHBOARD__STORES__EVENTS_SYNCHRONOUS": "FULL"})):
+        data_dir = tmp_path / level
+        config = load_config(_write(tmp_path, f'[gateway]\ndata_dir = "{data_dir}"\n'), environ=environ)
+        service = build_service(config, "gw.toml")
+        async with service:
+            log = service.event_log
+            assert isinstance(log, SQLiteEventLog)
+            seen[level] = await log._db.run(lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0])
+    assert seen == {"NORMAL": 1, "FULL": 2}
+    with pytest.raises(ConfigError) as caught:
+        load_config(_write(tmp_path, '[stores]\nevents_synchronous = "OFF"\n'))
+    assert "stores.events_synchronous: Input should be 'NORMAL' or 'FULL'" in str(caught.value)

@@ -5,7 +5,7 @@ Memory, SQLite, and Redis (``redis.py``, imported when first opened: shared by g
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from agent_server.stores import parse_store_spec
 
@@ -17,11 +17,14 @@ if TYPE_CHECKING:
     from agent_server.stores.redis_settings import RedisSettings
 
 
-def open_event_log(spec: str, *, redis: RedisSettings | None = None) -> EventLog:
+def open_event_log(
+    spec: str, *, redis: RedisSettings | None = None, synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+) -> EventLog:
     """``"memory"``, ``"sqlite:PATH"`` or ``"redis://..."`` (see ``agent_server.stores.parse_store_spec``).
 
     Every way a spec can fail, including a file that cannot be opened, is a ValueError that says why.
-    A Redis log connects at its first call; ``redis`` are its settings.
+    A Redis log connects at its first call; ``redis`` are its settings. ``synchronous``: an
+    SQLite log's durability (``SQLiteEventLog``).
     """
     kind, path = parse_store_spec(spec, what="event log")
     if kind == "memory":
@@ -32,7 +35,7 @@ def open_event_log(spec: str, *, redis: RedisSettings | None = None) -> EventLog
         return RedisEventLog(spec, settings=redis)
     assert path is not None
     try:
-        return SQLiteEventLog(path)
+        return SQLiteEventLog(path, synchronous=synchronous)
     except (OSError, sqlite3.Error) as exc:
         raise ValueError(f"cannot open the event log {path!r}: {exc}") from None
 

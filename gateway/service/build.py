@@ -253,7 +253,7 @@ def _event_log(config: GatewayConfig, origin: str) -> EventLog:
             from gateway.event_log.redis import RedisEventLog
 
             return RedisEventLog(spec, settings=config.stores.redis.settings())
-        return open_event_log(spec)
+        return open_event_log(spec, synchronous=config.stores.events_synchronous)
 
     return _open_store(config, origin, "events", open_)
 
