@@ -218,9 +218,12 @@ class AgentCall:
         try:
             await self._connected()
             await self._invoked()
-            async with aclosing(body) as pieces:
-                async for piece in pieces:
-                    yield piece
+            try:
+                async with aclosing(body) as pieces:
+                    async for piece in pieces:
+                        yield piece
+            finally:
+                self.result.settle()
         except _Terminated as stop:
             await self._invoked()
             await self._terminated(stop)
@@ -532,7 +535,7 @@ class AgentCall:
             result.add_streamed(line.artifact, line.text)
         if line.handoff is not None:
             result.handoff = result.handoff or line.handoff
-        if line.final_text is not None and not result.text:
+        if line.final_text is not None and not result.has_text:
             result.text = line.final_text
         if line.failure is not None:
             raise line.failure

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol import Artifact, HandoffRequest, merge_artifact
+from protocol import Artifact, HandoffRequest, merge_artifacts
 
 
 @dataclass
@@ -13,7 +13,8 @@ class AgentToolResult:
     """Built up as the call runs; on failure the same object is the error's ``partial``.
 
     ``text`` is all text output concatenated (stream chunks in arrival order; conversational
-    replies joined by newlines), ``artifacts`` every artifact received, ``cost_usd`` the
+    replies joined by newlines), ``artifacts`` every artifact received (streamed ones are
+    folded in by ``settle``, when the call ends), ``cost_usd`` the
     accumulated cost, ``chunks`` the stream lines or turns passed on, ``state`` the task's
     last known state.
     """
@@ -32,11 +33,31 @@ class AgentToolResult:
     chunks: int = 0
     turns: int = 0
     handoff: HandoffRequest | None = None
+    _streamed: list[Artifact] = field(default_factory=list, init=False, repr=False, compare=False)
+    _streamed_text: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def add_streamed(self, artifact: Artifact, text: str) -> None:
-        """Fold one streamed artifact in (``protocol.merge_artifact``, as the agent's server does), with its text."""
-        merge_artifact(self.artifacts, artifact)
-        self.text += text
+        """Keep one streamed artifact and its text until ``settle``.
+
+        Folding each at once would copy the whole text so far at every chunk: a stream of
+        tiny chunks within the size limit would hold the event loop for seconds.
+        """
+        self._streamed.append(artifact)
+        if text:
+            self._streamed_text.append(text)
+
+    @property
+    def has_text(self) -> bool:
+        return bool(self.text or self._streamed_text)
+
+    def settle(self) -> None:
+        """Fold what was streamed in (``protocol.merge_artifacts``, as the agent's server does): the call's end."""
+        if self._streamed:
+            merge_artifacts(self.artifacts, self._streamed)
+            self._streamed.clear()
+        if self._streamed_text:
+            self.text += "".join(self._streamed_text)
+            self._streamed_text.clear()
 
     def to_dict(self) -> dict[str, Any]:
         return {
