@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from protocol.artifacts import merge_artifact
+from protocol.artifacts import merge_artifacts
 from protocol.events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent
 from protocol.task import Artifact, Task, TaskState, TaskStatus, TextPart, parts_text
 
@@ -85,7 +85,8 @@ class StreamDecoder:
         self.final = False
         self._seq = 0
         self._indices: dict[str, int] = {}
-        self._artifacts: list[Artifact] = []
+        self._artifacts: list[Artifact] = []  # what was passed on, folded when a snapshot is compared with it
+        self._unfolded: list[Artifact] = []
         self._state: TaskState | None = None
         self._cost = 0.0
         self._handed_off = False
@@ -141,6 +142,9 @@ class StreamDecoder:
 
     def _catch_up(self, artifact: Artifact, cost: float | None) -> StreamEvent | None:
         """The artifact as a snapshot has it, against what was passed on of it: its new text appended, or all of it."""
+        if self._unfolded:
+            merge_artifacts(self._artifacts, self._unfolded)
+            self._unfolded.clear()
         have = next((a for a in self._artifacts if a.index == artifact.index), None)
         if have is not None and have.parts == artifact.parts:
             return None
@@ -174,7 +178,7 @@ class StreamDecoder:
         return self._next(StatusEvent(seq=self._seq, id=self._task_id(), status=status, final=final, cost_usd=cost))
 
     def _artifact(self, artifact: Artifact, cost: float | None) -> StreamEvent:
-        merge_artifact(self._artifacts, artifact)
+        self._unfolded.append(artifact)
         return self._next(ArtifactEvent(seq=self._seq, id=self._task_id(), artifact=artifact, cost_usd=cost))
 
     def _next(self, event: StreamEvent) -> StreamEvent:
