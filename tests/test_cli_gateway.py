@@ -169,7 +169,7 @@ def test_a_store_that_cannot_be_opened_is_a_config_error_and_closes_what_was_ope
         closed.append(self.path)
         await original(self)
 
-    def broken(spec: str) -> None:
+    def broken(spec: str, **settings: object) -> None:
         raise ValueError(f"cannot open the event log {spec!r}: disk I/O error")
 
     monkeypatch.setattr(SQLiteSessionStore, "close", close)
