@@ -158,7 +158,7 @@ class PeerHttpClient:
                 if not wait_headers:
                     waiting.deadline = math.inf
 
-            payload = _TimedBody(body, started, written) if body is not None else None
+            payload = _TimedBody(_exact(body), started, written) if body is not None else None
             timeout = aiohttp.ClientTimeout(
                 total=None, connect=None, sock_connect=self.limits.connect_timeout_s, sock_read=read_timeout_s
             )
@@ -217,6 +217,12 @@ class _TimedBody(aiohttp.payload.BytesPayload):
         await super().write_with_length(writer, content_length)
         await writer.drain()
         self._written()
+
+
+def _exact(body: bytes) -> bytes:
+    """``body`` in a buffer of its own size: it stays referenced while its answer is read (a stream's: minutes), and
+    orjson's output keeps a buffer of at least 4 KiB however short (a 4 KiB per open stream)."""
+    return bytes(memoryview(body))
 
 
 def _read_timeout(uri: str, seconds: float | None) -> AgentToolError:
