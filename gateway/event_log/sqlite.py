@@ -18,7 +18,11 @@ process; ``FULL`` survives power loss too, at the price of an fsync per commit (
 The ``seq`` is taken inside the write transaction from the primary-key index, so several
 writers, even in several processes, never hand out the same one. Followers in this
 process are woken by appends like the memory log's; to see appends made by another
-process they also re-read every ``cross_process_poll_s`` seconds.
+process they also re-read every ``cross_process_poll_s`` seconds. For a run this process
+writes, that re-read is first one look, shared by every follower that asks meanwhile, at
+whether another connection has written to the file at all (``PRAGMA data_version``) and,
+only if one has, to which of these runs: a thousand idle followers cost one query per poll,
+not a thousand.
 
 Calls go through ``agent_server.stores.SQLiteDatabase``, like the task store's: worker
 threads, one call at a time on one connection (queued in the event loop, not on a lock).
@@ -38,6 +42,7 @@ import orjson
 
 from agent_server.stores.sqlite_db import SQLiteDatabase, write_transaction
 from gateway.events import Event, EventType, now_ms
+from gateway.shared_read import SharedRead
 
 from .base import INTERRUPTED, EventLog, _Page
 
@@ -80,6 +85,9 @@ class SQLiteEventLog(EventLog):
         self._gathering: _Batch | None = None
         self._writing = False
         self._recent: dict[str, collections.deque[tuple[int, bytes]]] = {}  # per open run: (seq, line) committed here
+        self._data_version: int | None = None  # PRAGMA data_version at the last look for other connections' writes
+        self._touched: set[str] = set()  # runs of ``_recent`` that another connection wrote to (or closed) too
+        self._look_for_others = SharedRead(self._others_wrote)
         self._db = SQLiteDatabase(
             self.path,
             schema=_SCHEMA,
@@ -151,13 +159,16 @@ class SQLiteEventLog(EventLog):
 
         A follower that carries on from a seq among the run's last ``RECENT_LINES`` committed
         here takes the lines from memory; once ``current``, it then waits for the next append.
-        A follower of a run opened here that has no event yet waits for the first one without
-        a read (another process's appends are still seen at the next ``cross_process_poll_s``).
-        Otherwise (the first read, a gap, the poll for other processes, a follower that fell
-        behind) the file is read.
+        The first read and the poll for other processes count as ``current`` for a run this
+        process writes (or opened: it waits for its first event) when no other connection wrote
+        to it. Otherwise (another process's appends, a gap, a follower that fell behind, a run
+        written elsewhere) the file is read.
         """
         recent = self._recent.get(run_id)
-        if recent is not None and not recent:  # opened here, nothing committed yet: no read, wait for the first
+        if recent is not None and not current:  # the first read, or the poll: the file only if another wrote the run
+            await self._look_for_others()
+            current = run_id not in self._touched
+        if recent is not None and not recent and current:  # opened here, nothing committed yet: wait for the first
             return _Page(False, None, b"", latest=True)
         if recent:
             start = after_seq + 1 - recent[0][0]
@@ -174,6 +185,12 @@ class SQLiteEventLog(EventLog):
         with anyio.move_on_after(self.cross_process_poll_s):
             await wakeup.wait()
         return wakeup.is_set()
+
+    async def _others_wrote(self) -> None:
+        """Add to ``_touched`` the runs written here that another connection has written to or closed since."""
+        last_seqs = {run_id: recent[-1][0] if recent else -1 for run_id, recent in self._recent.items()}
+        self._data_version, touched = await self._db.run(_touched_by_others, self._data_version, last_seqs)
+        self._touched.update(touched)
 
     def _batch(self) -> _Batch:
         """The batch that the next commit writes, which a new write joins."""
@@ -219,6 +236,7 @@ class SQLiteEventLog(EventLog):
         closed = batch.closed if batch.error is None else []
         for run_id in closed:
             self._recent.pop(run_id, None)
+            self._touched.discard(run_id)
         for run_id in {event.run_id for event in batch.stored or ()}.union(closed):
             self._notify(run_id)
 
@@ -252,6 +270,22 @@ def _append_all(
         for run_id in closed:
             _close_run(conn, run_id)
         return stored
+
+
+def _touched_by_others(
+    conn: sqlite3.Connection, seen_version: int | None, last_seqs: dict[str, int]
+) -> tuple[int, list[str]]:
+    """The file's data_version, and when another connection committed since ``seen_version``, the runs of
+    ``last_seqs`` (run -> the last seq this process committed) that hold a later seq or were closed."""
+    (version,) = conn.execute("PRAGMA data_version").fetchone()
+    if version == seen_version:
+        return version, []
+    touched = []
+    for run_id, last_seq in last_seqs.items():
+        (stored,) = conn.execute("SELECT COALESCE(MAX(seq), -1) FROM events WHERE run_id = ?", (run_id,)).fetchone()
+        if stored > last_seq or _is_closed(conn, run_id):
+            touched.append(run_id)
+    return version, touched
 
 
 def _close_abandoned_runs(conn: sqlite3.Connection, reason: str) -> list[str]:

@@ -42,6 +42,7 @@ from gateway.gateway import Gateway
 from gateway.models import Providers
 from gateway.recorder import new_run_id
 from gateway.registrations import Registration, RegistryStore
+from gateway.shared_read import SharedRead
 from gateway.swarm import (
     CURRENT,
     Agent,
@@ -60,7 +61,6 @@ from protocol.errors import SwitchboardError
 from .errors import Conflict, NotFound, ServiceError, ShuttingDown
 from .members import Members, RemoteSpec
 from .runs import SHUTDOWN_REASON, ServiceRuns
-from .shared_read import SharedRead
 
 logger = logging.getLogger("gateway.service")
 
@@ -255,7 +255,7 @@ class GatewayService:
         """Apply what the API registered or removed on any replica (or before a restart), when anything changed.
 
         The version is read after the call began, in one read shared by the requests that arrive
-        together (shared_read.py).
+        together (gateway/shared_read.py).
         """
         if await self._registry_version_now() == self._registry_version:
             return

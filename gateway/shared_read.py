@@ -2,8 +2,9 @@
 
 Each caller gets a value read after it asked (never an older one), yet a thousand callers that
 ask at once cost two reads, not a thousand: the one under way when they came, and the one they
-share. The service reads the registry's version this way before every request (core.py), so a
-burst of calls does not queue one store round trip per request.
+share. The service reads the registry's version this way before every request
+(service/core.py), and the SQLite event log looks for other processes' writes this way for
+its followers (event_log/sqlite.py): a burst of calls does not queue one store round trip each.
 """
 
 from __future__ import annotations
