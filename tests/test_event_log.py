@@ -195,6 +195,35 @@ async def test_sqlite_follower_sees_appends_made_through_another_log_instance(tm
         await reader.aclose()
 
 
+async def test_sqlite_follower_of_a_run_written_here_still_sees_another_instance_write_and_close_it(
+    tmp_path: Path,
+) -> None:
+    """A run this instance opened and appends to is followed from memory, yet the poll still finds what another
+    instance (another process) appended to the same run, and that it closed it."""
+    path = tmp_path / "events.db"
+    here = SQLiteEventLog(path, cross_process_poll_s=0.05)
+    other = SQLiteEventLog(path)
+    try:
+        await here.open_run("r")
+        await here.append(_event("r", 0))
+        seen: list[int] = []
+
+        async def ndjson_follower() -> None:
+            async for piece in here.as_ndjson("r", follow=True):
+                seen.extend(orjson.loads(line)["seq"] for line in piece.splitlines())
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ndjson_follower)
+            await until(lambda: seen == [0], "the follower to get the event appended here")
+            await other.append(_event("r", 1))
+            await until(lambda: seen == [0, 1], "the follower to get the other instance's append")
+            await other.close_run("r")
+        assert seen == [0, 1]
+    finally:
+        await other.aclose()
+        await here.aclose()
+
+
 def test_open_event_log_specs(tmp_path: Path) -> None:
     assert isinstance(open_event_log("memory"), MemoryEventLog)
     sqlite_log = open_event_log(f"sqlite:{tmp_path / 'e.db'}")

@@ -8,6 +8,9 @@ returns only once its own event is committed, so a process killed with SIGKILL l
 nothing already appended; a commit that fails fails every append of its batch. A waiting
 appender is shielded from cancellation until its batch is written (one commit at most).
 ``append_all`` puts several events in one batch at once (the lines of one peer read).
+``open_run`` and ``close_run`` join the batches the same way (the runs a batch opens are
+written before its events, the runs it closes after them): a thousand calls that start
+together cost a few commits, not a thousand.
 
 ``synchronous`` is the durability level: ``NORMAL`` (the default) survives the death of the
 process; ``FULL`` survives power loss too, at the price of an fsync per commit (per batch).
@@ -15,7 +18,11 @@ process; ``FULL`` survives power loss too, at the price of an fsync per commit (
 The ``seq`` is taken inside the write transaction from the primary-key index, so several
 writers, even in several processes, never hand out the same one. Followers in this
 process are woken by appends like the memory log's; to see appends made by another
-process they also re-read every ``cross_process_poll_s`` seconds.
+process they also re-read every ``cross_process_poll_s`` seconds. For a run this process
+writes, that re-read is first one look, shared by every follower that asks meanwhile, at
+whether another connection has written to the file at all (``PRAGMA data_version``) and,
+only if one has, to which of these runs: a thousand idle followers cost one query per poll,
+not a thousand.
 
 Calls go through ``agent_server.stores.SQLiteDatabase``, like the task store's: worker
 threads, one call at a time on one connection (queued in the event loop, not on a lock).
@@ -35,6 +42,7 @@ import orjson
 
 from agent_server.stores.sqlite_db import SQLiteDatabase, write_transaction
 from gateway.events import Event, EventType, now_ms
+from gateway.shared_read import SharedRead
 
 from .base import INTERRUPTED, EventLog, _Page
 
@@ -77,6 +85,9 @@ class SQLiteEventLog(EventLog):
         self._gathering: _Batch | None = None
         self._writing = False
         self._recent: dict[str, collections.deque[tuple[int, bytes]]] = {}  # per open run: (seq, line) committed here
+        self._data_version: int | None = None  # PRAGMA data_version at the last look for other connections' writes
+        self._touched: set[str] = set()  # runs of ``_recent`` that another connection wrote to (or closed) too
+        self._look_for_others = SharedRead(self._others_wrote)
         self._db = SQLiteDatabase(
             self.path,
             schema=_SCHEMA,
@@ -88,29 +99,19 @@ class SQLiteEventLog(EventLog):
         )
 
     async def append(self, event: Event) -> Event:
-        return (await self._committed((event,)))[0]
+        return (await self._appended((event,)))[0]
 
     async def append_all(self, events: Sequence[Event]) -> AsyncGenerator[Event, None]:
         """All in the next commit: a stream's lines read together cost one transaction, not one each."""
-        for stored in await self._committed(events):
+        for stored in await self._appended(events):
             yield stored
 
-    async def _committed(self, events: Sequence[Event]) -> list[Event]:
+    async def _appended(self, events: Sequence[Event]) -> list[Event]:
         """``events`` in the next batch, returned numbered once that batch is committed."""
-        batch = self._gathering
-        if batch is None:
-            batch = self._gathering = _Batch()
+        batch = self._batch()
         index = len(batch.events)
         batch.events.extend(events)
-        with anyio.CancelScope(shield=True):  # the events are in a batch: they are written; wait for it
-            if self._writing:
-                await batch.turn.wait()
-            if batch.stored is None and batch.error is None and not batch.taken:
-                await self._write(batch)
-            else:
-                await batch.done.wait()
-        if batch.error is not None:
-            raise batch.error
+        await self._committed(batch)
         assert batch.stored is not None
         return batch.stored[index : index + len(events)]
 
@@ -120,9 +121,9 @@ class SQLiteEventLog(EventLog):
         return [Event.from_dict(orjson.loads(body)) for (body,) in rows]
 
     async def close_run(self, run_id: str) -> None:
-        await self._db.run(_close_run, run_id)
-        self._recent.pop(run_id, None)
-        self._notify(run_id)
+        batch = self._batch()
+        batch.closed.append(run_id)
+        await self._committed(batch)
 
     async def is_closed(self, run_id: str) -> bool:
         return await self._db.run(_is_closed, run_id)
@@ -134,7 +135,10 @@ class SQLiteEventLog(EventLog):
         return run_ids
 
     async def open_run(self, run_id: str, *, owner: str | None = None) -> None:
-        await self._db.run(_open_run, run_id, owner)
+        batch = self._batch()
+        batch.opened.append((run_id, owner))
+        await self._committed(batch)
+        self._recent.setdefault(run_id, collections.deque(maxlen=RECENT_LINES))
 
     async def run_owner(self, run_id: str) -> str | None:
         return await self._db.run(_run_owner, run_id)
@@ -155,10 +159,17 @@ class SQLiteEventLog(EventLog):
 
         A follower that carries on from a seq among the run's last ``RECENT_LINES`` committed
         here takes the lines from memory; once ``current``, it then waits for the next append.
-        Otherwise (the first read, a gap, the poll for other processes, a follower that fell
-        behind) the file is read.
+        The first read and the poll for other processes count as ``current`` for a run this
+        process writes (or opened: it waits for its first event) when no other connection wrote
+        to it. Otherwise (another process's appends, a gap, a follower that fell behind, a run
+        written elsewhere) the file is read.
         """
         recent = self._recent.get(run_id)
+        if recent is not None and not current:  # the first read, or the poll: the file only if another wrote the run
+            await self._look_for_others()
+            current = run_id not in self._touched
+        if recent is not None and not recent and current:  # opened here, nothing committed yet: wait for the first
+            return _Page(False, None, b"", latest=True)
         if recent:
             start = after_seq + 1 - recent[0][0]
             last = recent[-1][0]
@@ -175,15 +186,40 @@ class SQLiteEventLog(EventLog):
             await wakeup.wait()
         return wakeup.is_set()
 
+    async def _others_wrote(self) -> None:
+        """Add to ``_touched`` the runs written here that another connection has written to or closed since."""
+        last_seqs = {run_id: recent[-1][0] if recent else -1 for run_id, recent in self._recent.items()}
+        self._data_version, touched = await self._db.run(_touched_by_others, self._data_version, last_seqs)
+        self._touched.update(touched)
+
+    def _batch(self) -> _Batch:
+        """The batch that the next commit writes, which a new write joins."""
+        batch = self._gathering
+        if batch is None:
+            batch = self._gathering = _Batch()
+        return batch
+
+    async def _committed(self, batch: _Batch) -> None:
+        """Wait until ``batch`` is committed, writing it when its turn comes; its error raised to each of its writes."""
+        with anyio.CancelScope(shield=True):  # the write is in a batch: it is written; wait for it
+            if self._writing:
+                await batch.turn.wait()
+            if batch.stored is None and batch.error is None and not batch.taken:
+                await self._write(batch)
+            else:
+                await batch.done.wait()
+        if batch.error is not None:
+            raise batch.error
+
     async def _write(self, batch: _Batch) -> None:
-        """Commit ``batch`` (its appenders wait), then give the turn to the batch gathered meanwhile."""
+        """Commit ``batch`` (its writers wait), then give the turn to the batch gathered meanwhile."""
         self._writing = True
         batch.taken = True
         if self._gathering is batch:
             self._gathering = None
         try:
-            batch.stored = await self._db.run(_append_all, batch.events)
-        except Exception as exc:  # every append of the batch raises it
+            batch.stored = await self._db.run(_append_all, batch.events, batch.opened, batch.closed)
+        except Exception as exc:  # every write of the batch raises it
             batch.error = exc
         finally:
             batch.done.set()
@@ -197,17 +233,23 @@ class SQLiteEventLog(EventLog):
             if recent is None:
                 recent = self._recent[event.run_id] = collections.deque(maxlen=RECENT_LINES)
             recent.append((event.seq, event.to_json() + b"\n"))
-        for run_id in {event.run_id for event in batch.stored or ()}:
+        closed = batch.closed if batch.error is None else []
+        for run_id in closed:
+            self._recent.pop(run_id, None)
+            self._touched.discard(run_id)
+        for run_id in {event.run_id for event in batch.stored or ()}.union(closed):
             self._notify(run_id)
 
 
 class _Batch:
-    """Events appended while a commit was under way, written together in the next transaction."""
+    """Runs opened, events appended and runs closed while a commit was under way, written in the next transaction."""
 
-    __slots__ = ("done", "error", "events", "stored", "taken", "turn")
+    __slots__ = ("closed", "done", "error", "events", "opened", "stored", "taken", "turn")
 
     def __init__(self) -> None:
+        self.opened: list[tuple[str, str | None]] = []
         self.events: list[Event] = []
+        self.closed: list[str] = []
         self.stored: list[Event] | None = None
         self.error: Exception | None = None
         self.taken = False
@@ -216,10 +258,34 @@ class _Batch:
         self.done = anyio.Event()
 
 
-def _append_all(conn: sqlite3.Connection, events: list[Event]) -> list[Event]:
+def _append_all(
+    conn: sqlite3.Connection, events: list[Event], opened: list[tuple[str, str | None]], closed: list[str]
+) -> list[Event]:
+    """One transaction: the runs opened, then the events appended (numbered, returned), then the runs closed."""
     with write_transaction(conn):
+        for run_id, owner in opened:
+            _open_run(conn, run_id, owner)
         following: dict[str, int] = {}  # a run's next seq, once read in this transaction
-        return [_insert(conn, event, following) for event in events]
+        stored = [_insert(conn, event, following) for event in events]
+        for run_id in closed:
+            _close_run(conn, run_id)
+        return stored
+
+
+def _touched_by_others(
+    conn: sqlite3.Connection, seen_version: int | None, last_seqs: dict[str, int]
+) -> tuple[int, list[str]]:
+    """The file's data_version, and when another connection committed since ``seen_version``, the runs of
+    ``last_seqs`` (run -> the last seq this process committed) that hold a later seq or were closed."""
+    (version,) = conn.execute("PRAGMA data_version").fetchone()
+    if version == seen_version:
+        return version, []
+    touched = []
+    for run_id, last_seq in last_seqs.items():
+        (stored,) = conn.execute("SELECT COALESCE(MAX(seq), -1) FROM events WHERE run_id = ?", (run_id,)).fetchone()
+        if stored > last_seq or _is_closed(conn, run_id):
+            touched.append(run_id)
+    return version, touched
 
 
 def _close_abandoned_runs(conn: sqlite3.Connection, reason: str) -> list[str]:

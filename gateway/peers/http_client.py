@@ -107,13 +107,7 @@ class PeerHttpClient:
         read_timeout_s: float | None = None,
     ) -> AsyncIterator[PeerResponse]:
         """Send one request (``uri`` names the peer in errors); the block reads the answer, which closes after."""
-        limits = self.limits
-        acquired = False
-        with anyio.move_on_after(limits.pool_timeout_s):
-            await self._slots.acquire()
-            acquired = True
-        if not acquired:
-            raise PoolExhausted(limits.max_connections, limits.pool_timeout_s, uri)
+        await self._slot(uri)
         try:
             with spans.request(method, url) as span:
                 sent = spans.propagated(headers)
@@ -131,6 +125,19 @@ class PeerHttpClient:
                     response.close()
         finally:
             self._slots.release()
+
+    async def _slot(self, uri: str) -> None:
+        """A place in the pool: at once when one is free (no cancel scope to set up), else within ``pool_timeout_s``."""
+        try:
+            self._slots.acquire_nowait()
+            return
+        except anyio.WouldBlock:
+            pass
+        limits = self.limits
+        with anyio.move_on_after(limits.pool_timeout_s):
+            await self._slots.acquire()
+            return
+        raise PoolExhausted(limits.max_connections, limits.pool_timeout_s, uri)
 
     async def _send(
         self,

@@ -42,6 +42,7 @@ from gateway.gateway import Gateway
 from gateway.models import Providers
 from gateway.recorder import new_run_id
 from gateway.registrations import Registration, RegistryStore
+from gateway.shared_read import SharedRead
 from gateway.swarm import (
     CURRENT,
     Agent,
@@ -148,6 +149,7 @@ class GatewayService:
         self._upkeep = AsyncExitStack()
         self._registry_version: int | None = None
         self._registry_lock = anyio.Lock()
+        self._registry_version_now = SharedRead(self.registry.version)
         self._applied_tools: dict[str, dict[str, Any]] = {}
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -250,11 +252,15 @@ class GatewayService:
         return self._remove_tool(name)
 
     async def sync_registrations(self) -> None:
-        """Apply what the API registered or removed on any replica (or before a restart), when anything changed."""
-        if await self.registry.version() == self._registry_version:
+        """Apply what the API registered or removed on any replica (or before a restart), when anything changed.
+
+        The version is read after the call began, in one read shared by the requests that arrive
+        together (gateway/shared_read.py).
+        """
+        if await self._registry_version_now() == self._registry_version:
             return
         async with self._registry_lock:
-            version = await self.registry.version()
+            version = await self._registry_version_now()
             if version == self._registry_version:
                 return
             for entry in await self.registry.entries():
