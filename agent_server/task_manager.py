@@ -29,8 +29,8 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from protocol import (
-    Artifact,
     ArtifactEvent,
+    ArtifactFold,
     ErrorCode,
     HandoffEvent,
     Message,
@@ -41,7 +41,6 @@ from protocol import (
     TaskSendParams,
     TaskState,
     TaskStatus,
-    merge_artifacts,
 )
 
 from ._outputs import Outcome, interpret, reply_message
@@ -67,8 +66,8 @@ class _Run:
     """One send on one task: the live task snapshot and the events of this send.
 
     Events are never changed once published: followers, the store and the HTTP stream share them.
-    The artifact chunks of the send are folded into ``task`` when someone looks (``current``),
-    not one by one as they come: the text of a long answer is joined once.
+    The artifact chunks of the send go through an ``ArtifactFold`` into ``task``, folded in
+    when someone looks (``current``): the text of a long answer is joined once.
     """
 
     task: Task
@@ -81,7 +80,10 @@ class _Run:
     done: anyio.Event = field(default_factory=anyio.Event)
     cancel_reason: str | None = None
     closing_message: Message | None = None
-    unfolded: list[Artifact] = field(default_factory=list)
+    fold: ArtifactFold = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.fold = ArtifactFold(self.task.artifacts)
 
     @property
     def next_seq(self) -> int:
@@ -89,9 +91,7 @@ class _Run:
 
     def current(self) -> Task:
         """The live task with every artifact chunk published so far."""
-        if self.unfolded:
-            merge_artifacts(self.task.artifacts, self.unfolded)
-            self.unfolded.clear()
+        self.fold.artifacts  # noqa: B018 - reading it folds in what was published since
         return self.task
 
     def publish(self, event: StreamEvent) -> None:
@@ -487,7 +487,7 @@ class TaskManager:
         if step.message is not None:
             run.closing_message = step.message
         if step.artifact is not None:
-            run.unfolded.append(step.artifact)
+            run.fold.add(step.artifact)
             run.task.metadata["cost_usd"] = float(run.task.metadata.get("cost_usd", 0.0)) + step.cost_usd
             await self._publish(
                 run, ArtifactEvent(seq=run.next_seq, id=run.task.id, artifact=step.artifact, cost_usd=step.cost_usd)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol import Artifact, HandoffRequest, merge_artifacts
+from protocol import Artifact, ArtifactFold, HandoffRequest
 
 
 @dataclass
@@ -33,16 +33,18 @@ class AgentToolResult:
     chunks: int = 0
     turns: int = 0
     handoff: HandoffRequest | None = None
-    _streamed: list[Artifact] = field(default_factory=list, init=False, repr=False, compare=False)
+    _fold: ArtifactFold | None = field(default=None, init=False, repr=False, compare=False)
     _streamed_text: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def add_streamed(self, artifact: Artifact, text: str) -> None:
-        """Keep one streamed artifact and its text until ``settle``.
+        """Add one streamed artifact and its text, folded in by ``settle`` (``protocol.ArtifactFold``).
 
         Folding each at once would copy the whole text so far at every chunk: a stream of
         tiny chunks within the size limit would hold the event loop for seconds.
         """
-        self._streamed.append(artifact)
+        if self._fold is None:
+            self._fold = ArtifactFold(self.artifacts)
+        self._fold.add(artifact)
         if text:
             self._streamed_text.append(text)
 
@@ -51,10 +53,9 @@ class AgentToolResult:
         return bool(self.text or self._streamed_text)
 
     def settle(self) -> None:
-        """Fold what was streamed in (``protocol.merge_artifacts``, as the agent's server does): the call's end."""
-        if self._streamed:
-            merge_artifacts(self.artifacts, self._streamed)
-            self._streamed.clear()
+        """Fold what was streamed in (as the agent's server does): at the call's end."""
+        if self._fold is not None:
+            self.artifacts = self._fold.artifacts
         if self._streamed_text:
             self.text += "".join(self._streamed_text)
             self._streamed_text.clear()

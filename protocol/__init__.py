@@ -14,6 +14,7 @@ from .lazy import lazy_exports
 if TYPE_CHECKING:
     from protocol._wire import WireModel as WireModel
     from protocol.artifacts import (
+        ArtifactFold as ArtifactFold,
         join_text_parts as join_text_parts,
         merge_artifact as merge_artifact,
         merge_artifacts as merge_artifacts,
@@ -162,6 +163,7 @@ _EXPORTS = {
     "join_text_parts": ("protocol.artifacts", "join_text_parts"),
     "json_depth": ("protocol.jsonrpc", "json_depth"),
     "major_minor": ("protocol.card", "major_minor"),
+    "ArtifactFold": ("protocol.artifacts", "ArtifactFold"),
     "merge_artifact": ("protocol.artifacts", "merge_artifact"),
     "merge_artifacts": ("protocol.artifacts", "merge_artifacts"),
     "merged_artifacts": ("protocol.artifacts", "merged_artifacts"),

@@ -12,6 +12,7 @@ from protocol import (
     AgentCard,
     Artifact,
     ArtifactEvent,
+    ArtifactFold,
     DataPart,
     EnvelopedProtocolError,
     ErrorCode,
@@ -275,6 +276,11 @@ def test_merge_artifacts_folds_many_chunks_as_one_by_one_would() -> None:
         folded = merged_artifacts(chunks[:split])
         merge_artifacts(folded, chunks[split:])
         assert folded == one_by_one
+    fold = ArtifactFold()  # read after every chunk, as a task is read while it streams
+    for count, chunk in enumerate(chunks, 1):
+        fold.add(chunk)
+        assert fold.artifacts == merged_artifacts(chunks[:count])
+    assert fold.artifacts == one_by_one
     assert [a.parts for a in one_by_one] == [[TextPart(text="gh")], [TextPart(text="xy")], [TextPart(text="new")]]
 
 

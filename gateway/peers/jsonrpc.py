@@ -33,8 +33,8 @@ from gateway.errors import AgentToolError, PeerProtocolError, PeerRPCError
 from protocol import (
     A2A_V1,
     AgentCard,
-    Artifact,
     ArtifactEvent,
+    ArtifactFold,
     ErrorCode,
     HandoffEvent,
     OversizedEvent,
@@ -46,7 +46,6 @@ from protocol import (
     TaskSendParams,
     TaskState,
     TaskStatus,
-    merge_artifacts,
 )
 from protocol.a2a import VERSION_HEADER, StreamDecoder, reply_task, send_request_to_v1, task_from_v1, v03, v1
 from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
@@ -208,7 +207,7 @@ class JsonRpcPeer(HttpPeer):
         task: Task | None = None
         cost = 0.0
         handoff: dict[str, Any] | None = None
-        chunks: list[Artifact] = []  # merged once at the end: merging each copies the text so far
+        fold = ArtifactFold()
         async for read in reads:
             for item in items_of(read):
                 if isinstance(item, OversizedLine | StreamTooLarge):
@@ -224,13 +223,13 @@ class JsonRpcPeer(HttpPeer):
                         on_task(item.id)
                 cost += item.cost_usd or 0.0
                 if isinstance(item, ArtifactEvent):
-                    chunks.append(item.artifact)
+                    fold.add(item.artifact)
                 elif isinstance(item, HandoffEvent):
                     handoff = item.handoff.to_wire()
                 else:
                     task.status = item.status
                     if item.final:
-                        merge_artifacts(task.artifacts, chunks)
+                        task.artifacts = fold.artifacts
                         task.metadata = {"cost_usd": cost, **({"handoff": handoff} if handoff else {})}
                         return task
         raise PeerProtocolError(f"the stream from {self.uri} ended without a final event", reason="cut_off")

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from protocol.artifacts import merge_artifacts
+from protocol.artifacts import ArtifactFold
 from protocol.events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent
 from protocol.task import Artifact, Task, TaskState, TaskStatus, TextPart, parts_text
 
@@ -85,8 +85,7 @@ class StreamDecoder:
         self.final = False
         self._seq = 0
         self._indices: dict[str, int] = {}
-        self._artifacts: list[Artifact] = []  # what was passed on, folded when a snapshot is compared with it
-        self._unfolded: list[Artifact] = []
+        self._passed_on = ArtifactFold()  # the artifacts passed on, to compare a snapshot with
         self._state: TaskState | None = None
         self._cost = 0.0
         self._handed_off = False
@@ -142,10 +141,7 @@ class StreamDecoder:
 
     def _catch_up(self, artifact: Artifact, cost: float | None) -> StreamEvent | None:
         """The artifact as a snapshot has it, against what was passed on of it: its new text appended, or all of it."""
-        if self._unfolded:
-            merge_artifacts(self._artifacts, self._unfolded)
-            self._unfolded.clear()
-        have = next((a for a in self._artifacts if a.index == artifact.index), None)
+        have = next((a for a in self._passed_on.artifacts if a.index == artifact.index), None)
         if have is not None and have.parts == artifact.parts:
             return None
         if have is not None and _text_only(have) and _text_only(artifact):
@@ -178,7 +174,7 @@ class StreamDecoder:
         return self._next(StatusEvent(seq=self._seq, id=self._task_id(), status=status, final=final, cost_usd=cost))
 
     def _artifact(self, artifact: Artifact, cost: float | None) -> StreamEvent:
-        self._unfolded.append(artifact)
+        self._passed_on.add(artifact)
         return self._next(ArtifactEvent(seq=self._seq, id=self._task_id(), artifact=artifact, cost_usd=cost))
 
     def _next(self, event: StreamEvent) -> StreamEvent:
