@@ -13,10 +13,9 @@ class AgentToolResult:
     """Built up as the call runs; on failure the same object is the error's ``partial``.
 
     ``text`` is all text output concatenated (stream chunks in arrival order; conversational
-    replies joined by newlines), ``artifacts`` every artifact received (streamed ones are
-    folded in by ``settle``, when the call ends), ``cost_usd`` the
-    accumulated cost, ``chunks`` the stream lines or turns passed on, ``state`` the task's
-    last known state.
+    replies joined by newlines), ``artifacts`` every artifact received (streamed ones and
+    their text are folded in by ``settle``, when the call ends), ``cost_usd`` the accumulated
+    cost, ``chunks`` the stream lines or turns passed on, ``state`` the task's last known state.
     """
 
     call_id: str
