@@ -4,8 +4,8 @@ Commands (first word, then arguments):
 
 - ``echo TEXT``: answers TEXT;
 - ``stream N [INTERVAL_S] [COST_USD]``: N text chunks ``chunk-<i> ``, one every INTERVAL_S
-  (default 0.01; 0: back to back, without even a turn of the event loop, as a model's
-  chunks that arrived together), each costing COST_USD (default 0.001);
+  (default 0.01; 0: back to back, a turn of the event loop only after every 100th, as a
+  model's chunks that arrived together), each costing COST_USD (default 0.001);
 - ``sleep SECONDS``: waits, then answers ``slept``;
 - ``ask QUESTION``: asks for input; the reply to it is answered with ``got: <reply>``;
 - ``handoff TARGET [REASON]``: says so in a chunk, then hands off to TARGET;
@@ -63,6 +63,10 @@ class Probe:
         return seen
 
 
+_BURST = 100
+"""``stream N 0`` gives the event loop a turn after this many chunks: the server keeps answering others."""
+
+
 def scripted_agent(name: str = "scripted", probe: Probe | None = None) -> HostedAgent:
     """A HostedAgent that follows the commands above; pass a Probe to watch it."""
     watch = probe or Probe()
@@ -93,7 +97,7 @@ async def _perform(ctx: TaskContext) -> AsyncGenerator[Any, None]:
         interval = float(args[1]) if len(args) > 1 else 0.01
         cost = float(args[2]) if len(args) > 2 else 0.001
         for index in range(count):
-            if interval:
+            if interval or index % _BURST == _BURST - 1:
                 await anyio.sleep(interval)
             yield TextChunk(f"chunk-{index} ", cost_usd=cost)
     elif command == "sleep":
