@@ -26,9 +26,14 @@ from .sessions.base import HandoffRecord
 Summarizer = Callable[[list[ChatMessage]], str | Awaitable[str]]
 
 _SNIPPET_CHARS = 160
-_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
-_AMOUNT = re.compile(r"(?:[$€£]\s?(\d+(?:[.,]\d{1,2})?))|(\d+(?:[.,]\d{1,2})?)\s?(?:usd|eur|dollars?|euros?)\b", re.I)
-_IDENTIFIER = re.compile(r"#?\b(?=[A-Z0-9-]*\d)([A-Z]{1,5}-?\d{2,}|\d{4,})\b")
+# Each pattern starts only where a run of its characters starts (the look-behinds, the \b): tried
+# from every position inside a long run (70 KB of digits, letters or "A-A-"), the earlier
+# patterns scanned to the run's end each time, quadratic: a message held the gateway 16 s.
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+")
+_AMOUNT = re.compile(
+    r"(?:[$€£]\s?(\d+(?:[.,]\d{1,2})?))|(?<!\d)(\d+(?:[.,]\d{1,2})?)\s?(?:usd|eur|dollars?|euros?)\b", re.I
+)
+_IDENTIFIER = re.compile(r"#?\b([A-Z]{1,5}-?\d{2,}|\d{4,})\b")
 
 
 class HandoffPayload(BaseModel):
