@@ -12,8 +12,9 @@ from pathlib import Path
 
 import httpx
 
+from bench._support import stop
+
 STARTUP_S = 60.0
-STOP_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -52,13 +53,7 @@ def process(command: list[str], log: Path, cores: Cores) -> Iterator[subprocess.
         try:
             yield child
         finally:
-            if child.poll() is None:
-                child.terminate()
-            try:
-                child.wait(timeout=STOP_S)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait()
+            stop(child)
 
 
 def wait_ready(name: str, url: str, log: Path) -> None:

@@ -85,12 +85,18 @@ def server_process(
             _wait_ready(process, url + ready_path, log)
             yield url
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=STOP_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``STOP_S``; returns once it has exited."""
+    if process.poll() is None:
+        process.terminate()
+    try:
+        process.wait(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def python(*code: str) -> list[str]:

@@ -34,12 +34,13 @@ import anyio
 import httpx
 import orjson
 
+from bench._support import stop
+from examples._loopback import free_port
 from protocol import NDJSONDecoder, SSEDecoder, SSEEvent
 
 CHUNKS = 200
 CONCURRENCY = 4
 _STARTUP_S = 30.0
-_STOP_S = 10.0
 PATHS = ("switchboard sse", "sdk sse", "switchboard ndjson")
 
 
@@ -107,7 +108,7 @@ def _serve_sdk(port: int) -> None:
 @contextmanager
 def _server(kind: str, cores: set[int] | None) -> Iterator[str]:
     """One server in a subprocess pinned to ``cores``; yields its URL once its card answers."""
-    port = _free_port()
+    port = free_port()
 
     def place() -> None:
         if cores:
@@ -129,20 +130,7 @@ def _server(kind: str, cores: set[int] | None) -> Iterator[str]:
             time.sleep(0.05)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=_STOP_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+        stop(process)
 
 
 # -- the one client -----------------------------------------------------------------------------

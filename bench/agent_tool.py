@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,8 @@ import anyio
 import httpx
 import orjson
 
+from bench._support import stop
+from examples._loopback import free_port
 from gateway import Gateway, PeerLimits, SQLiteEventLog
 from protocol import NDJSONDecoder, Task, parse_stream_event
 
@@ -61,9 +62,7 @@ class Figure:
 @contextmanager
 def agent_server() -> Iterator[str]:
     """The scripted agent served by uvicorn in a subprocess on 127.0.0.1; yields its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     process = subprocess.Popen([sys.executable, "-c", _SERVER, str(port)], env=os.environ.copy())
     url = f"http://127.0.0.1:{port}"
     try:
@@ -79,12 +78,7 @@ def agent_server() -> Iterator[str]:
             time.sleep(0.05)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 async def _rate(op: Callable[[], Awaitable[int]], *, concurrency: int, count: int, seconds: float) -> float:

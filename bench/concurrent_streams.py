@@ -53,6 +53,7 @@ import aiohttp
 import httpx
 import orjson
 
+from bench._support import stop
 from examples._loopback import free_port
 from gateway.peers import PeerLimits
 
@@ -68,7 +69,6 @@ _TERMINAL = ("agent_tool_completed", "agent_tool_terminated", "agent_tool_error"
 _PROGRESS = "progress"
 _COMPLETED = ""
 _STARTUP_S = 30.0
-_STOP_S = 10.0
 _SAMPLE_S = 0.1
 _SETTLE_S = 0.5
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -431,12 +431,7 @@ def _process(command: list[str], log: Path, placement: _Placement) -> Iterator[s
         try:
             yield process
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=_STOP_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop(process)
 
 
 def _wait_ready(name: str, process: subprocess.Popen[bytes], url: str, log: Path) -> None:

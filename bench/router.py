@@ -24,7 +24,6 @@ import argparse
 import math
 import os
 import random
-import socket
 import subprocess
 import sys
 import time
@@ -36,6 +35,8 @@ from typing import TypeVar
 import anyio
 import httpx
 
+from bench._support import stop
+from examples._loopback import free_port
 from gateway.models import OfflineEmbedder, OfflineModel, OpenAIChatModel, ToolSpec
 from gateway.models.base import transfer_description
 from gateway.swarm import Agent, SemanticRouter
@@ -167,9 +168,7 @@ def triage_call() -> tuple[list[dict[str, object]], list[ToolSpec]]:
 @contextmanager
 def endpoint_server() -> Iterator[str]:
     """The canned OpenAI-compatible endpoint in a subprocess on loopback (on the first core where there are two)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     cores = sorted(os.sched_getaffinity(0))
     prefix = ["taskset", "-c", str(cores[0])] if len(cores) >= 2 and _has_taskset() else []
     process = subprocess.Popen([*prefix, sys.executable, "-c", _SERVER, str(port)])
@@ -186,12 +185,7 @@ def endpoint_server() -> Iterator[str]:
                 time.sleep(0.05)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 @contextmanager

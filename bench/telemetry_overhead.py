@@ -39,6 +39,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from bench._support import STOP_S, stop
 from examples._loopback import free_port
 
 _AGENT_SERVER = (
@@ -46,7 +47,6 @@ _AGENT_SERVER = (
     "import sys; serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning')"
 )
 _STARTUP_S = 60.0
-_STOP_S = 10.0
 _CALL_S = 300.0
 
 
@@ -194,7 +194,7 @@ def _sink() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=_STOP_S)
+        thread.join(timeout=STOP_S)
 
 
 @contextmanager
@@ -211,12 +211,7 @@ def _process(command: list[str], env: dict[str, str], cores: set[int] | None, lo
     try:
         yield
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=_STOP_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def _wait(url: str) -> None:
