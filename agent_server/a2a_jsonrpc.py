@@ -105,11 +105,7 @@ class _Exchange:
         try:
             return send_params_from_v1(request)
         except ValueError as exc:
-            raise ProtocolError(
-                ErrorCode.INVALID_PARAMS,
-                f"invalid params: message.parts: {exc}",
-                data=[{"field": "message.parts", "problem": str(exc)}],
-            ) from None
+            raise ProtocolError.invalid_param("message.parts", str(exc)) from None
 
     def stream(
         self, encoder: StreamEncoder, batches: AsyncIterator[list[StreamEvent]], ready: list[StreamEvent]
@@ -274,11 +270,8 @@ def _utc_time(value: str | None) -> str | None:
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        problem = f"{value!r} is not an ISO 8601 time such as 2026-01-31T12:00:00Z"
-        raise ProtocolError(
-            ErrorCode.INVALID_PARAMS,
-            f"invalid params: statusTimestampAfter: {problem}",
-            data=[{"field": "statusTimestampAfter", "problem": problem}],
+        raise ProtocolError.invalid_param(
+            "statusTimestampAfter", f"{value!r} is not an ISO 8601 time such as 2026-01-31T12:00:00Z"
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)

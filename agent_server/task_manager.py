@@ -204,11 +204,10 @@ class TaskManager:
             run = self._runs.get(task_id)
         last_seq = run.next_seq - 1 if run is not None else await self.store.last_seq(task_id)
         if after_seq > last_seq:
-            problem = f"{after_seq} is past the last event of task {task_id!r} (seq {last_seq})"
-            raise ProtocolError(
-                ErrorCode.INVALID_PARAMS,
-                f"invalid params: afterSeq: {problem}; resubscribe with afterSeq {last_seq} or less",
-                data=[{"field": "afterSeq", "problem": problem}],
+            raise ProtocolError.invalid_param(
+                "afterSeq",
+                f"{after_seq} is past the last event of task {task_id!r} (seq {last_seq})",
+                f"resubscribe with afterSeq {last_seq} or less",
             )
         return self._replay(task_id, after_seq)
 
@@ -269,11 +268,7 @@ class TaskManager:
         try:
             page = await self.store.list_tasks(where, limit=limit, cursor=cursor)
         except ValueError as exc:
-            raise ProtocolError(
-                ErrorCode.INVALID_PARAMS,
-                f"invalid params: pageToken: {exc}",
-                data=[{"field": "pageToken", "problem": str(exc)}],
-            ) from None
+            raise ProtocolError.invalid_param("pageToken", str(exc)) from None
         live = [run.current() if (run := self._runs.get(task.id)) is not None else task for task in page.tasks]
         tasks = [_trimmed(task, history_length) for task in live]
         return TaskPage(tasks=tasks, next_cursor=page.next_cursor, total=page.total)

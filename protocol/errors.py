@@ -86,6 +86,15 @@ class ProtocolError(SwitchboardError):
             data=[{"field": dotted_path(e["loc"]), "problem": e["msg"]} for e in errors],
         )
 
+    @classmethod
+    def invalid_param(cls, field: str, problem: str, hint: str = "") -> ProtocolError:
+        """-32602 for one field, e.g. ``invalid params: afterSeq: PROBLEM; HINT``, the field named in ``data``."""
+        return cls(
+            ErrorCode.INVALID_PARAMS,
+            f"invalid params: {field}: {problem}" + (f"; {hint}" if hint else ""),
+            data=[{"field": field, "problem": problem}],
+        )
+
     def __repr__(self) -> str:
         return f"ProtocolError(code={self.code}, message={self.message!r})"
 
