@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager, contextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
@@ -27,6 +27,7 @@ from protocol import (
     ParsedRequest,
     ProtocolError,
     StreamEvent,
+    Task,
     TaskIdParams,
     TaskQueryParams,
     TaskResubscribeParams,
@@ -40,6 +41,7 @@ from .agent import AgentHandler, HostedAgent, as_hosted_agent
 from .auth import BearerAuth, Principal, TokenTable, principal_of
 from .browsers import browser_middleware
 from .http import (
+    JSON_MEDIA_TYPE,
     NDJSONStreamResponse,
     card_response,
     check_content_type,
@@ -197,7 +199,7 @@ class _Handlers:
         parsed = await self._parse(request, TaskSendParams, "tasks/send")
         with _enveloped(parsed.envelope):
             task = await _manager(request).send(parsed.params, principal_of(request))
-        return _answer(task.to_wire(), parsed.envelope)
+        return _answer(task, parsed.envelope)
 
     async def send_subscribe(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/sendSubscribe")
@@ -217,7 +219,7 @@ class _Handlers:
         parsed = await self._parse(request, TaskQueryParams, "tasks/get")
         with _enveloped(parsed.envelope):
             task = await _manager(request).get(parsed.params.id, parsed.params.history_length, principal_of(request))
-        return _answer(task.to_wire(), parsed.envelope)
+        return _answer(task, parsed.envelope)
 
     async def get_by_path(self, request: Request) -> Response:
         task_id = request.path_params["task_id"]
@@ -237,7 +239,7 @@ class _Handlers:
         parsed = await self._parse(request, TaskIdParams, "tasks/cancel")
         with _enveloped(parsed.envelope):
             task = await _manager(request).cancel(parsed.params.id, principal_of(request))
-        return _answer(task.to_wire(), parsed.envelope)
+        return _answer(task, parsed.envelope)
 
     async def agent_card(self, request: Request) -> Response:
         url = self.public_url or str(request.base_url).rstrip("/")
@@ -272,8 +274,10 @@ def _enveloped(envelope: Envelope | None) -> Iterator[None]:
         raise EnvelopedProtocolError(exc, envelope) from None
 
 
-def _answer(result: Any, envelope: Envelope | None) -> Response:
-    return json_response(envelope.wrap_result(result) if envelope is not None else result)
+def _answer(task: Task, envelope: Envelope | None) -> Response:
+    if envelope is not None:
+        return json_response(envelope.wrap_result(task.to_wire()))
+    return Response(task.to_json(), media_type=JSON_MEDIA_TYPE)
 
 
 Batch = list[StreamEvent]

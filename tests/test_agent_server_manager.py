@@ -281,6 +281,35 @@ async def test_resubscribe_mid_run_gives_stored_then_live_events_without_gap_or_
     assert [e.seq for e in everything] == [e.seq for e in head + tail]
 
 
+async def test_a_follower_that_leaves_takes_nothing_from_the_followers_that_stay() -> None:
+    gate = anyio.Event()
+
+    async def agent(ctx: TaskContext) -> AsyncIterator[str]:
+        yield "before "
+        await gate.wait()
+        yield "after"
+
+    async def follow_until_canceled(events: AsyncIterator[StreamEvent]) -> None:
+        async with aclosing(events) as stream:
+            async for _ in stream:
+                pass
+
+    async with _manager(agent) as manager:
+        async with aclosing(manager.subscribe(_send("x", "f1"))) as staying:
+            head = [await staying.__anext__() for _ in range(2)]  # working, "before "
+            async with anyio.create_task_group() as task_group:
+                # a second follower, caught up like the first: both wait with nothing pending
+                task_group.start_soon(follow_until_canceled, await manager.resubscribe("f1", after_seq=head[-1].seq))
+                await anyio.lowlevel.checkpoint()
+                await anyio.wait_all_tasks_blocked()
+                task_group.cancel_scope.cancel()
+            gate.set()
+            with anyio.fail_after(10):
+                tail = [event async for event in staying]
+    _assert_well_formed(head + tail)
+    assert tail[-1].status.state is TaskState.COMPLETED  # type: ignore[union-attr]
+
+
 async def test_resubscribe_past_the_end_of_a_finished_task_is_empty_and_unknown_is_404() -> None:
     async with _manager() as manager:
         await manager.send(_send("echo x", "e1"))

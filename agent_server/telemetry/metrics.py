@@ -13,6 +13,8 @@ prometheus-client is imported when this module is, which the servers do at start
 from __future__ import annotations
 
 import os
+from functools import cache
+from typing import TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -61,25 +63,37 @@ TASKS_RUNNING = Gauge(
 )
 
 
+_Metric = TypeVar("_Metric", Counter, Gauge, Histogram)
+
+
+@cache
+def labelled(metric: _Metric, *values: str) -> _Metric:
+    """``metric.labels(*values)``, looked up once: ``labels`` takes a lock and builds its key at every call.
+
+    The cache holds no more than the registry does, which keeps every child it made.
+    """
+    return metric.labels(*values)
+
+
 def record_request(route: str, method: str, status: int, seconds: float) -> None:
     if ENABLED:
-        HTTP_REQUESTS.labels(route, method, str(status)).inc()
-        HTTP_DURATION.labels(route, method).observe(seconds)
+        labelled(HTTP_REQUESTS, route, method, str(status)).inc()
+        labelled(HTTP_DURATION, route, method).observe(seconds)
 
 
 def record_task_state(agent: str, state: str) -> None:
     if ENABLED:
-        TASKS.labels(agent, state).inc()
+        labelled(TASKS, agent, state).inc()
 
 
 def stream_opened(side: str) -> None:
     if ENABLED:
-        OPEN_STREAMS.labels(side).inc()
+        labelled(OPEN_STREAMS, side).inc()
 
 
 def stream_closed(side: str) -> None:
     if ENABLED:
-        OPEN_STREAMS.labels(side).dec()
+        labelled(OPEN_STREAMS, side).dec()
 
 
 async def metrics_endpoint(request: Request) -> Response:

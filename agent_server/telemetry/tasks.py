@@ -14,7 +14,7 @@ def handler_span(agent: str, task_id: str, session_id: str | None) -> Iterator[N
     attributes = {"switchboard.agent": agent, "a2a.task_id": task_id} if tracing.enabled() else None
     if attributes is not None and session_id:
         attributes["a2a.session_id"] = session_id
-    running = metrics.TASKS_RUNNING.labels(agent) if metrics.ENABLED else None
+    running = metrics.labelled(metrics.TASKS_RUNNING, agent) if metrics.ENABLED else None
     if running is not None:
         running.inc()
     try:
