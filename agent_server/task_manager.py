@@ -18,7 +18,7 @@ passed on to that process (``_elsewhere``); it is never taken for one a stopped 
 from __future__ import annotations
 
 import logging
-import uuid
+import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from contextlib import aclosing, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -363,7 +363,7 @@ class TaskManager:
         self._task_group_or_fail()
         if params.id == "":
             raise ProtocolError(ErrorCode.INVALID_PARAMS, "invalid params: id: must not be empty (omit it to get one)")
-        task_id = params.id or uuid.uuid4().hex
+        task_id = params.id or _new_id()
         owner = caller.name if caller is not None else None
         refused = self.agent.refused_media_type(params.message)
         if refused is not None:
@@ -414,7 +414,7 @@ class TaskManager:
         if existing is None:
             task = Task(
                 id=task_id,
-                session_id=params.session_id or uuid.uuid4().hex,
+                session_id=params.session_id or _new_id(),
                 status=TaskStatus(state=TaskState.WORKING),
                 history=[params.message],
                 metadata={"cost_usd": 0.0},
@@ -627,6 +627,11 @@ def _context(task: Task, params: TaskSendParams, caller: Principal | None) -> Ta
         metadata=dict(params.metadata or {}),
         caller=caller,
     )
+
+
+def _new_id() -> str:
+    """32 random hex digits, as ``uuid4().hex`` but in a fifth of its time (no UUID object, no version bits)."""
+    return os.urandom(16).hex()
 
 
 def _not_found(task_id: str) -> ProtocolError:
