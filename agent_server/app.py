@@ -290,12 +290,12 @@ async def _started(batches: AsyncGenerator[Batch, None]) -> AsyncGenerator[Batch
     except BaseException:
         await batches.aclose()
         raise
-    return _prepended(first, batches)
+    return _prepended([first], batches)
 
 
-async def _prepended(first: Batch, rest: AsyncGenerator[Batch, None]) -> AsyncGenerator[Batch, None]:
+async def _prepended(head: list[Batch], rest: AsyncGenerator[Batch, None]) -> AsyncGenerator[Batch, None]:
     async with aclosing(rest) as batches:
-        yield first
+        yield head.pop()  # not held for the rest of the stream
         async for batch in batches:
             yield batch
 

@@ -103,6 +103,17 @@ class _Run:
         self.fold.artifacts  # noqa: B018 - reading it folds in what was published since
         return self.task
 
+    def join(self, after_seq: int) -> list[StreamEvent]:
+        """A new follower's list: the events after ``after_seq`` read back from their JSON, then each one published."""
+        missed = self.encoded[max(after_seq + 1 - self.first_seq, 0) :]
+        pending = [parse_stream_event(orjson.loads(body)) for body in missed]
+        self.followers.append(pending)
+        return pending
+
+    def leave(self, pending: list[StreamEvent]) -> None:
+        """Stop handing events to ``pending`` (found by identity: lists compare by content)."""
+        self.followers = [other for other in self.followers if other is not pending]
+
     def publish(self, event: StreamEvent) -> None:
         self.encoded.append(event.encoded)
         self.ended = event.final
@@ -179,16 +190,18 @@ class TaskManager:
         on_start: Callable[[Task], None] | None = None,
     ) -> AsyncGenerator[list[StreamEvent], None]:
         """``subscribe``, the events that are ready together in one list (a stream writes each list at once)."""
-        run = await self._begin(params, caller)
-        if on_start is not None:
-            on_start(_trimmed(run.current(), params.history_length))
+        pending: list[StreamEvent] = []
+        run = await self._begin(params, caller, follower=pending)
         delivered_final = False
         try:
-            async with aclosing(self._follow(run, run.first_seq - 1)) as batches:
+            if on_start is not None:
+                on_start(_trimmed(run.current(), params.history_length))
+            async with aclosing(self._follow(run, pending)) as batches:
                 async for batch in batches:
                     delivered_final = batch[-1].final
                     yield batch
         finally:
+            run.leave(pending)
             if not delivered_final and self.cancel_on_disconnect and not run.done.is_set():
                 run.cancel(_CANCELED_ON_DISCONNECT)
 
@@ -245,7 +258,7 @@ class TaskManager:
                         async for event in events:
                             yield [event]  # each as another process's store hands it on
                 return
-        async with aclosing(self._follow(run, seen)) as batches:
+        async with aclosing(self._follow(run, run.join(seen))) as batches:
             async for batch in batches:
                 yield batch
 
@@ -358,8 +371,13 @@ class TaskManager:
             http_status=504,
         )
 
-    async def _begin(self, params: TaskSendParams, caller: Principal | None) -> _Run:
-        """Check, record and start a run; shielded so a caller that goes away cannot half-start it."""
+    async def _begin(
+        self, params: TaskSendParams, caller: Principal | None, *, follower: list[StreamEvent] | None = None
+    ) -> _Run:
+        """Check, record and start a run; shielded so a caller that goes away cannot half-start it.
+
+        ``follower`` joins the run before its first event (``_Run.join`` would read that event back).
+        """
         self._task_group_or_fail()
         if params.id == "":
             raise ProtocolError(ErrorCode.INVALID_PARAMS, "invalid params: id: must not be empty (omit it to get one)")
@@ -383,6 +401,8 @@ class TaskManager:
                 )
             task, first_seq = await self._next_task(existing, task_id, params)
             run = _Run(task=task, context=_context(task, params, caller), first_seq=first_seq, owner=owner)
+            if follower is not None:
+                run.followers.append(follower)
             try:
                 await self.store.save_task(task, owner)
             except StoreFull as exc:
@@ -539,11 +559,8 @@ class TaskManager:
         run.publish(event)
         await self.store.append_event(run.task.id, event)
 
-    async def _follow(self, run: _Run, after_seq: int) -> AsyncGenerator[list[StreamEvent], None]:
-        """Events of ``run`` after ``after_seq`` as they come, through its final one, those ready together at once."""
-        missed = run.encoded[max(after_seq + 1 - run.first_seq, 0) :]
-        pending = [parse_stream_event(orjson.loads(body)) for body in missed]
-        run.followers.append(pending)
+    async def _follow(self, run: _Run, pending: list[StreamEvent]) -> AsyncGenerator[list[StreamEvent], None]:
+        """The events a joined follower (``pending``) gets, as they come, through the final one; a list per wake-up."""
         try:
             while True:
                 if pending:
@@ -555,9 +572,7 @@ class TaskManager:
                     continue
                 await run.changed.wait()
         finally:
-            run.followers = [
-                other for other in run.followers if other is not pending
-            ]  # by identity: lists compare equal
+            run.leave(pending)
 
     async def _check_visible(self, task_id: str, caller: Principal | None) -> None:
         """Another caller's task is not found, exactly like an unknown one."""
