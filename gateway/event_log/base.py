@@ -118,39 +118,39 @@ class EventLog(abc.ABC):
     async def follow(self, run_id: str, after_seq: int = -1) -> AsyncGenerator[Event, None]:
         """Stored events after ``after_seq``, then live ones; ends when the run is closed."""
         async with aclosing(self._follow(run_id, after_seq, self._events_page)) as pages:
-            async for page in pages:
-                for event in page.items:
+            async for events in pages:
+                for event in events:
                     yield event
 
-    async def as_ndjson(self, run_id: str, after_seq: int = -1, follow: bool = False) -> AsyncGenerator[bytes, None]:
+    def as_ndjson(self, run_id: str, after_seq: int = -1, follow: bool = False) -> AsyncGenerator[bytes, None]:
         """The run's events as NDJSON lines; with ``follow``, live until the run is closed.
 
         Each piece holds every line that was ready when it was read, so that a reader behind
-        the writer gets them in one write rather than one write per line.
+        the writer gets them in one write rather than one write per line. Following, the
+        pieces come straight from the generator that follows the run: a thousand open
+        streams hold one generator each, not a chain of them.
         """
         if follow:
-            async with aclosing(self._live_ndjson(run_id, after_seq)) as pieces:
-                async for piece in pieces:
-                    yield piece
-            return
+            return self._live_ndjson(run_id, after_seq)
+        return self._stored_ndjson(run_id, after_seq)
+
+    async def _stored_ndjson(self, run_id: str, after_seq: int) -> AsyncGenerator[bytes, None]:
         page = await self._ndjson_page(run_id, after_seq, False)
         if page.items:
             yield page.items
 
-    async def _live_ndjson(self, run_id: str, after_seq: int) -> AsyncGenerator[bytes, None]:
-        """``as_ndjson`` with ``follow``: pages of lines. A log that follows its own way overrides it (Redis)."""
-        async with aclosing(self._follow(run_id, after_seq, self._ndjson_page)) as pages:
-            async for page in pages:
-                yield page.items
+    def _live_ndjson(self, run_id: str, after_seq: int) -> AsyncGenerator[bytes, None]:
+        """``as_ndjson`` with ``follow``: pieces of lines. A log that follows its own way overrides it (Redis)."""
+        return self._follow(run_id, after_seq, self._ndjson_page)
 
-    async def _follow(self, run_id: str, after_seq: int, read: _Reader[P]) -> AsyncGenerator[_Page[P], None]:
-        """Pages of what ``read`` finds after ``after_seq``, then of what is appended; ends when the run is closed."""
+    async def _follow(self, run_id: str, after_seq: int, read: _Reader[P]) -> AsyncGenerator[P, None]:
+        """The items of what ``read`` finds after ``after_seq``, then of each append; ends when the run is closed."""
         current = False
         while not self._closing:
             wakeup = self._wakeup(run_id)
             page = await read(run_id, after_seq, current)
             if page.last_seq is not None:
-                yield page
+                yield page.items
                 after_seq = page.last_seq
                 current = True
                 if not page.latest:

@@ -84,7 +84,7 @@ class SQLiteEventLog(EventLog):
         self.cross_process_poll_s = cross_process_poll_s
         self._gathering: _Batch | None = None
         self._writing = False
-        self._recent: dict[str, collections.deque[tuple[int, bytes]]] = {}  # per open run: (seq, line) committed here
+        self._recent: dict[str, _Recent] = {}  # per open run: its last lines committed here
         self._data_version: int | None = None  # PRAGMA data_version at the last look for other connections' writes
         self._touched: set[str] = set()  # runs of ``_recent`` that another connection wrote to (or closed) too
         self._look_for_others = SharedRead(self._others_wrote)
@@ -138,7 +138,7 @@ class SQLiteEventLog(EventLog):
         batch = self._batch()
         batch.opened.append((run_id, owner))
         await self._committed(batch)
-        self._recent.setdefault(run_id, collections.deque(maxlen=RECENT_LINES))
+        self._recent.setdefault(run_id, _Recent())
 
     async def run_owner(self, run_id: str) -> str | None:
         return await self._db.run(_run_owner, run_id)
@@ -168,16 +168,15 @@ class SQLiteEventLog(EventLog):
         if recent is not None and not current:  # the first read, or the poll: the file only if another wrote the run
             await self._look_for_others()
             current = run_id not in self._touched
-        if recent is not None and not recent and current:  # opened here, nothing committed yet: wait for the first
+        if recent is not None and not recent.lines and current:  # opened here, nothing committed yet: wait for it
             return _Page(False, None, b"", latest=True)
-        if recent:
-            start = after_seq + 1 - recent[0][0]
-            last = recent[-1][0]
+        if recent is not None and recent.lines:
+            last = recent.last
+            start = after_seq + 1 - (last + 1 - len(recent.lines))
             if current and last == after_seq:  # it has every line this process committed
                 return _Page(False, None, b"", latest=True)
-            if 0 <= start < len(recent) and last - after_seq == len(recent) - start:  # contiguous: all of it from here
-                lines = b"".join(line for _, line in itertools.islice(recent, start, None))
-                return _Page(False, last, lines, latest=current)
+            if 0 <= start < len(recent.lines):  # the lines are consecutive: all of them from here
+                return _Page(False, last, b"".join(itertools.islice(recent.lines, start, None)), latest=current)
         closed, rows = await self._db.run(_page, run_id, min(after_seq, _MAX_INTEGER))
         return _Page(closed, rows[-1][0] if rows else None, b"".join(body + b"\n" for _, body in rows))
 
@@ -188,7 +187,7 @@ class SQLiteEventLog(EventLog):
 
     async def _others_wrote(self) -> None:
         """Add to ``_touched`` the runs written here that another connection has written to or closed since."""
-        last_seqs = {run_id: recent[-1][0] if recent else -1 for run_id, recent in self._recent.items()}
+        last_seqs = {run_id: recent.last for run_id, recent in self._recent.items()}
         self._data_version, touched = await self._db.run(_touched_by_others, self._data_version, last_seqs)
         self._touched.update(touched)
 
@@ -231,14 +230,34 @@ class SQLiteEventLog(EventLog):
         for event in batch.stored or ():
             recent = self._recent.get(event.run_id)
             if recent is None:
-                recent = self._recent[event.run_id] = collections.deque(maxlen=RECENT_LINES)
-            recent.append((event.seq, event.to_json() + b"\n"))
+                recent = self._recent[event.run_id] = _Recent()
+            recent.add(event.seq, event.to_json() + b"\n")
         closed = batch.closed if batch.error is None else []
         for run_id in closed:
             self._recent.pop(run_id, None)
             self._touched.discard(run_id)
         for run_id in {event.run_id for event in batch.stored or ()}.union(closed):
             self._notify(run_id)
+
+
+class _Recent:
+    """A run's last NDJSON lines committed by this process, of consecutive seqs up to ``last`` (-1: none yet).
+
+    Lines, not (seq, line) pairs: bytes are not tracked by the cyclic garbage collector, tuples
+    are, and a thousand open runs held 16 each.
+    """
+
+    __slots__ = ("last", "lines")
+
+    def __init__(self) -> None:
+        self.last = -1
+        self.lines: collections.deque[bytes] = collections.deque(maxlen=RECENT_LINES)
+
+    def add(self, seq: int, line: bytes) -> None:
+        if seq != self.last + 1:  # another process appended in between: only what follows is consecutive
+            self.lines.clear()
+        self.lines.append(line)
+        self.last = seq
 
 
 class _Batch:

@@ -57,27 +57,29 @@ class PeerResponse:
     async def read(self, limit: int) -> bytearray:
         """At most ``limit`` bytes of the body (decoded); the rest is never read."""
         body = bytearray()
-        async with self._broken_is_connection_error("the answer from"):
+        try:
             async for chunk in self._response.content.iter_any():
                 body += chunk[: limit - len(body)]
                 if len(body) >= limit:
                     break
+        except aiohttp.SocketTimeoutError:
+            raise  # a read timeout, named by ``open`` which knows the deadline
+        except (aiohttp.ClientError, OSError) as exc:
+            raise self._broken("the answer from", exc) from exc
         return body
 
     async def chunks(self) -> AsyncGenerator[bytes, None]:
         """The body as it arrives; a connection that breaks mid-body is a PeerConnectionError."""
-        async with self._broken_is_connection_error("the stream from"):
+        try:
             async for chunk in self._response.content.iter_any():
                 yield chunk
-
-    @asynccontextmanager
-    async def _broken_is_connection_error(self, what: str) -> AsyncIterator[None]:
-        try:
-            yield
         except aiohttp.SocketTimeoutError:
-            raise  # a read timeout, named by ``open`` which knows the deadline
+            raise
         except (aiohttp.ClientError, OSError) as exc:
-            raise PeerConnectionError(f"{what} {self.uri} broke: {_describe(exc)}") from exc
+            raise self._broken("the stream from", exc) from exc
+
+    def _broken(self, what: str, exc: BaseException) -> PeerConnectionError:
+        return PeerConnectionError(f"{what} {self.uri} broke: {_describe(exc)}")
 
 
 class PeerHttpClient:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from contextlib import AsyncExitStack, aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -72,7 +72,8 @@ class ToolCallOutcome:
     """How a tool call running in the service's task group ended: ``result``, or ``error`` (with its partial)."""
 
     run_id: str
-    done: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event | None = None
+    """Set when the call ends, for a caller that waits for it (None: nobody waits, as for a streamed call)."""
     result: AgentToolResult | None = None
     error: AgentToolError | None = None
 
@@ -314,18 +315,21 @@ class GatewayService:
 
     async def call_tool(self, name: str, input: ToolInput, caller: Principal | None = None) -> ToolCallOutcome:
         """Call a tool and wait until it ends. It runs in the service like a streamed call, so shutdown ends it too."""
-        outcome = await self.start_tool_call(name, input, caller)
+        outcome = await self.start_tool_call(name, input, caller, waited=True)
+        assert outcome.done is not None
         await outcome.done.wait()
         return outcome
 
-    async def start_tool_call(self, name: str, input: ToolInput, caller: Principal | None = None) -> ToolCallOutcome:
-        """Start a tool call in the background (a dropped client does not stop it); ``done`` is set when it ends.
+    async def start_tool_call(
+        self, name: str, input: ToolInput, caller: Principal | None = None, *, waited: bool = False
+    ) -> ToolCallOutcome:
+        """Start a tool call in the background (a dropped client does not stop it); ``waited``: with ``done``.
 
         Its run belongs to ``caller``.
         """
         tool = self.get_tool(name)
         tasks = self.runs.task_group()
-        outcome = ToolCallOutcome(new_run_id())
+        outcome = ToolCallOutcome(new_run_id(), anyio.Event() if waited else None)
         await self.event_log.open_run(outcome.run_id, owner=caller.name if caller is not None else None)
         self.runs.active.add(outcome.run_id)
         tasks.start_soon(self._background_call, tool, input, outcome)
@@ -346,7 +350,8 @@ class GatewayService:
                 logger.exception("agent tool %s broke", tool.name)
             finally:
                 await self._finish_run(outcome.run_id)
-                outcome.done.set()
+                if outcome.done is not None:
+                    outcome.done.set()
 
     async def _finish_run(self, run_id: str) -> None:
         with anyio.CancelScope(shield=True):

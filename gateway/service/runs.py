@@ -90,18 +90,9 @@ class ServiceRuns:
         with self._registered(stop):
             yield
 
-    @contextmanager
-    def cancellable(self) -> Iterator[anyio.CancelScope]:
+    def cancellable(self) -> _Cancellable:
         """A run's own cancel scope, cancelled by ``stop``; a run that begins after ``stop`` is cancelled at once."""
-        with anyio.CancelScope() as scope:
-
-            async def stop() -> None:
-                scope.cancel(SHUTDOWN_REASON)
-
-            if self._stopping:
-                scope.cancel(SHUTDOWN_REASON)
-            with self._registered(stop):
-                yield scope
+        return _Cancellable(self)
 
     @contextmanager
     def _registered(self, stop: Stopper) -> Iterator[None]:
@@ -110,9 +101,38 @@ class ServiceRuns:
         try:
             yield
         finally:
-            del self._stops[token]
-            if not self._stops and self._ended is not None:
-                self._ended.set()
+            self._forget(token)
+
+    def _forget(self, token: object) -> None:
+        del self._stops[token]
+        if not self._stops and self._ended is not None:
+            self._ended.set()
+
+
+class _Cancellable:
+    """``ServiceRuns.cancellable``: an object rather than a generator, as every run going holds one."""
+
+    __slots__ = ("_runs", "_scope")
+
+    def __init__(self, runs: ServiceRuns) -> None:
+        self._runs = runs
+        self._scope = anyio.CancelScope()
+
+    def __enter__(self) -> anyio.CancelScope:
+        scope = self._scope.__enter__()
+        if self._runs.stopping:
+            scope.cancel(SHUTDOWN_REASON)
+        self._runs._stops[self] = self.stop
+        return scope
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        self._runs._forget(self)
+        return bool(self._scope.__exit__(exc_type, exc, tb))
+
+    async def stop(self) -> None:
+        self._scope.cancel(SHUTDOWN_REASON)
 
 
 async def _quietly(stop: Stopper) -> None:
