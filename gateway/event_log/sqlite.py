@@ -172,7 +172,7 @@ class SQLiteEventLog(EventLog):
             return _Page(False, None, b"", latest=True)
         if recent is not None and recent.lines:
             last = recent.last
-            start = after_seq + 1 - (last + 1 - len(recent.lines))
+            start = after_seq + 1 - (last + 1 - len(recent.lines))  # where the line after after_seq is, if held
             if current and last == after_seq:  # it has every line this process committed
                 return _Page(False, None, b"", latest=True)
             if 0 <= start < len(recent.lines):  # the lines are consecutive: all of them from here

@@ -97,11 +97,14 @@ class ServiceRuns:
     @contextmanager
     def _registered(self, stop: Stopper) -> Iterator[None]:
         token = object()
-        self._stops[token] = stop
+        self._register(token, stop)
         try:
             yield
         finally:
             self._forget(token)
+
+    def _register(self, token: object, stop: Stopper) -> None:
+        self._stops[token] = stop
 
     def _forget(self, token: object) -> None:
         del self._stops[token]
@@ -122,7 +125,7 @@ class _Cancellable:
         scope = self._scope.__enter__()
         if self._runs.stopping:
             scope.cancel(SHUTDOWN_REASON)
-        self._runs._stops[self] = self.stop
+        self._runs._register(self, self.stop)
         return scope
 
     def __exit__(
