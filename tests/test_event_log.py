@@ -224,6 +224,37 @@ async def test_sqlite_follower_of_a_run_written_here_still_sees_another_instance
         await here.aclose()
 
 
+async def test_sqlite_follower_woken_by_an_append_after_another_instance_appended_reads_the_line_between(
+    tmp_path: Path,
+) -> None:
+    """The lines kept from this instance's commits are consecutive: one committed after another instance's append
+    is not handed on as the next after the follower's, so the follower reads the other's line from the file first."""
+    path = tmp_path / "events.db"
+    here = SQLiteEventLog(path, cross_process_poll_s=NO_POLL_S)
+    other = SQLiteEventLog(path)
+    try:
+        await here.open_run("r")
+        seen: list[int] = []
+
+        async def ndjson_follower() -> None:
+            async for piece in here.as_ndjson("r", follow=True):
+                seen.extend(orjson.loads(line)["seq"] for line in piece.splitlines())
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ndjson_follower)
+            await here.append(_event("r", 0))
+            await here.append(_event("r", 1))
+            await until(lambda: seen == [0, 1], "the follower to get the two events appended here")
+            await other.append(_event("r", 2))
+            await here.append(_event("r", 3))
+            await until(lambda: len(seen) == 4, "the follower to get the other instance's event and the next")
+            await here.close_run("r")
+        assert seen == [0, 1, 2, 3]
+    finally:
+        await other.aclose()
+        await here.aclose()
+
+
 def test_open_event_log_specs(tmp_path: Path) -> None:
     assert isinstance(open_event_log("memory"), MemoryEventLog)
     sqlite_log = open_event_log(f"sqlite:{tmp_path / 'e.db'}")
