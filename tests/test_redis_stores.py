@@ -32,6 +32,9 @@ from protocol import Task, TaskState, TaskStatus
 pytestmark = pytest.mark.anyio
 
 SHORT = RedisSettings(lease_s=0.3, lock_wait_s=5.0, follow_block_s=0.5)
+# For a lease that must hold while the test looks: a starved event loop (two suites on two cores)
+# still renews in time; only a renewal later than lease - renew_every (1 s) rightly loses it.
+STEADY = RedisSettings(lease_s=1.5, lock_wait_s=10.0, follow_block_s=0.5)
 
 
 async def test_after_a_redis_restart_no_call_fails_on_a_connection_the_old_server_closed(tmp_path: Path) -> None:
@@ -67,12 +70,12 @@ def _event(run_id: str, n: int) -> Event:
 async def test_a_session_lock_holds_across_store_objects_and_the_next_holder_gets_it_on_release(
     redis_url: str,
 ) -> None:
-    first, second = RedisSessionStore(redis_url, settings=SHORT), RedisSessionStore(redis_url, settings=SHORT)
+    first, second = RedisSessionStore(redis_url, settings=STEADY), RedisSessionStore(redis_url, settings=STEADY)
     order: list[str] = []
     async with first.running(), second.running(), anyio.create_task_group() as group:
         async with first.lock("s"):
             group.start_soon(_hold, second, "s", order)
-            await anyio.sleep(3 * SHORT.lease_s)  # longer than a lease: renewals keep the first holder's lock
+            await anyio.sleep(1.5 * STEADY.lease_s)  # longer than a lease: renewals keep the first holder's lock
             order.append("first done")
     assert order == ["first done", "second held"]
 
@@ -109,7 +112,7 @@ async def _nothing() -> None:
 
 
 async def test_a_save_from_outside_the_lock_while_another_process_holds_it_is_refused(redis_url: str) -> None:
-    holder, outsider = RedisSessionStore(redis_url, settings=SHORT), RedisSessionStore(redis_url, settings=SHORT)
+    holder, outsider = RedisSessionStore(redis_url, settings=STEADY), RedisSessionStore(redis_url, settings=STEADY)
     async with holder.running(), holder.lock("s"):
         with pytest.raises(SessionConflictError):
             await outsider.save(await outsider.load("s"))
@@ -299,7 +302,7 @@ async def test_tools_defined_and_removed_through_the_service_stay_so_after_a_res
 
 
 async def test_a_task_left_running_by_a_process_that_died_is_closed_by_another_replica(redis_url: str) -> None:
-    dead, live = RedisTaskStore(redis_url, settings=SHORT), RedisTaskStore(redis_url, settings=SHORT)
+    dead, live = RedisTaskStore(redis_url, settings=STEADY), RedisTaskStore(redis_url, settings=STEADY)
     await dead._liveness.renew()
     await dead.save_task(Task(id="t", session_id="s", status=TaskStatus(state=TaskState.WORKING), metadata={}))
     manager = TaskManager(scripted_agent(), live)
