@@ -49,6 +49,10 @@ _WARNING_EVENTS = frozenset(
         EventType.LIMIT_REACHED,
     }
 )
+_LEVELS = {kind.value: logging.INFO for kind in _INFO_EVENTS} | {
+    kind.value: logging.WARNING for kind in _WARNING_EVENTS
+}
+"""Each event's log level, DEBUG for those not named."""
 _RUN_STARTED = EventType.RUN_STARTED.value
 _TRACED_EVENTS = frozenset({EventType.RUN_STARTED, EventType.AGENT_TOOL_INVOKED})
 """The first event of a turn or of a tool call carries the trace id, when tracing is on."""
@@ -97,23 +101,34 @@ class RunRecorder:
             fields["trace_id"] = tracing.current_trace_id()
         return Event.create(type, self.run_id, **fields)
 
+    def trusted_event(self, type: EventType, fields: dict[str, Any]) -> Event:
+        """``event`` for fields of their declared types already, not validated again (``Event.trusted``)."""
+        if type in _TRACED_EVENTS and "trace_id" not in fields and tracing.enabled():
+            fields["trace_id"] = tracing.current_trace_id()
+        return Event.trusted(type, self.run_id, fields)
+
     async def emit(self, type: EventType | str, **fields: Any) -> Event:
         """Append one event now; returns it with its seq. Lifecycle steps are also logged and counted."""
         return await self._append(self.event(type, **fields))
 
     async def emit_all(self, events: Sequence[Event]) -> AsyncGenerator[Event, None]:
-        """Append ``events`` (built by ``event``) together, in order: each yielded once durable, like ``emit``'s.
+        """Append ``events`` (built by ``event`` or ``trusted_event``) together, in order: each yielded once
+        durable, like ``emit``'s.
 
         One event is an ``append``; several go to the log at once (``EventLog.append_all``:
-        SQLite commits them in one transaction).
+        SQLite commits them in one transaction), timed once: the append histogram takes one
+        observation per append (one per event cost the relay about 3 % of the gateway's time).
         """
         if len(events) == 1:
             yield await self._append(events[0])
             return
         started = time.perf_counter()
+        timed = False
         async with aclosing(self.log.append_all(events)) as appended:
             async for stored in appended:
-                metrics.record_append(time.perf_counter() - started)
+                if not timed:
+                    metrics.record_append(time.perf_counter() - started)
+                    timed = True
                 self._observe(stored)
                 yield stored
 
@@ -165,13 +180,7 @@ def _shown(value: object) -> object:
 
 
 def _log(event: Event, session_id: str | None) -> None:
-    level = (
-        logging.WARNING
-        if event.type in _WARNING_EVENTS
-        else logging.INFO
-        if event.type in _INFO_EVENTS
-        else logging.DEBUG
-    )
+    level = _LEVELS.get(event.type, logging.DEBUG)
     if not logger.isEnabledFor(level):
         return
     fields = event.fields

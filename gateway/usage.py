@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 from .events import Event, EventType
 
+_MODEL_CALL = EventType.MODEL_CALL.value  # read once: an enum's value is a property, and every event is added
+_MESSAGE = EventType.MESSAGE.value
+
 
 @dataclass
 class AgentUsage:
@@ -36,14 +39,14 @@ class RunUsage:
         self.agents: dict[str, AgentUsage] = {}
 
     def add(self, event: Event) -> None:
-        if event.type == EventType.MODEL_CALL.value:
+        if event.type == _MODEL_CALL:
             usage = self._of(event)
             fields = event.fields
             usage.model_calls += 1
             usage.prompt_tokens += int(fields.get("prompt_tokens") or 0)
             usage.completion_tokens += int(fields.get("completion_tokens") or 0)
             usage.cost_usd += float(fields.get("cost_usd") or 0.0)
-        elif event.type == EventType.MESSAGE.value and event.fields.get("remote"):
+        elif event.type == _MESSAGE and event.fields.get("remote"):
             self._of(event).cost_usd += float(event.fields.get("cost_usd") or 0.0)
 
     def by_agent(self) -> dict[str, dict[str, float]]:

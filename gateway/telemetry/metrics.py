@@ -93,7 +93,7 @@ AGENT_TOOL_DURATION = Histogram(
 )
 EVENT_APPEND = Histogram(
     "switchboard_event_append_seconds",
-    "Time to append one event to the event log (durable when it returns).",
+    "Time to append one event to the event log, or the events appended together (durable when it returns).",
     buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
     registry=REGISTRY,
 )
