@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import orjson
 import pytest
 from waiting import until
 
-from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log
+from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log, sqlite as sqlite_module
 from gateway.event_log.redis import RedisEventLog
 from gateway.event_log.sqlite import _append_all
 from gateway.events import Event, EventType
@@ -369,3 +370,40 @@ async def test_a_live_ndjson_follower_gets_every_line_once_in_order_while_append
     seqs = [orjson.loads(line)["seq"] for line in bytes(got).splitlines()]
     assert seqs == list(range(len(await log.read("r"))))
     assert len(seqs) == 1 + 119 + 11 * 2
+
+
+async def test_sqlite_followers_take_a_commit_from_memory_and_a_start_within_one_from_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lines of a commit larger than RECENT_LINES (the lines of one big peer read) are kept whole for the
+    followers that read up to it; a follower that starts within those lines reads the file, and gets the rest."""
+    log = SQLiteEventLog(tmp_path / "events.db", cross_process_poll_s=NO_POLL_S)
+    file_reads: list[int] = []
+    page = sqlite_module._page
+
+    def counted(conn: sqlite3.Connection, run_id: str, after_seq: int) -> tuple[bool, list[tuple[int, bytes]]]:
+        file_reads.append(after_seq)
+        return page(conn, run_id, after_seq)
+
+    monkeypatch.setattr(sqlite_module, "_page", counted)
+    try:
+        await log.open_run("r")
+        await log.append(_event("r", 0))
+        async with aclosing(
+            log.append_all([_event("r", n) for n in range(1, 2 + 2 * sqlite_module.RECENT_LINES)])
+        ) as s:
+            stored = [event.seq async for event in s]
+        assert stored == list(range(1, 2 + 2 * sqlite_module.RECENT_LINES))
+        seen: list[int] = []
+        async with aclosing(log.as_ndjson("r", after_seq=0, follow=True)) as pieces:  # it had read up to the commit
+            async for piece in pieces:
+                seen.extend(orjson.loads(line)["seq"] for line in piece.splitlines())
+                if seen[-1] == stored[-1]:
+                    break
+        assert seen == stored and file_reads == [], "every line from memory"
+        within = stored[len(stored) // 2]
+        rest = b"".join([piece async for piece in log.as_ndjson("r", after_seq=within)])
+        assert [orjson.loads(line)["seq"] for line in rest.splitlines()] == list(range(within + 1, stored[-1] + 1))
+        assert file_reads == [within]
+    finally:
+        await log.aclose()

@@ -48,7 +48,8 @@ from .base import INTERRUPTED, EventLog, _Page
 
 _MAX_INTEGER = 2**63 - 1
 RECENT_LINES = 16
-"""Per open run, the NDJSON lines of its last events committed by this process, kept for its followers."""
+"""Per open run, the NDJSON lines of the commits by this process kept for its followers: those of its last
+commit, and of the commits before it within its last ``RECENT_LINES`` lines."""
 CHECKPOINT_PAGES = 10_000
 """WAL pages (4 KiB each) between checkpoints: concurrent runs each dirty their own page per commit,
 and copying a page back once per 10,000 rather than once per 1,000 (SQLite's default) halves the
@@ -157,8 +158,9 @@ class SQLiteEventLog(EventLog):
     async def _ndjson_page(self, run_id: str, after_seq: int, current: bool) -> _Page[bytes]:
         """The stored JSON as it is, no event parsed or serialised again; the lines just committed without a read.
 
-        A follower that carries on from a seq among the run's last ``RECENT_LINES`` committed
-        here takes the lines from memory; once ``current``, it then waits for the next append.
+        A follower that carries on from where one of the run's recent commits here began (it
+        read up to the commit before) takes the lines from memory; once ``current``, it then
+        waits for the next append.
         The first read and the poll for other processes count as ``current`` for a run this
         process writes (or opened: it waits for its first event) when no other connection wrote
         to it. Otherwise (another process's appends, a gap, a follower that fell behind, a run
@@ -168,15 +170,15 @@ class SQLiteEventLog(EventLog):
         if recent is not None and not current:  # the first read, or the poll: the file only if another wrote the run
             await self._look_for_others()
             current = run_id not in self._touched
-        if recent is not None and not recent.lines and current:  # opened here, nothing committed yet: wait for it
+        if recent is not None and not recent.pieces and current:  # opened here, nothing committed yet: wait for it
             return _Page(False, None, b"", latest=True)
-        if recent is not None and recent.lines:
+        if recent is not None and recent.pieces:
             last = recent.last
-            start = after_seq + 1 - (last + 1 - len(recent.lines))  # where the line after after_seq is, if held
             if current and last == after_seq:  # it has every line this process committed
                 return _Page(False, None, b"", latest=True)
-            if 0 <= start < len(recent.lines):  # the lines are consecutive: all of them from here
-                return _Page(False, last, b"".join(itertools.islice(recent.lines, start, None)), latest=current)
+            lines = recent.after(after_seq)
+            if lines is not None:
+                return _Page(False, last, lines, latest=current)
         closed, rows = await self._db.run(_page, run_id, min(after_seq, _MAX_INTEGER))
         return _Page(closed, rows[-1][0] if rows else None, b"".join(body + b"\n" for _, body in rows))
 
@@ -227,37 +229,56 @@ class SQLiteEventLog(EventLog):
                 self._writing = False
             else:
                 following.turn.set()
+        runs: dict[str, list[Event]] = {}
         for event in batch.stored or ():
-            recent = self._recent.get(event.run_id)
+            runs.setdefault(event.run_id, []).append(event)
+        for run_id, events in runs.items():
+            recent = self._recent.get(run_id)
             if recent is None:
-                recent = self._recent[event.run_id] = _Recent()
-            recent.add(event.seq, event.to_json() + b"\n")
+                recent = self._recent[run_id] = _Recent()
+            recent.add(events[0].seq, events[-1].seq, b"\n".join([event.to_json() for event in events]) + b"\n")
         closed = batch.closed if batch.error is None else []
         for run_id in closed:
             self._recent.pop(run_id, None)
             self._touched.discard(run_id)
-        for run_id in {event.run_id for event in batch.stored or ()}.union(closed):
+        for run_id in runs.keys() | closed:
             self._notify(run_id)
 
 
 class _Recent:
-    """A run's last NDJSON lines committed by this process, of consecutive seqs up to ``last`` (-1: none yet).
+    """A run's last NDJSON lines committed by this process, of consecutive seqs up to ``last`` (-1: none yet):
+    those of its last commit, whatever its size (the lines of one big peer read), and of the commits before
+    it within its last ``RECENT_LINES`` lines.
 
-    Lines, not (seq, line) pairs: bytes are not tracked by the cyclic garbage collector, tuples
-    are, and a thousand open runs held 16 each.
+    Each commit's lines are one bytes object, and the seq it starts at is kept apart: bytes and ints are
+    not tracked by the cyclic garbage collector, tuples are, and a thousand open runs held 16 each.
     """
 
-    __slots__ = ("last", "lines")
+    __slots__ = ("last", "pieces", "starts")
 
     def __init__(self) -> None:
         self.last = -1
-        self.lines: collections.deque[bytes] = collections.deque(maxlen=RECENT_LINES)
+        self.pieces: collections.deque[bytes] = collections.deque()
+        self.starts: collections.deque[int] = collections.deque()
 
-    def add(self, seq: int, line: bytes) -> None:
-        if seq != self.last + 1:  # another process appended in between: only what follows is consecutive
-            self.lines.clear()
-        self.lines.append(line)
-        self.last = seq
+    def add(self, first: int, last: int, lines: bytes) -> None:
+        """The lines of seqs ``first`` to ``last``, committed together."""
+        if first != self.last + 1:  # another process appended in between: only what follows is consecutive
+            self.pieces.clear()
+            self.starts.clear()
+        self.pieces.append(lines)
+        self.starts.append(first)
+        self.last = last
+        while len(self.starts) > 1 and last - self.starts[1] >= RECENT_LINES:
+            self.pieces.popleft()
+            self.starts.popleft()
+
+    def after(self, seq: int) -> bytes | None:
+        """Every line held after ``seq`` when they begin with a commit's first line, else None."""
+        for index, start in enumerate(self.starts):
+            if start == seq + 1:
+                return b"".join(itertools.islice(self.pieces, index, None))
+        return None
 
 
 class _Batch:
@@ -284,8 +305,7 @@ def _append_all(
     with write_transaction(conn):
         for run_id, owner in opened:
             _open_run(conn, run_id, owner)
-        following: dict[str, int] = {}  # a run's next seq, once read in this transaction
-        stored = [_insert(conn, event, following) for event in events]
+        stored = _insert(conn, events)
         for run_id in closed:
             _close_run(conn, run_id)
         return stored
@@ -314,7 +334,7 @@ def _close_abandoned_runs(conn: sqlite3.Connection, reason: str) -> list[str]:
             " AND EXISTS (SELECT 1 FROM events WHERE events.run_id = runs.run_id)"
         ).fetchall()
         for (run_id,) in rows:
-            _insert(conn, Event.create(EventType.RUN_FAILED, run_id, error=reason, error_type="Interrupted"), {})
+            _insert(conn, [Event.create(EventType.RUN_FAILED, run_id, error=reason, error_type="Interrupted")])
             conn.execute("UPDATE runs SET closed = 1 WHERE run_id = ?", (run_id,))
     return [run_id for (run_id,) in rows]
 
@@ -365,19 +385,28 @@ def _list_runs(conn: sqlite3.Connection, limit: int, owner: str | None) -> list[
     return [run_id for (run_id,) in rows]
 
 
-def _insert(conn: sqlite3.Connection, event: Event, following: dict[str, int]) -> Event:
-    """Append ``event`` as its run's next seq, inside the caller's write transaction (``following``: its next seqs)."""
-    seq = following.get(event.run_id)
-    if seq is None:
-        (seq,) = conn.execute(
-            "SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run_id = ?", (event.run_id,)
-        ).fetchone()
-    following[event.run_id] = seq + 1
-    stored = event.with_seq(seq)
-    conn.execute(
-        "INSERT INTO events (run_id, seq, type, timestamp_ms, body) VALUES (?, ?, ?, ?, ?)",
-        (stored.run_id, seq, stored.type, stored.timestamp_ms, stored.to_json()),
-    )
-    if seq == 0:
-        conn.execute("INSERT OR IGNORE INTO runs (run_id, created_ms) VALUES (?, ?)", (stored.run_id, now_ms()))
+def _insert(conn: sqlite3.Connection, events: Sequence[Event]) -> list[Event]:
+    """Append ``events`` as their runs' next seqs, inside the caller's write transaction; returns them numbered.
+
+    One statement inserts them all (``executemany``: 1.6 us an event against 2.4 for one ``execute`` each).
+    """
+    following: dict[str, int] = {}  # a run's next seq, once read in this transaction
+    started: list[tuple[str, int]] = []  # the runs whose first event this is, for the index
+    stored: list[Event] = []
+    rows: list[tuple[str, int, str, int, bytes]] = []
+    for event in events:
+        run_id = event.run_id
+        seq = following.get(run_id)
+        if seq is None:
+            (seq,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE run_id = ?", (run_id,)
+            ).fetchone()
+            if seq == 0:
+                started.append((run_id, now_ms()))
+        following[run_id] = seq + 1
+        numbered = event.with_seq(seq)
+        stored.append(numbered)
+        rows.append((run_id, seq, numbered.type, numbered.timestamp_ms, numbered.to_json()))
+    conn.executemany("INSERT INTO events (run_id, seq, type, timestamp_ms, body) VALUES (?, ?, ?, ?, ?)", rows)
+    conn.executemany("INSERT OR IGNORE INTO runs (run_id, created_ms) VALUES (?, ?)", started)
     return stored
