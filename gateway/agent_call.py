@@ -46,11 +46,13 @@ from protocol import (
     HandoffRequest,
     Message,
     OversizedLine,
+    Part,
     SkippedBytes,
     StatusEvent,
     Task,
     TaskSendParams,
     TaskState,
+    TextPart,
     parts_text,
 )
 
@@ -58,9 +60,9 @@ from .agent_result import AgentToolResult
 from .agent_tool import AgentTool, Mode
 from .budget import Budget
 from .errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, PeerProtocolError
-from .events import Event, EventType
+from .events import EventType
 from .idle_timeout import IdleTimeout, with_idle_timeout
-from .peers.base import UNRESOLVED, Peer, RawLine, Resubscribed, StreamItem, StreamTooLarge, items_of
+from .peers.base import UNRESOLVED, Peer, RawLine, StreamItem, StreamTooLarge, TextChunk, items_of
 from .recorder import RunRecorder
 from .telemetry import spans
 
@@ -70,10 +72,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _FAILED_STATES = (TaskState.FAILED.value, TaskState.CANCELED.value)
+_EVENTS = (ArtifactEvent, StatusEvent, HandoffEvent)
 _ENDINGS = frozenset({EventType.AGENT_TOOL_COMPLETED, EventType.AGENT_TOOL_TERMINATED, EventType.AGENT_TOOL_ERROR})
 
 ConnectPeer = Callable[[], Peer]
 """How a call gets its peer; an ``AgentToolError`` it raises fails the call, recorded like any failure."""
+Pieces = AsyncGenerator[list[str], None]
+"""A call's text as it is passed on: the pieces of the lines of one read together, so that the stages a call
+goes through (span, events, mode) pass each read on once, not each chunk."""
 
 
 @dataclass(frozen=True)
@@ -110,7 +116,7 @@ class _Reply:
     handoff: HandoffRequest | None
 
 
-@dataclass
+@dataclass(slots=True)
 class _Line:
     """A stream line read and checked, not recorded yet: its progress event, and what it adds to the result after."""
 
@@ -120,6 +126,8 @@ class _Line:
     """The call's total cost with this line."""
     state: str | None = None
     artifact: Artifact | None = None
+    chunk: TextChunk | None = None
+    """A ``TextChunk``'s, instead of ``artifact``."""
     handoff: HandoffRequest | None = None
     text: str = ""
     """What it passes on to ``stream()``."""
@@ -169,6 +177,9 @@ class AgentCall:
             task_id=task_id,
             session_id=session_id,
         )
+        caller = {"call_id": self.result.call_id, "agent": spec.agent, "tool": spec.tool, "member": spec.member}
+        self._caller = {key: value for key, value in caller.items() if value is not None}
+        """The fields every event of the call has."""
         self._connect = connect
         self._peer: Peer | None = None
         self._started = time.monotonic()
@@ -179,16 +190,17 @@ class AgentCall:
 
     async def run(self) -> AgentToolResult:
         """The call in its mode; raises an AgentToolError (with ``.partial``) when it fails."""
-        async with aclosing(self._traced(self._recorded(self._in_mode()))) as pieces:
-            async for _ in pieces:
+        async with aclosing(self._traced(self._recorded(self._in_mode()))) as reads:
+            async for _ in reads:
                 pass
         return self.result
 
     async def stream(self) -> AsyncGenerator[str, None]:
         """A streaming call's text, each piece once its progress event is recorded; ``result`` is final after."""
-        async with aclosing(self._traced(self._recorded(self._streaming()))) as pieces:
-            async for piece in pieces:
-                yield piece
+        async with aclosing(self._traced(self._recorded(self._streaming()))) as reads:
+            async for pieces in reads:
+                for piece in pieces:
+                    yield piece
 
     async def close_run(self) -> None:
         with anyio.CancelScope(shield=True):
@@ -196,7 +208,7 @@ class AgentCall:
 
     # -- the call's life, recorded -------------------------------------------------------
 
-    async def _traced(self, pieces: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
+    async def _traced(self, reads: Pieces) -> Pieces:
         """The call inside its span (telemetry/spans.py); the event that ends the call sets its outcome."""
         spec = self.spec
         caller = spec.tool or spec.member or ""
@@ -204,11 +216,11 @@ class AgentCall:
             caller, spec.agent, spec.mode.kind, spec.budget.max_cost_usd, self.recorder.run_id
         ) as span:
             self._span = span
-            async with aclosing(pieces) as recorded:
-                async for piece in recorded:
-                    yield piece
+            async with aclosing(reads) as recorded:
+                async for pieces in recorded:
+                    yield pieces
 
-    async def _recorded(self, body: AsyncGenerator[str, None]) -> AsyncGenerator[str, None]:
+    async def _recorded(self, body: Pieces) -> Pieces:
         """``agent_tool_invoked``, the body, then the one event that says how the call ended.
 
         The peer is found first (for an ``http(s)://`` agent, its card says which binding it
@@ -219,9 +231,9 @@ class AgentCall:
             await self._connected()
             await self._invoked()
             try:
-                async with aclosing(body) as pieces:
-                    async for piece in pieces:
-                        yield piece
+                async with aclosing(body) as reads:
+                    async for pieces in reads:
+                        yield pieces
             finally:
                 self.result.settle()
         except _Terminated as stop:
@@ -290,7 +302,7 @@ class AgentCall:
             mode=self.spec.mode.kind,
             binding=self._binding(),
             input=self.message.text or None,
-            input_data=_data(self.message) or None,
+            input_data=_data(self.message.parts) or None,
             task_id=self.result.task_id,
             session_id=self.result.session_id,
             timeout_ms=round(self.spec.timeout_s * 1000),
@@ -298,11 +310,11 @@ class AgentCall:
             idle_timeout_secs=self.spec.idle_timeout_s if self.spec.mode.kind == "streaming" else None,
         )
 
-    async def _in_mode(self) -> AsyncGenerator[str, None]:
+    async def _in_mode(self) -> Pieces:
         if self.spec.mode.kind == "streaming":
-            async with aclosing(self._streaming()) as pieces:
-                async for piece in pieces:
-                    yield piece
+            async with aclosing(self._streaming()) as reads:
+                async for pieces in reads:
+                    yield pieces
         elif self.spec.mode.kind == "conversational":
             await self._conversational()
         else:
@@ -319,7 +331,7 @@ class AgentCall:
         self.result.artifacts = list(task.artifacts)
         self._raise_if_failed(task)
 
-    async def _streaming(self) -> AsyncGenerator[str, None]:
+    async def _streaming(self) -> Pieces:
         peer = self._peer
         assert peer is not None
         async with peer.subscribe(self._params(self.message)) as stream:
@@ -327,8 +339,8 @@ class AgentCall:
                 async with aclosing(with_idle_timeout(stream, self.spec.idle_timeout_s)) as reads:
                     async for read in reads:
                         pieces, final = await self._on_lines(items_of(read))
-                        for piece in pieces:
-                            yield piece
+                        if pieces:
+                            yield pieces
                         if final:
                             return
             except IdleTimeout as exc:
@@ -442,6 +454,10 @@ class AgentCall:
 
     def _read_line(self, item: StreamItem, total: float, index: int) -> _Line:
         """What one line records and adds; ``total``: the cost before it, ``index``: its chunk index if it has one."""
+        if isinstance(item, TextChunk):
+            return self._read_text_chunk(item, total, index)
+        if isinstance(item, _EVENTS):
+            return self._read_event(item, total, index)
         if isinstance(item, OversizedLine):
             error = PeerProtocolError(
                 f"{self.spec.agent} sent a line over {item.limit} bytes ({item.size} seen)", reason="line_too_long"
@@ -459,16 +475,19 @@ class AgentCall:
             self._skipped_total += item.count
             return _Line()
         if isinstance(item, RawLine):
-            return _Line(progress=self._progress_fields(index, total, kind="raw", raw=item.raw))
-        if isinstance(item, Resubscribed):
-            return _Line(
-                progress=self._progress_fields(
-                    index, total, kind="resubscribed", attempt=item.attempt, message=item.why
-                )
-            )
+            return _Line(progress=self._progress_fields(index, total, "raw", raw=item.raw))
+        return _Line(
+            progress=self._progress_fields(index, total, "resubscribed", attempt=item.attempt, message=item.why)
+        )
+
+    def _read_event(self, item: StatusEvent | ArtifactEvent | HandoffEvent, total: float, index: int) -> _Line:
         if self.result.task_id is None:
             self.result.task_id = item.id  # a server that names tasks named it in its first line
-        cost = _cost(item.cost_usd, f"{self.spec.agent} sent a stream line whose cost_usd")
+        cost = item.cost_usd
+        if cost is None:
+            cost = 0.0
+        elif type(cost) is not float or not 0.0 <= cost < math.inf:  # NaN, negative, inf; not a float
+            cost = _cost(cost, f"{self.spec.agent} sent a stream line whose cost_usd")
         total += cost
         final = isinstance(item, StatusEvent) and item.final
         if cost and self.spec.budget.exceeded_by(total):
@@ -481,38 +500,65 @@ class AgentCall:
             state = item.status.state.value if isinstance(item, StatusEvent) and final else None
             return _Line(cost_usd=total, state=state, failure=stop)
         if isinstance(item, ArtifactEvent):
-            text = parts_text(item.artifact.parts)
-            progress = self._progress_fields(
-                index, total, kind="artifact", cost_usd=cost, text=text or None, data=_data_of(item) or None
-            )
-            return _Line(progress=progress, cost_usd=total, artifact=item.artifact, text=text)
+            return self._read_artifact(item.artifact, cost, total, index)
         if isinstance(item, HandoffEvent):
-            progress = self._progress_fields(
-                index, total, kind="handoff", cost_usd=cost, handoff=item.handoff.to_wire()
-            )
+            progress = self._progress_fields(index, total, "handoff", cost_usd=cost, handoff=item.handoff.to_wire())
             return _Line(progress=progress, cost_usd=total, handoff=item.handoff)
         state = item.status.state.value
         message = item.status.message
         if not final:
-            progress = self._progress_fields(
-                index,
-                total,
-                kind="status",
-                state=state,
-                cost_usd=cost,
-                text=(message.text or None) if message else None,
-                data=_data(message) or None if message else None,
-            )
+            said = (message.text or None) if message else None
+            shown = (_data(message.parts) or None) if message else None
+            progress = self._progress_fields(index, total, "status", state=state, cost_usd=cost, text=said, data=shown)
             return _Line(progress=progress, cost_usd=total, state=state)
         failure = AgentTaskFailed(state, message.text if message else "") if state in _FAILED_STATES else None
         final_text = message.text if message is not None else None
         return _Line(cost_usd=total, state=state, final_text=final_text, final=True, failure=failure)
 
+    def _read_text_chunk(self, item: TextChunk, total: float, index: int) -> _Line:
+        """``_read_event`` of a ``TextChunk`` (one per chunk, most often): its cost is checked already."""
+        if self.result.task_id is None:
+            self.result.task_id = item.id
+        cost = item.cost_usd or 0.0
+        total += cost
+        if cost and self.spec.budget.exceeded_by(total):
+            stop = _Terminated(
+                BudgetExceeded(total, self.spec.budget.max_cost_usd or 0.0), rejected_chunk=item.to_wire()
+            )
+            return _Line(cost_usd=total, failure=stop)
+        progress = {**self._caller, "chunk_index": index, "kind": "artifact", "accumulated_cost_usd": total}
+        progress["cost_usd"] = cost
+        text = item.text
+        if text:
+            progress["text"] = text
+        if self._skipped_bytes:
+            progress["skipped_bytes"], self._skipped_bytes = self._skipped_bytes, 0
+        return _Line(progress=progress, cost_usd=total, chunk=item, text=text)
+
+    def _read_artifact(self, artifact: Artifact, cost: float, total: float, index: int) -> _Line:
+        """An artifact line, one per chunk: its progress event's fields written out, for speed."""
+        progress = {**self._caller, "chunk_index": index, "kind": "artifact", "accumulated_cost_usd": total}
+        progress["cost_usd"] = cost
+        parts = artifact.parts
+        if len(parts) == 1 and type(parts[0]) is TextPart:  # a chunk of text, most often: no list to build
+            text = parts[0].text
+            if text:
+                progress["text"] = text
+        else:
+            text = parts_text(parts)
+            data = _data(parts)
+            if text:
+                progress["text"] = text
+            if data:
+                progress["data"] = data
+        if self._skipped_bytes:
+            progress["skipped_bytes"], self._skipped_bytes = self._skipped_bytes, 0
+        return _Line(progress=progress, cost_usd=total, artifact=artifact, text=text)
+
     async def _record(self, lines: list[_Line]) -> list[str]:
         """Append the lines' progress events together, add each line to the result once its event is appended."""
-        events = [
-            self._event(EventType.AGENT_TOOL_PROGRESS, line.progress) for line in lines if line.progress is not None
-        ]
+        trusted = self.recorder.trusted_event
+        events = [trusted(EventType.AGENT_TOOL_PROGRESS, line.progress) for line in lines if line.progress is not None]
         pieces: list[str] = []
         async with aclosing(self.recorder.emit_all(events)) as appended:
             for line in lines:
@@ -531,7 +577,9 @@ class AgentCall:
             result.cost_usd = line.cost_usd
         if line.state is not None:
             result.state = line.state
-        if line.artifact is not None:
+        if line.chunk is not None:
+            result.add_streamed_text(line.chunk.index, line.chunk.append, line.text)
+        elif line.artifact is not None:
             result.add_streamed(line.artifact, line.text)
         if line.handoff is not None:
             result.handoff = result.handoff or line.handoff
@@ -625,22 +673,24 @@ class AgentCall:
             return None
         return value if isinstance(value, Message) else Message.user(str(value))
 
-    async def _progress(self, *, accumulated_cost_usd: float, **fields: Any) -> None:
+    async def _progress(self, *, kind: str, accumulated_cost_usd: float, **fields: Any) -> None:
         """Append one progress event, then count the chunk (its data is added to the result by the caller, after)."""
         await self._emit(
-            EventType.AGENT_TOOL_PROGRESS, **self._progress_fields(self.result.chunks, accumulated_cost_usd, **fields)
+            EventType.AGENT_TOOL_PROGRESS,
+            **self._progress_fields(self.result.chunks, accumulated_cost_usd, kind, **fields),
         )
         self.result.chunks += 1
 
-    def _progress_fields(self, index: int, accumulated_cost_usd: float, **fields: Any) -> dict[str, Any]:
-        """A progress event's fields: the chunk's, its index, the cost so far, the bytes skipped since the last one."""
-        skipped, self._skipped_bytes = self._skipped_bytes, 0
-        return {
-            "chunk_index": index,
-            "accumulated_cost_usd": accumulated_cost_usd,
-            "skipped_bytes": skipped or None,
-            **fields,
-        }
+    def _progress_fields(self, index: int, accumulated_cost_usd: float, kind: str, **fields: Any) -> dict[str, Any]:
+        """A progress event's fields, all of them of their declared types (``Event.trusted``): the call's, the
+        chunk's index, kind and cost so far, its own fields but the None ones, the bytes skipped since the last one."""
+        progress = {**self._caller, "chunk_index": index, "kind": kind, "accumulated_cost_usd": accumulated_cost_usd}
+        for key, value in fields.items():
+            if value is not None:
+                progress[key] = value
+        if self._skipped_bytes:
+            progress["skipped_bytes"], self._skipped_bytes = self._skipped_bytes, 0
+        return progress
 
     def _totals(self) -> dict[str, Any]:
         return {
@@ -659,18 +709,9 @@ class AgentCall:
             spans.agent_tool_outcome(self._span, outcome, cost_usd=self.result.cost_usd, chunks=self.result.chunks)
         await self.recorder.emit(type, **self._fields(fields))
 
-    def _event(self, type: EventType, fields: dict[str, Any]) -> Event:
-        return self.recorder.event(type, **self._fields(fields))
-
     def _fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The call's fields (``call_id``, ``agent``, who called) and those given; the None ones left out."""
-        caller = {
-            "call_id": self.result.call_id,
-            "agent": self.spec.agent,
-            "tool": self.spec.tool,
-            "member": self.spec.member,
-        }
-        return {key: value for key, value in {**caller, **fields}.items() if value is not None}
+        return {**self._caller, **{key: value for key, value in fields.items() if value is not None}}
 
 
 def _cost(value: object, what: str) -> float:
@@ -688,9 +729,5 @@ def _first_error(exc: ValidationError) -> str:
     return f"{where}: {error.get('msg', 'invalid')}"
 
 
-def _data(message: Message) -> list[dict[str, Any]]:
-    return [part.data for part in message.parts if isinstance(part, DataPart)]
-
-
-def _data_of(event: ArtifactEvent) -> list[dict[str, Any]]:
-    return [part.data for part in event.artifact.parts if isinstance(part, DataPart)]
+def _data(parts: list[Part]) -> list[dict[str, Any]]:
+    return [part.data for part in parts if isinstance(part, DataPart)]

@@ -47,6 +47,14 @@ class AgentToolResult:
         if text:
             self._streamed_text.append(text)
 
+    def add_streamed_text(self, index: int, append: bool | None, text: str) -> None:
+        """``add_streamed`` of an artifact of one plain text part, given by its fields (``ArtifactFold.add_text``)."""
+        if self._fold is None:
+            self._fold = ArtifactFold(self.artifacts)
+        self._fold.add_text(index, append, text)
+        if text:
+            self._streamed_text.append(text)
+
     @property
     def has_text(self) -> bool:
         return bool(self.text or self._streamed_text)

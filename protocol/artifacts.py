@@ -55,13 +55,25 @@ class ArtifactFold:
 
     def add(self, chunk: Artifact) -> None:
         if chunk.append and chunk.index == self._index:
-            self._kept.extend(part.text if _plain_text(part) else part for part in chunk.parts)  # type: ignore[union-attr]
+            parts = chunk.parts
+            if len(parts) == 1 and _plain_text(parts[0]):  # a chunk of text, most often: no generator
+                self._kept.append(parts[0].text)  # type: ignore[union-attr]
+            else:
+                self._kept.extend(part.text if _plain_text(part) else part for part in parts)  # type: ignore[union-attr]
             if chunk.last_chunk is not None:
                 self._last_chunk = chunk.last_chunk
             return
         self._add_kept()
         merge_artifact(self._artifacts, chunk)
         self._index = chunk.index
+
+    def add_text(self, index: int, append: bool | None, text: str) -> None:
+        """``add`` of an artifact of one plain text part, given by its fields (a relayed chunk's): the model is
+        made only when the text does not extend the artifact the appends kept extend."""
+        if append and index == self._index:
+            self._kept.append(text)
+            return
+        self.add(Artifact(parts=[TextPart(text=text)], index=index, append=append))
 
     @property
     def artifacts(self) -> list[Artifact]:

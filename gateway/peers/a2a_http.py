@@ -24,9 +24,11 @@ slot) only while its own part of the stream is read.
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
+from types import NoneType
 from typing import Any
 
 import orjson
@@ -41,7 +43,6 @@ from protocol import (
     DecodedLine,
     ErrorBody,
     HandoffEvent,
-    MalformedLine,
     NDJSONDecoder,
     OversizedLine,
     SkippedBytes,
@@ -53,7 +54,7 @@ from protocol import (
 )
 from protocol.ndjson import MEDIA_TYPE as NDJSON_MEDIA_TYPE
 
-from .base import OnSent, OnTask, Peer, RawLine, Resubscribed, StreamItem, StreamRead, StreamTooLarge
+from .base import OnSent, OnTask, Peer, RawLine, Resubscribed, StreamItem, StreamRead, StreamTooLarge, TextChunk
 from .http_client import PeerHttpClient, PeerResponse
 from .limits import PeerLimits
 
@@ -71,7 +72,9 @@ Resume = Callable[[AsyncExitStack], Awaitable[Segment | None]]
 ``_resumed`` closes once the segment is read), or None when there is nothing to resume by yet."""
 
 
-_EVENTS = (StatusEvent, ArtifactEvent, HandoffEvent)
+_EVENTS = (TextChunk, StatusEvent, ArtifactEvent, HandoffEvent)
+_TEXT_CHUNK_KEYS = frozenset({"seq", "id", "cost_usd", "final", "type", "artifact"})
+_TEXT_ARTIFACT_KEYS = frozenset({"parts", "index", "append"})
 
 
 @dataclass
@@ -324,26 +327,66 @@ async def _refuse_failure(response: PeerResponse) -> None:
 
 
 def _items(lines: list[DecodedLine], place: _Place) -> list[StreamItem]:
-    """The items of the lines decoded together, up to the first that ends the stream."""
+    """The items of the lines decoded together, up to the first that ends the stream; ``place`` moved to the last."""
     items: list[StreamItem] = []
+    last: StreamItem | None = None
     for line in lines:
         item = _item(line)
-        place.passed(item)
         items.append(item)
-        if ends_stream(item):
+        if isinstance(item, _EVENTS):
+            last = item
+            if isinstance(item, StatusEvent) and item.final:
+                break
+        elif isinstance(item, OversizedLine):
             break
+    if last is not None:
+        place.passed(last)
     return items
 
 
 def _item(decoded: DecodedLine) -> StreamItem:
+    if isinstance(decoded, dict):
+        chunk = _text_chunk(decoded)
+        if chunk is not None:
+            return chunk
+        try:
+            return parse_stream_event(decoded)
+        except ValidationError:
+            return RawLine(decoded)
     if isinstance(decoded, OversizedLine | SkippedBytes):
         return decoded
-    if isinstance(decoded, MalformedLine):
-        return RawLine(decoded.text)
-    try:
-        return parse_stream_event(decoded)
-    except ValidationError:
-        return RawLine(decoded)
+    return RawLine(decoded.text)
+
+
+def _text_chunk(line: dict[str, Any]) -> TextChunk | None:
+    """The line as a ``TextChunk`` when it is an artifact line of one plain text part with no other field; None
+    for any other line, left to ``parse_stream_event``.
+
+    Every value is checked for its exact JSON type, stricter than pydantic (an integer cost, say, is left to
+    it), so a line taken here is one ``parse_stream_event`` accepts, and reads the same
+    (``tests/test_text_chunks.py``). The cost must be finite and >= 0, as the call checks it.
+    """
+    if line.get("type") != "artifact" or not line.keys() <= _TEXT_CHUNK_KEYS:
+        return None
+    seq, task_id, cost, artifact = line.get("seq"), line.get("id"), line.get("cost_usd"), line.get("artifact")
+    if type(seq) is not int or seq < 0 or type(task_id) is not str or line.get("final", False) is not False:
+        return None
+    if cost is not None and (type(cost) is not float or not 0.0 <= cost < math.inf):
+        return None
+    if type(artifact) is not dict or not artifact.keys() <= _TEXT_ARTIFACT_KEYS:
+        return None
+    parts, index, append = artifact.get("parts"), artifact.get("index", 0), artifact.get("append")
+    if type(parts) is not list or len(parts) != 1 or type(index) is not int or type(append) not in (bool, NoneType):
+        return None
+    part = parts[0]
+    if (
+        type(part) is not dict
+        or len(part) != 2
+        or part.get("type") != "text"
+        or type(text := part.get("text")) is not str
+    ):
+        return None
+    return TextChunk(seq, task_id, cost, index, append, text)
 
 
 def _task(content: bytearray, uri: str) -> Task:
