@@ -8,7 +8,7 @@ MCP SDK costs nothing to a gateway that has none.
 """
 
 from .a2a_http import A2AHttpPeer
-from .base import Peer, RawLine, Resubscribed, StreamItem, StreamTooLarge
+from .base import Peer, RawLine, Resubscribed, StreamItem, StreamTooLarge, TextChunk
 from .discovery import HttpAgentPeer
 from .http_client import PeerHttpClient, PeerResponse
 from .jsonrpc import JsonRpcPeer
@@ -29,4 +29,5 @@ __all__ = [
     "Resubscribed",
     "StreamItem",
     "StreamTooLarge",
+    "TextChunk",
 ]
