@@ -208,13 +208,8 @@ async def test_sqlite_follower_of_a_run_written_here_still_sees_another_instance
         await here.open_run("r")
         await here.append(_event("r", 0))
         seen: list[int] = []
-
-        async def ndjson_follower() -> None:
-            async for piece in here.as_ndjson("r", follow=True):
-                seen.extend(orjson.loads(line)["seq"] for line in piece.splitlines())
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(ndjson_follower)
+            tg.start_soon(_follow_ndjson_seqs, here, "r", seen)
             await until(lambda: seen == [0], "the follower to get the event appended here")
             await other.append(_event("r", 1))
             await until(lambda: seen == [0, 1], "the follower to get the other instance's append")
@@ -236,13 +231,8 @@ async def test_sqlite_follower_woken_by_an_append_after_another_instance_appende
     try:
         await here.open_run("r")
         seen: list[int] = []
-
-        async def ndjson_follower() -> None:
-            async for piece in here.as_ndjson("r", follow=True):
-                seen.extend(orjson.loads(line)["seq"] for line in piece.splitlines())
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(ndjson_follower)
+            tg.start_soon(_follow_ndjson_seqs, here, "r", seen)
             await here.append(_event("r", 0))
             await here.append(_event("r", 1))
             await until(lambda: seen == [0, 1], "the follower to get the two events appended here")
@@ -254,6 +244,11 @@ async def test_sqlite_follower_woken_by_an_append_after_another_instance_appende
     finally:
         await other.aclose()
         await here.aclose()
+
+
+async def _follow_ndjson_seqs(log: SQLiteEventLog, run_id: str, seen: list[int]) -> None:
+    async for piece in log.as_ndjson(run_id, follow=True):
+        seen.extend(orjson.loads(line)["seq"] for line in piece.splitlines())
 
 
 def test_open_event_log_specs(tmp_path: Path) -> None:
