@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -246,6 +247,45 @@ async def test_a_busy_sqlite_store_queues_calls_without_taking_the_shared_worker
     finally:
         blocker.close()
         await store.aclose()
+
+
+async def test_a_sqlite_call_finishes_before_its_cancelled_caller_goes_on_and_closing_ends_its_thread(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "d.db"
+    db = SQLiteDatabase(path, schema="CREATE TABLE t (x)")
+    started, release = threading.Event(), threading.Event()
+    caught: list[bool] = []
+
+    def slow_insert(conn: sqlite3.Connection) -> None:
+        started.set()
+        release.wait(10)
+        conn.execute("INSERT INTO t VALUES (1)")
+
+    def count(conn: sqlite3.Connection) -> int:
+        return int(conn.execute("SELECT count(*) FROM t").fetchone()[0])
+
+    async def caller(scope: anyio.CancelScope) -> None:
+        with scope:
+            await db.run(slow_insert)
+        caught.append(scope.cancelled_caught)
+
+    try:
+        scope = anyio.CancelScope()
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(caller, scope)
+            await anyio.to_thread.run_sync(started.wait, 10)
+            scope.cancel()
+            await anyio.wait_all_tasks_blocked()
+            assert caught == []  # cancelled, yet still waiting for the call it started
+            release.set()
+        assert caught == [True] and await db.run(count) == 1
+    finally:
+        release.set()
+        await db.aclose()
+    with pytest.raises(RuntimeError, match="is closed"):
+        await db.run(count)
+    assert not [thread for thread in threading.enumerate() if thread.name == f"sqlite {path}"]
 
 
 def test_parse_store_spec_is_the_one_parser_of_store_specs(tmp_path: Path) -> None:
