@@ -15,6 +15,11 @@ as in the gateway; medians of rounds), in microseconds per chunk:
   on a file, in this thread);
 - **add**: each event observed (counted, logged) and its line added to the result.
 
+The baseline, timed in the same rounds, read by read between the stages: what a direct
+reader of the agent's stream does with the same reads (``bench.gateway``'s direct client):
+each line decoded and parsed into its event (``NDJSONDecoder``, ``parse_stream_event``).
+Each stage is printed with its ratio to that baseline.
+
 What it leaves out is what a read costs around those (the worker-thread round trip of the
 commit, the follower woken and the response written, the read from the agent), which
 ``python -m bench.gateway`` measures with the rest, as chunks per second.
@@ -39,11 +44,12 @@ from gateway.events import EventType
 from gateway.peers.a2a_http import _items, _Place
 from gateway.peers.base import Peer
 from gateway.recorder import RunRecorder
-from protocol import Message, NDJSONDecoder
+from protocol import Message, NDJSONDecoder, parse_stream_event
 
 PER_READ = 100
 CHUNKS = 2000
 STAGES = ("split", "check", "read", "event", "insert", "add")
+BASELINE = "direct read"
 
 
 def _reads(chunks: int) -> list[bytes]:
@@ -70,18 +76,22 @@ def _no_peer() -> Peer:
 
 
 def _round(reads: list[bytes], conn: sqlite3.Connection, chunks: int) -> dict[str, float]:
-    """One stream's reads through every stage: seconds of CPU per stage."""
+    """One stream's reads through every stage, and through the direct reader: seconds of CPU each."""
     recorder = RunRecorder(MemoryEventLog())
     spec = CallSpec(
         agent="http://127.0.0.1:9", mode=Mode(kind="streaming"), timeout_s=30.0, idle_timeout_s=30.0,
         cancel_timeout_s=1.0, tool="stream",
     )  # fmt: skip
     call = AgentCall(_no_peer, recorder, spec, Message.user("stream"), task_id="t")
-    decoder, place = NDJSONDecoder(), _Place("t")
-    spent = dict.fromkeys(STAGES, 0.0)
+    decoder, place, direct = NDJSONDecoder(), _Place("t"), NDJSONDecoder()
+    spent = dict.fromkeys((*STAGES, BASELINE), 0.0)
     index = 0
     for read in reads:
+        started = time.process_time()
+        parsed = [parse_stream_event(line) for line in direct.feed(read)]
         clock = [time.process_time()]
+        spent[BASELINE] += clock[0] - started
+        del parsed
         decoded = decoder.feed(read)
         clock.append(time.process_time())
         items = _items(decoded, place)
@@ -124,13 +134,18 @@ def main(argv: list[str] | None = None) -> None:
             spent = [_round(reads, conn, chunks) for _ in range(rounds)]
         finally:
             conn.close()
-    print(f"the relay's stages, CPU us per chunk, reads of {PER_READ} lines, median of {rounds}:")
-    total = 0.0
+    per_chunk = {stage: median([round_[stage] for round_ in spent]) / chunks * 1e6 for stage in (*STAGES, BASELINE)}
+    baseline = per_chunk[BASELINE]
+    print(
+        f"the relay's stages, CPU us per chunk, reads of {PER_READ} lines, median of {rounds}; ratio to the {BASELINE}:"
+    )
     for stage in STAGES:
-        value = median([round_[stage] for round_ in spent]) / chunks * 1e6
-        total += value
-        print(f"  {stage:8s} {value:6.2f}")
-    print(f"  {'all':8s} {total:6.2f}")
+        print(f"  {stage:12s} {per_chunk[stage]:6.2f}  {per_chunk[stage] / baseline:5.2f}")
+    total = sum(per_chunk[stage] for stage in STAGES)
+    print(f"  {'all':12s} {total:6.2f}  {total / baseline:5.2f}")
+    print(
+        f"  {BASELINE:12s} {baseline:6.2f}  {1.0:5.2f}  (NDJSONDecoder + parse_stream_event, what a direct reader does)"
+    )
 
 
 if __name__ == "__main__":
