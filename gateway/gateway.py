@@ -27,10 +27,13 @@ from .agent_tool import AgentTool, AgentToolFunction, AgentToolOptions, ToolInpu
 from .allowed_hosts import HostAllowlist
 from .errors import PeerConnectionError, UnknownAgentTool
 from .event_log import EventLog, MemoryEventLog
-from .peers import HttpAgentPeer, LocalAgentHost, LocalPeer, Peer, PeerHttpClient, PeerLimits
+from .peers.base import Peer
+from .peers.limits import PeerLimits
+from .peers.local import LocalAgentHost, LocalPeer
 from .recorder import RunRecorder, current_recorder
 
 if TYPE_CHECKING:
+    from .peers.http_client import PeerHttpClient
     from .peers.mcp import MCPConnection
 from .uri import (
     A2AHttpTarget,
@@ -65,7 +68,11 @@ class Gateway:
         self.limits = limits or PeerLimits()
         self.allowed_hosts = allowed_hosts or HostAllowlist()
         self._owns_client = http_client is None
-        self.http_client = http_client or PeerHttpClient(self.limits)
+        if http_client is None:
+            from .peers.http_client import PeerHttpClient  # aiohttp loads with the first Gateway, not with the module
+
+            http_client = PeerHttpClient(self.limits)
+        self.http_client = http_client
         self.tools: dict[str, AgentTool] = {}
         self._local: dict[str, LocalAgentHost] = {}
         self._mcp: dict[tuple[object, ...], MCPConnection] = {}
@@ -202,6 +209,8 @@ class Gateway:
     def _make_peer(self, target: AgentTarget, token: str | None) -> Peer:
         uri = target.uri
         if isinstance(target, A2AHttpTarget):
+            from .peers.discovery import HttpAgentPeer
+
             return HttpAgentPeer(target, self.http_client, self.limits, token=token)
         if isinstance(target, LocalTarget):
             host = self._local.get(target.name)

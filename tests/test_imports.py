@@ -4,11 +4,15 @@ protocol <- agent_server <- gateway: nothing in protocol imports the other two, 
 agent_server imports gateway. Every import counts, also one inside a function or under
 ``TYPE_CHECKING`` (a cycle hidden there is still a cycle a reader has to hold in mind).
 An import of ``package.module`` depends on that module, not on the packages around it.
+And what an import costs: a program that drives a ``Gateway`` does not load the HTTP clients
+and SDKs it has not used yet.
 """
 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -101,3 +105,14 @@ def test_the_layers_point_one_way() -> None:
 
 def test_a_cycle_is_found_when_there_is_one() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_a_program_that_drives_a_gateway_loads_no_http_client_or_sdk_it_has_not_used() -> None:
+    """aiohttp comes with the first Gateway, httpx with a model provider, MCP with an MCP target: not at import."""
+    heavy = ("aiohttp", "httpx", "httpx2", "mcp")
+    script = f"import sys; from gateway import Gateway; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+    assert loaded.stdout.strip() == "[]"
+    script = "import sys; from gateway import Gateway; Gateway(); print('aiohttp' in sys.modules)"
+    made = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+    assert made.stdout.strip() == "True"

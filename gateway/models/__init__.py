@@ -1,47 +1,74 @@
 """Chat models the runner can drive: the interface, an OpenAI-compatible client and offline stand-ins.
 
 Also the embedders of the semantic router, and the providers that model names resolve through.
+
+The names are imported on first use (PEP 562): a module that needs only ``gateway.models.base``
+does not load httpx with the OpenAI-compatible client.
 """
 
-from gateway.errors import ModelAuthError, ModelError, ModelNotConfigured, ScriptExhaustedError
-from gateway.models.base import (
-    ChatMessage,
-    ChatModel,
-    ModelResponse,
-    ModelSettings,
-    ModelStreamItem,
-    TextDelta,
-    TokenUsage,
-    ToolCall,
-    ToolSpec,
-)
-from gateway.models.embeddings import Embedder, OfflineEmbedder, OpenAIEmbedder
-from gateway.models.offline import OfflineModel
-from gateway.models.openai import OpenAIChatModel
-from gateway.models.providers import Providers, ProviderSettings, parse_model_name
-from gateway.models.scripted import ScriptedModel
+from __future__ import annotations
 
-__all__ = [
-    "ChatMessage",
-    "ChatModel",
-    "Embedder",
-    "ModelAuthError",
-    "ModelError",
-    "ModelNotConfigured",
-    "ModelResponse",
-    "ModelSettings",
-    "ModelStreamItem",
-    "OfflineEmbedder",
-    "OfflineModel",
-    "OpenAIChatModel",
-    "OpenAIEmbedder",
-    "ProviderSettings",
-    "Providers",
-    "ScriptExhaustedError",
-    "ScriptedModel",
-    "TextDelta",
-    "TokenUsage",
-    "ToolCall",
-    "ToolSpec",
-    "parse_model_name",
-]
+from typing import TYPE_CHECKING
+
+from protocol.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from gateway.errors import (
+        ModelAuthError as ModelAuthError,
+        ModelError as ModelError,
+        ModelNotConfigured as ModelNotConfigured,
+        ScriptExhaustedError as ScriptExhaustedError,
+    )
+    from gateway.models.base import (
+        ChatMessage as ChatMessage,
+        ChatModel as ChatModel,
+        ModelResponse as ModelResponse,
+        ModelSettings as ModelSettings,
+        ModelStreamItem as ModelStreamItem,
+        TextDelta as TextDelta,
+        TokenUsage as TokenUsage,
+        ToolCall as ToolCall,
+        ToolSpec as ToolSpec,
+    )
+    from gateway.models.embeddings import (
+        Embedder as Embedder,
+        OfflineEmbedder as OfflineEmbedder,
+        OpenAIEmbedder as OpenAIEmbedder,
+    )
+    from gateway.models.offline import OfflineModel as OfflineModel
+    from gateway.models.openai import OpenAIChatModel as OpenAIChatModel
+    from gateway.models.providers import (
+        Providers as Providers,
+        ProviderSettings as ProviderSettings,
+        parse_model_name as parse_model_name,
+    )
+    from gateway.models.scripted import ScriptedModel as ScriptedModel
+
+_EXPORTS = {
+    "ChatMessage": "gateway.models.base",
+    "ChatModel": "gateway.models.base",
+    "Embedder": "gateway.models.embeddings",
+    "ModelAuthError": "gateway.errors",
+    "ModelError": "gateway.errors",
+    "ModelNotConfigured": "gateway.errors",
+    "ModelResponse": "gateway.models.base",
+    "ModelSettings": "gateway.models.base",
+    "ModelStreamItem": "gateway.models.base",
+    "OfflineEmbedder": "gateway.models.embeddings",
+    "OfflineModel": "gateway.models.offline",
+    "OpenAIChatModel": "gateway.models.openai",
+    "OpenAIEmbedder": "gateway.models.embeddings",
+    "ProviderSettings": "gateway.models.providers",
+    "Providers": "gateway.models.providers",
+    "ScriptExhaustedError": "gateway.errors",
+    "ScriptedModel": "gateway.models.scripted",
+    "TextDelta": "gateway.models.base",
+    "TokenUsage": "gateway.models.base",
+    "ToolCall": "gateway.models.base",
+    "ToolSpec": "gateway.models.base",
+    "parse_model_name": "gateway.models.providers",
+}
+
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names are listed once, above
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -5,29 +5,50 @@ that binding (``A2AHttpPeer`` or ``JsonRpcPeer``) is used.
 
 The MCP peer (``gateway.peers.mcp``) is imported where an MCP target is first used, so the
 MCP SDK costs nothing to a gateway that has none.
+
+The names are imported on first use (PEP 562): a module that needs only ``gateway.peers.base``
+does not load aiohttp with the HTTP peers.
 """
 
-from .a2a_http import A2AHttpPeer
-from .base import Peer, RawLine, Resubscribed, StreamItem, StreamTooLarge, TextChunk
-from .discovery import HttpAgentPeer
-from .http_client import PeerHttpClient, PeerResponse
-from .jsonrpc import JsonRpcPeer
-from .limits import PeerLimits
-from .local import LocalAgentHost, LocalPeer
+from __future__ import annotations
 
-__all__ = [
-    "A2AHttpPeer",
-    "HttpAgentPeer",
-    "JsonRpcPeer",
-    "LocalAgentHost",
-    "LocalPeer",
-    "Peer",
-    "PeerHttpClient",
-    "PeerLimits",
-    "PeerResponse",
-    "RawLine",
-    "Resubscribed",
-    "StreamItem",
-    "StreamTooLarge",
-    "TextChunk",
-]
+from typing import TYPE_CHECKING
+
+from protocol.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from gateway.peers.a2a_http import A2AHttpPeer as A2AHttpPeer
+    from gateway.peers.base import (
+        Peer as Peer,
+        RawLine as RawLine,
+        Resubscribed as Resubscribed,
+        StreamItem as StreamItem,
+        StreamTooLarge as StreamTooLarge,
+        TextChunk as TextChunk,
+    )
+    from gateway.peers.discovery import HttpAgentPeer as HttpAgentPeer
+    from gateway.peers.http_client import PeerHttpClient as PeerHttpClient, PeerResponse as PeerResponse
+    from gateway.peers.jsonrpc import JsonRpcPeer as JsonRpcPeer
+    from gateway.peers.limits import PeerLimits as PeerLimits
+    from gateway.peers.local import LocalAgentHost as LocalAgentHost, LocalPeer as LocalPeer
+
+_EXPORTS = {
+    "A2AHttpPeer": "gateway.peers.a2a_http",
+    "HttpAgentPeer": "gateway.peers.discovery",
+    "JsonRpcPeer": "gateway.peers.jsonrpc",
+    "LocalAgentHost": "gateway.peers.local",
+    "LocalPeer": "gateway.peers.local",
+    "Peer": "gateway.peers.base",
+    "PeerHttpClient": "gateway.peers.http_client",
+    "PeerLimits": "gateway.peers.limits",
+    "PeerResponse": "gateway.peers.http_client",
+    "RawLine": "gateway.peers.base",
+    "Resubscribed": "gateway.peers.base",
+    "StreamItem": "gateway.peers.base",
+    "StreamTooLarge": "gateway.peers.base",
+    "TextChunk": "gateway.peers.base",
+}
+
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names are listed once, above
+
+__getattr__ = lazy_exports(__name__, _EXPORTS)
