@@ -25,6 +25,7 @@ from waiting import PROCESS_S, wait_until
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN = "obs-admin-token"
 GATEWAY = "switchboard-gateway-obs"
+AGENT_SERVICES = {"switchboard-agent-researcher", "switchboard-agent-billing", "switchboard-agent-tech"}
 MESSAGE = "I was charged twice and now the app crashes with E42; also research tidal energy"
 
 
@@ -145,10 +146,13 @@ def test_one_turn_across_four_processes_is_one_trace_with_the_right_parents(tmp_
                 if s.name == "switchboard.run" and s.attributes.get("switchboard.run_id") == events[0]["run_id"]
             ]
             names = {s.name for s in spans}
+            # an agent server's last span is the request's: it lasts to the stream's last byte, past its handler's
+            served = {s.service for s in spans if s.kind == 2 and s.name.startswith("POST /tasks/")}
             return (
                 bool(runs)
                 and any(s.span_id == runs[0].parent_id for s in spans)
                 and {"handle researcher", "handle billing", "handle tech"} <= names
+                and served >= AGENT_SERVICES
             )
 
         wait_until(all_exported, "the spans of the turn", PROCESS_S)
@@ -156,7 +160,7 @@ def test_one_turn_across_four_processes_is_one_trace_with_the_right_parents(tmp_
         log = (tmp_path / "gateway.log").read_text()
 
     services = {s.service for s in spans}
-    assert services == {GATEWAY, "switchboard-agent-researcher", "switchboard-agent-billing", "switchboard-agent-tech"}
+    assert services == {GATEWAY, *AGENT_SERVICES}
 
     run = _one(spans, "switchboard.run", **{"switchboard.run_id": events[0]["run_id"]})
     assert run.attributes["switchboard.session_id"] == "s1"
