@@ -1,7 +1,7 @@
 """A task store in one SQLite file: tasks and their events survive a restart.
 
-Calls go through ``SQLiteDatabase`` (``sqlite_db.py``): worker threads, one call at a time
-on one connection, WAL mode with ``synchronous=NORMAL``: a crash of the machine may lose
+Calls go through ``SQLiteDatabase`` (``sqlite_db.py``): the database's own thread, one call at a
+time on one connection, WAL mode with ``synchronous=NORMAL``: a crash of the machine may lose
 the last moments, a crash of the process loses nothing committed.
 """
 

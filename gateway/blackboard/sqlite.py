@@ -2,8 +2,8 @@
 
 The compare-and-set is one ``UPDATE ... WHERE version = ?`` (an ``INSERT ... ON CONFLICT DO
 NOTHING`` for a new board), so two processes writing the same board cannot both win.
-Calls go through agent_server's SQLiteDatabase: one connection, one call at a time, in a
-worker thread.
+Calls go through agent_server's SQLiteDatabase: one connection, one call at a time, in the
+database's own thread.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Appends made while a commit is under way share the next transaction (group commit): the
 first appender to find no commit running writes the batch (``BEGIN IMMEDIATE`` ...
-``COMMIT``, one worker-thread call), and hands the batch that gathered meanwhile to one of
+``COMMIT``, one call in the database's thread), and hands the batch that gathered meanwhile to one of
 its appenders, so nobody writes for others for longer than one commit. Every ``append``
 returns only once its own event is committed, so a process killed with SIGKILL loses
 nothing already appended; a commit that fails fails every append of its batch. A waiting
@@ -24,8 +24,8 @@ whether another connection has written to the file at all (``PRAGMA data_version
 only if one has, to which of these runs: a thousand idle followers cost one query per poll,
 not a thousand.
 
-Calls go through ``agent_server.stores.SQLiteDatabase``, like the task store's: worker
-threads, one call at a time on one connection (queued in the event loop, not on a lock).
+Calls go through ``agent_server.stores.SQLiteDatabase``, like the task store's: the
+database's own thread, one call at a time on one connection, taken from a queue in order.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 One row per session (JSON state plus version). Compare-and-set is a single UPDATE ...
 WHERE version = ?, so two processes sharing the file cannot overwrite each other.
-Calls go through agent_server's SQLiteDatabase: one connection, one call at a time, in a
-worker thread.
+Calls go through agent_server's SQLiteDatabase: one connection, one call at a time, in the
+database's own thread.
 """
 
 from __future__ import annotations
