@@ -526,34 +526,30 @@ class AgentCall:
                 BudgetExceeded(total, self.spec.budget.max_cost_usd or 0.0), rejected_chunk=item.to_wire()
             )
             return _Line(cost_usd=total, failure=stop)
-        progress = {**self._caller, "chunk_index": index, "kind": "artifact", "accumulated_cost_usd": total}
-        progress["cost_usd"] = cost
-        text = item.text
-        if text:
-            progress["text"] = text
-        if self._skipped_bytes:
-            progress["skipped_bytes"], self._skipped_bytes = self._skipped_bytes, 0
-        return _Line(progress=progress, cost_usd=total, chunk=item, text=text)
+        progress = self._artifact_progress(index, total, cost, item.text)
+        return _Line(progress=progress, cost_usd=total, chunk=item, text=item.text)
 
     def _read_artifact(self, artifact: Artifact, cost: float, total: float, index: int) -> _Line:
-        """An artifact line, one per chunk: its progress event's fields written out, for speed."""
-        progress = {**self._caller, "chunk_index": index, "kind": "artifact", "accumulated_cost_usd": total}
-        progress["cost_usd"] = cost
+        """An artifact line."""
         parts = artifact.parts
         if len(parts) == 1 and type(parts[0]) is TextPart:  # a chunk of text, most often: no list to build
-            text = parts[0].text
-            if text:
-                progress["text"] = text
+            text, data = parts[0].text, None
         else:
-            text = parts_text(parts)
-            data = _data(parts)
-            if text:
-                progress["text"] = text
-            if data:
-                progress["data"] = data
-        if self._skipped_bytes:
-            progress["skipped_bytes"], self._skipped_bytes = self._skipped_bytes, 0
+            text, data = parts_text(parts), _data(parts)
+        progress = self._artifact_progress(index, total, cost, text, data)
         return _Line(progress=progress, cost_usd=total, artifact=artifact, text=text)
+
+    def _artifact_progress(
+        self, index: int, total: float, cost: float, text: str, data: list[dict[str, Any]] | None = None
+    ) -> dict[str, Any]:
+        """``_progress_fields`` of an artifact line (one per chunk), written out rather than through keywords."""
+        progress = {**self._caller, "chunk_index": index, "kind": "artifact", "accumulated_cost_usd": total}
+        progress["cost_usd"] = cost
+        if text:
+            progress["text"] = text
+        if data:
+            progress["data"] = data
+        return self._with_skipped(progress)
 
     async def _record(self, lines: list[_Line]) -> list[str]:
         """Append the lines' progress events together, add each line to the result once its event is appended."""
@@ -688,6 +684,10 @@ class AgentCall:
         for key, value in fields.items():
             if value is not None:
                 progress[key] = value
+        return self._with_skipped(progress)
+
+    def _with_skipped(self, progress: dict[str, Any]) -> dict[str, Any]:
+        """``progress`` with the bytes skipped since the last progress event, if any (counted once)."""
         if self._skipped_bytes:
             progress["skipped_bytes"], self._skipped_bytes = self._skipped_bytes, 0
         return progress
