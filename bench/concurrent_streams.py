@@ -13,9 +13,12 @@ INTERVAL 0`` (by default 20 chunks, one every 0.5 s: all streams are open togeth
 
 - through the gateway: ``POST /tools/stream/call`` with ``{"input": ..., "stream": true}``,
   the call's NDJSON events;
+- through the reference relay (``bench/_reference_relay.py``), in the gateway's place: the
+  least a relay on the gateway's stack does (Starlette on uvicorn with h11, aiohttp to the
+  agent, lines passed through), so what the gateway spends beyond it is its own work;
 - directly: the agent server's ``/tasks/sendSubscribe``, its A2A stream lines (the baseline).
 
-Rounds interleave the two paths, their order alternating; each burst gets new server processes
+Rounds interleave the three paths, their order alternating; each burst gets new server processes
 (warmed up with a few short streams), so its memory figures start from a process that served
 nothing else. Each burst prints: calls that failed (an HTTP error, a terminal event other than
 ``agent_tool_completed`` or a final state other than ``completed``, a stream cut before its
@@ -66,6 +69,7 @@ _AGENT_SERVER = (
 _TOOL = "stream"
 _JSON = {"content-type": "application/json"}
 _TERMINAL = ("agent_tool_completed", "agent_tool_terminated", "agent_tool_error")
+_PATHS = ("gateway", "relay", "direct")
 _PROGRESS = "progress"
 _COMPLETED = ""
 _STARTUP_S = 30.0
@@ -121,6 +125,7 @@ class Burst:
     max_open: int
     wall_s: float
     gateway: Usage
+    """The process between the client and the agent server: the gateway, or the reference relay on that path."""
     agent: Usage
     gateway_nofile: int
     log_errors: int
@@ -147,6 +152,8 @@ class _Placement:
 
 @dataclass(frozen=True)
 class _Servers:
+    name: str
+    """What runs between the client and the agent: "gateway" or "relay" (the reference relay)."""
     agent_url: str
     gateway_url: str
     agent: subprocess.Popen[bytes]
@@ -227,7 +234,7 @@ async def _rounds(settings: Settings, tmp: Path, placement: _Placement, out: Out
     out(_TABLE_HEAD)
     bursts: list[Burst] = []
     for number in range(1, settings.rounds + 1):
-        for path in ("gateway", "direct") if number % 2 else ("direct", "gateway"):
+        for path in _PATHS if number % 2 else _PATHS[::-1]:
             folder = tmp / f"{number}-{path}"
             folder.mkdir()
             bursts.append(await _fresh_burst(path, number, settings, folder, placement))
@@ -237,15 +244,15 @@ async def _rounds(settings: Settings, tmp: Path, placement: _Placement, out: Out
 
 async def _fresh_burst(path: str, number: int, settings: Settings, tmp: Path, placement: _Placement) -> Burst:
     """New servers (started blocking: nothing else runs then), a warm-up, the burst; a server that died fails it."""
-    with _servers(tmp, placement) as servers:
+    with _servers(tmp, placement, relay=path == "relay") as servers:
         await _burst(path, 0, _WARMUP, servers)
         await asyncio.sleep(_SETTLE_S)
         burst = await _burst(path, number, settings, servers)
-        for name, process in (("gateway", servers.gateway), ("agent server", servers.agent)):
+        for name, process in ((servers.name, servers.gateway), ("agent server", servers.agent)):
             if process.poll() is not None:
                 raise RuntimeError(
                     f"the {name} exited with code {process.returncode} during round {number} {path}; "
-                    f"the gateway's output:\n{_tail(servers.gateway_log)}"
+                    f"the {servers.name}'s output:\n{_tail(servers.gateway_log)}"
                 )
     return burst
 
@@ -259,6 +266,9 @@ async def _burst(path: str, number: int, settings: Settings, servers: _Servers) 
     if path == "gateway":
         url = f"{servers.gateway_url}/tools/{_TOOL}/call"
         classify: Classify = _gateway_line
+    elif path == "relay":
+        url = f"{servers.gateway_url}/relay"
+        classify = _direct_line
     else:
         url = f"{servers.agent_url}/tasks/sendSubscribe"
         classify = _direct_line
@@ -306,6 +316,7 @@ def _session() -> aiohttp.ClientSession:
 
 
 def _body(path: str, message: str) -> bytes:
+    """The gateway's tool call, or the A2A send the relay passes on unchanged and the agent server takes directly."""
     if path == "gateway":
         return orjson.dumps({"input": message, "stream": True})
     return orjson.dumps({"id": uuid.uuid4().hex, "message": {"parts": [{"text": message}]}})
@@ -379,8 +390,8 @@ def _direct_line(line: dict[str, Any]) -> str | None:
 
 
 @contextmanager
-def _servers(tmp: Path, placement: _Placement) -> Iterator[_Servers]:
-    """The agent server, then the gateway with its one tool; both stopped when the block ends, however it ends."""
+def _servers(tmp: Path, placement: _Placement, *, relay: bool = False) -> Iterator[_Servers]:
+    """The agent server, then the gateway with its one tool (or the reference relay); stopped when the block ends."""
     with ExitStack() as stack:
         agent_port, gateway_port = free_port(), free_port()
         agent_url, gateway_url = f"http://127.0.0.1:{agent_port}", f"http://127.0.0.1:{gateway_port}"
@@ -388,14 +399,24 @@ def _servers(tmp: Path, placement: _Placement) -> Iterator[_Servers]:
         agent_command = [sys.executable, "-c", _AGENT_SERVER, str(agent_port)]
         agent = stack.enter_context(_process(agent_command, agent_log, placement))
         _wait_ready("the agent server", agent, agent_url + "/.well-known/agent.json", agent_log)
-        config = tmp / "gateway.toml"
-        config.write_text(_gateway_config(gateway_port, tmp / "data", agent_url))
-        gateway_log = tmp / "gateway.log"
-        gateway = stack.enter_context(
-            _process([sys.executable, "-m", "gateway", "gateway", "--config", str(config)], gateway_log, placement)
-        )
-        _wait_ready("the gateway", gateway, gateway_url + "/health", gateway_log)
-        yield _Servers(agent_url, gateway_url, agent, gateway, gateway_log)
+        if relay:
+            name, command, ready = (
+                "relay",
+                [sys.executable, "-m", "bench._reference_relay", str(gateway_port), agent_url],
+                "/ready",
+            )
+        else:
+            config = tmp / "gateway.toml"
+            config.write_text(_gateway_config(gateway_port, tmp / "data", agent_url))
+            name, command, ready = (
+                "gateway",
+                [sys.executable, "-m", "gateway", "gateway", "--config", str(config)],
+                "/health",
+            )
+        gateway_log = tmp / f"{name}.log"
+        gateway = stack.enter_context(_process(command, gateway_log, placement))
+        _wait_ready(f"the {name}", gateway, gateway_url + ready, gateway_log)
+        yield _Servers(name, agent_url, gateway_url, agent, gateway, gateway_log)
 
 
 def _gateway_config(port: int, data_dir: Path, agent_url: str) -> str:
@@ -529,19 +550,22 @@ def _header(settings: Settings, placement: _Placement) -> str:
             "gateway: python -m gateway gateway --config FILE, one streaming tool, every other setting default "
             "(SQLite stores in a temporary data_dir, "
             f"HTTP pool {_DEFAULTS.max_connections} connections, headers timeout "
-            f"{_DEFAULTS.headers_timeout_s:g} s, log level info); direct: the agent server's /tasks/sendSubscribe",
+            f"{_DEFAULTS.headers_timeout_s:g} s, log level info); relay: python -m bench._reference_relay in its "
+            "place (Starlette, uvicorn with h11, aiohttp, lines passed through); direct: the agent server's "
+            "/tasks/sendSubscribe",
             f"cores: {pinning}",
             f"RLIMIT_NOFILE soft/hard: servers {placement.servers_nofile[0]}/{placement.servers_nofile[1]}, "
             f"client {placement.client_nofile[0]}/{placement.client_nofile[1]} (aiohttp, no connection limit)",
             "1st: request sent -> first progress line, s (over the streams that saw one); open: streams open at once "
-            "(client side); cpu: CPU s during the burst; MiB: RSS before the burst, peak during it; "
-            "KiB/str: (peak - before) / open, for the server the path goes through; fds: peak open fds",
+            "(client side); gw: the gateway, or the relay on its path; cpu: CPU s during the burst; MiB: RSS before "
+            "the burst, peak during it; KiB/str: (peak - before) / open, for the server the path goes through "
+            "last; fds: peak open fds",
         ]
     )
 
 
 def _row(burst: Burst) -> str:
-    gateway_kib = f"{burst.gateway.kib_per_stream(burst.max_open):>8.1f}" if burst.path == "gateway" else f"{'-':>8}"
+    gateway_kib = f"{burst.gateway.kib_per_stream(burst.max_open):>8.1f}" if burst.path != "direct" else f"{'-':>8}"
     agent_kib = f"{burst.agent.kib_per_stream(burst.max_open):>8.1f}" if burst.path == "direct" else f"{'-':>8}"
     return (
         f"{burst.round:<6}{burst.path:<8}{burst.streams - burst.failed:>5}{burst.failed:>7}{burst.max_open:>6}"
@@ -554,32 +578,38 @@ def _row(burst: Burst) -> str:
 
 
 def _summary(bursts: list[Burst]) -> str:
-    lines = ["failures per reason (and the gateway's peak open fds against its soft limit, its log lines at ERROR):"]
+    lines = [
+        "failures per reason (and the peak open fds of the gateway, or of the relay on its path, against its soft "
+        "limit; its log lines at ERROR):"
+    ]
     for burst in bursts:
         reasons = ", ".join(f"{reason} {count}" for reason, count in burst.failures.most_common()) or "none"
         fds = f"{burst.gateway.fds_peak} of {burst.gateway_nofile} fds"
         at_limit = ", AT THE LIMIT" if burst.gateway.fds_peak >= burst.gateway_nofile else ""
-        state = f"gateway: {fds}{at_limit}; {burst.log_errors} ERROR"
+        state = f"{'relay' if burst.path == 'relay' else 'gateway'}: {fds}{at_limit}; {burst.log_errors} ERROR"
         lines.append(f"  round {burst.round} {burst.path}: {reasons} ({state})")
-    gateway = [b for b in bursts if b.path == "gateway"]
-    direct = [b for b in bursts if b.path == "direct"]
-    lines.append(f"medians over {len(gateway)} rounds:{'gateway':>13}{'direct':>10}{'ratio':>8}")
+    by_path = {path: [b for b in bursts if b.path == path] for path in _PATHS}
+    lines.append(
+        f"medians over {len(by_path['gateway'])} rounds:{'gateway':>13}{'relay':>10}{'direct':>10}"
+        f"{'gw/relay':>10}{'gw/direct':>10}"
+    )
 
     def median_line(what: str, value: Callable[[Burst], float], digits: int) -> str:
-        through, baseline = statistics.median(map(value, gateway)), statistics.median(map(value, direct))
-        ratio = f"{through / baseline:>8.2f}" if baseline else f"{'-':>8}"
-        return f"  {what:<25}{through:>12.{digits}f}{baseline:>10.{digits}f}{ratio}"
+        gateway, relay, direct = (statistics.median(map(value, by_path[path])) for path in _PATHS)
+        ratios = "".join(f"{gateway / base:>10.2f}" if base else f"{'-':>10}" for base in (relay, direct))
+        return f"  {what:<25}{gateway:>12.{digits}f}{relay:>10.{digits}f}{direct:>10.{digits}f}{ratios}"
 
-    gateway_kib = statistics.median(b.gateway.kib_per_stream(b.max_open) for b in gateway)
-    agent_kib = statistics.median(b.agent.kib_per_stream(b.max_open) for b in direct)
+    def kib(path: str, usage: Callable[[Burst], Usage]) -> float:
+        return statistics.median(usage(b).kib_per_stream(b.max_open) for b in by_path[path])
+
     lines += [
         median_line("failed calls", lambda b: b.failed, 0),
         median_line("first progress p50 s", lambda b: b.percentile(0.5), 3),
         median_line("first progress p99 s", lambda b: b.percentile(0.99), 3),
         median_line("wall s", lambda b: b.wall_s, 2),
         median_line("server CPU s (gw+agent)", lambda b: b.gateway.cpu_s + b.agent.cpu_s, 2),
-        f"  {'gateway KiB/stream':<25}{gateway_kib:>12.1f}             RSS growth / open streams, gateway bursts",
-        f"  {'agent server KiB/stream':<25}{agent_kib:>22.1f}   RSS growth / open streams, direct bursts",
+        f"  {'KiB/stream':<25}{kib('gateway', lambda b: b.gateway):>12.1f}{kib('relay', lambda b: b.gateway):>10.1f}"
+        f"{kib('direct', lambda b: b.agent):>10.1f}   RSS growth / open streams of the last server on each path",
     ]
     return "\n".join(lines)
 

@@ -19,7 +19,14 @@ def test_concurrent_streams_quick_run_completes_every_stream() -> None:
 
     bursts = concurrent_streams.measure(settings, lines.append)
 
-    assert [(b.round, b.path) for b in bursts] == [(1, "gateway"), (1, "direct"), (2, "direct"), (2, "gateway")]
+    assert [(b.round, b.path) for b in bursts] == [
+        (1, "gateway"),
+        (1, "relay"),
+        (1, "direct"),
+        (2, "direct"),
+        (2, "relay"),
+        (2, "gateway"),
+    ]
     for burst in bursts:
         assert burst.failures == {}, (burst.path, burst.failures)
         assert burst.max_open == settings.streams
@@ -30,7 +37,7 @@ def test_concurrent_streams_quick_run_completes_every_stream() -> None:
             assert usage.fds_peak > 0
         assert (burst.agent if burst.path == "direct" else burst.gateway).fds_peak > settings.streams
     report = "\n".join(lines)
-    assert "ratio" in report and "failures per reason" in report
+    assert "gw/relay" in report and "failures per reason" in report
 
 
 def test_router_bench_measures_every_figure_and_routes_its_paraphrases_home() -> None:

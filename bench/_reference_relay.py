@@ -1,0 +1,68 @@
+"""The least a relay on the gateway's stack does: Starlette on uvicorn, aiohttp to the agent, lines passed through.
+
+    python -m bench._reference_relay PORT AGENT_URL
+
+``POST /relay`` sends its body unchanged to the agent server's ``/tasks/sendSubscribe`` and
+answers that stream's lines as they come: no run, no event log, no recording, no logging,
+no middleware. It runs as the gateway does (asyncio, h11, ``run_server``'s collector
+settings), so what the gateway spends beyond it on a stream is the gateway's own work.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import aiohttp
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from agent_server.server import run_server
+
+_JSON = {"content-type": "application/json"}
+
+
+def _app(agent_url: str) -> Starlette:
+    session: aiohttp.ClientSession | None = None
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        nonlocal session
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None)) as session:
+            yield
+
+    async def relay(request: Request) -> Response:
+        assert session is not None
+        body = await request.body()
+
+        async def lines() -> AsyncIterator[bytes]:
+            assert session is not None
+            async with session.post(f"{agent_url}/tasks/sendSubscribe", data=body, headers=_JSON) as response:
+                async for line in response.content:
+                    yield line
+
+        return StreamingResponse(lines(), media_type="application/x-ndjson")
+
+    async def ready(request: Request) -> Response:
+        return Response(b"ok")
+
+    return Starlette(
+        routes=[Route("/relay", relay, methods=["POST"]), Route("/ready", ready, methods=["GET"])], lifespan=lifespan
+    )
+
+
+def main() -> None:
+    port, agent_url = int(sys.argv[1]), sys.argv[2]
+    config = uvicorn.Config(
+        _app(agent_url), host="127.0.0.1", port=port, log_level="warning", loop="asyncio", http="h11"
+    )
+    run_server(uvicorn.Server(config))
+
+
+if __name__ == "__main__":
+    main()
