@@ -310,15 +310,18 @@ class AgentCall:
             idle_timeout_secs=self.spec.idle_timeout_s if self.spec.mode.kind == "streaming" else None,
         )
 
-    async def _in_mode(self) -> Pieces:
-        if self.spec.mode.kind == "streaming":
-            async with aclosing(self._streaming()) as reads:
-                async for pieces in reads:
-                    yield pieces
-        elif self.spec.mode.kind == "conversational":
+    def _in_mode(self) -> Pieces:
+        """The call's pieces in its mode: a streaming call's own generator, not one more that wraps it."""
+        return self._streaming() if self.spec.mode.kind == "streaming" else self._unstreamed()
+
+    async def _unstreamed(self) -> Pieces:
+        """A sync or conversational call, which yields no pieces."""
+        if self.spec.mode.kind == "conversational":
             await self._conversational()
         else:
             await self._sync()
+        return
+        yield
 
     # -- modes -------------------------------------------------------------------------
 
