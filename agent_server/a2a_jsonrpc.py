@@ -171,7 +171,7 @@ async def _send(exchange: _Exchange) -> Response:
     if config is not None and config.return_immediately:
         task = await exchange.manager.start(params, exchange.caller)
     else:
-        task = await exchange.manager.send(params, exchange.caller)
+        task = await exchange.manager.send(params, exchange.caller, in_caller_task=True)
     return exchange.answer({"task": exchange.task(task)} if exchange.is_v1 else exchange.task(task))
 
 

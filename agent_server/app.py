@@ -198,7 +198,7 @@ class _Handlers:
     async def send(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/send")
         with _enveloped(parsed.envelope):
-            task = await _manager(request).send(parsed.params, principal_of(request))
+            task = await _manager(request).send(parsed.params, principal_of(request), in_caller_task=True)
         return _answer(task, parsed.envelope)
 
     async def send_subscribe(self, request: Request) -> Response:

@@ -2,7 +2,10 @@
 
 The HTTP app is a thin layer over this; the gateway uses it in-process for ``local://``
 agents. Runs live in the manager's task group (``async with manager.running()``), so a run
-outlives the request that started it. Per task there is at most one run at a time: one
+outlives the request that started it; a sync send of the HTTP bindings runs shielded in the
+request's own task instead (``send(..., in_caller_task=True)``: no task to start per send),
+which a client that goes away does not cancel. Leaving ``running()`` cancels every run and
+waits for its end to be recorded. Per task there is at most one run at a time: one
 writer, so ``seq`` has no gaps and no duplicates. Each send on a task is one run and one
 stream; it ends with exactly one ``final`` status line (a terminal state, or
 ``input-required``).
@@ -86,7 +89,7 @@ class _Run:
     ended: bool = False
     followers: list[list[StreamEvent]] = field(default_factory=list)
     changed: Wakeup = field(default_factory=Wakeup)
-    done: anyio.Event = field(default_factory=anyio.Event)
+    finished: bool = False
     cancel_reason: str | None = None
     closing_message: Message | None = None
     fold: ArtifactFold = field(init=False)
@@ -126,6 +129,11 @@ class _Run:
             self.cancel_reason = reason
         self.scope.cancel()
 
+    async def wait_finished(self) -> None:
+        """Until the run's end is recorded (its final line stored, its task id free again)."""
+        while not self.finished:
+            await self.changed.wait()
+
 
 class TaskManager:
     """Runs one agent's tasks; see the module docstring for the guarantees."""
@@ -137,10 +145,11 @@ class TaskManager:
         self._task_group: TaskGroup | None = None
         self._runs: dict[str, _Run] = {}
         self._busy: set[str] = set()
+        self._run_ended = Wakeup()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TaskManager]:
-        """Own the task group runs live in; on exit, running tasks are canceled and end ``canceled``."""
+        """Own the task group runs live in; on exit, running tasks are canceled, end ``canceled`` and are waited for."""
         if self._task_group is not None:
             raise RuntimeError("this TaskManager is already running")
         async with self.store.serving(self._cancel_requested), anyio.create_task_group() as task_group:
@@ -152,11 +161,27 @@ class TaskManager:
                 for run in list(self._runs.values()):
                     run.cancel(_CANCELED_ON_SHUTDOWN)
                 task_group.cancel_scope.cancel()
+                with anyio.CancelScope(shield=True):
+                    while self._runs:  # the task group waits for its own; these are in their callers' tasks too
+                        await self._run_ended.wait()
 
-    async def send(self, params: TaskSendParams, caller: Principal | None = None) -> Task:
-        """Run the agent on a new message; returns once the task is terminal or ``input-required``."""
-        run = await self._begin(params, caller)
-        await run.done.wait()
+    async def send(
+        self, params: TaskSendParams, caller: Principal | None = None, *, in_caller_task: bool = False
+    ) -> Task:
+        """Run the agent on a new message; returns once the task is terminal or ``input-required``.
+
+        The run lives in the manager's task group: a caller cancelled meanwhile returns at once
+        and the run goes on. ``in_caller_task``: run it in the caller's own task instead,
+        shielded, so a cancelled caller waits for the run's end (``cancel`` and the manager's
+        shutdown still end it): for a caller nothing cancels while it waits, as an HTTP
+        request (a client that goes away does not cancel it). No task to start, no one to wake.
+        """
+        if in_caller_task:
+            run = await self._begin(params, caller, start=False)
+            await self._execute(run)
+        else:
+            run = await self._begin(params, caller)
+            await run.wait_finished()
         return _settled(run.current(), params.history_length)
 
     async def start(self, params: TaskSendParams, caller: Principal | None = None) -> Task:
@@ -202,7 +227,7 @@ class TaskManager:
                     yield batch
         finally:
             run.leave(pending)
-            if not delivered_final and self.cancel_on_disconnect and not run.done.is_set():
+            if not delivered_final and self.cancel_on_disconnect and not run.finished:
                 run.cancel(_CANCELED_ON_DISCONNECT)
 
     async def resubscribe(
@@ -313,7 +338,7 @@ class TaskManager:
             run = self._runs.get(task_id)
         if run is not None:
             run.cancel(_CANCELED_BY_REQUEST)
-            await run.done.wait()
+            await run.wait_finished()
             return _settled(run.current(), None)
         if is_running(task) and await self.store.running_elsewhere(task_id):
             return await self._cancel_elsewhere(task_id)
@@ -372,11 +397,17 @@ class TaskManager:
         )
 
     async def _begin(
-        self, params: TaskSendParams, caller: Principal | None, *, follower: list[StreamEvent] | None = None
+        self,
+        params: TaskSendParams,
+        caller: Principal | None,
+        *,
+        follower: list[StreamEvent] | None = None,
+        start: bool = True,
     ) -> _Run:
         """Check, record and start a run; shielded so a caller that goes away cannot half-start it.
 
         ``follower`` joins the run before its first event (``_Run.join`` would read that event back).
+        Without ``start`` the caller runs it (``_execute``) at once, in its own task: its scope is shielded.
         """
         self._task_group_or_fail()
         if params.id == "":
@@ -401,6 +432,7 @@ class TaskManager:
                 )
             task, first_seq = await self._next_task(existing, task_id, params)
             run = _Run(task=task, context=_context(task, params, caller), first_seq=first_seq, owner=owner)
+            run.scope.shield = not start
             if follower is not None:
                 run.followers.append(follower)
             try:
@@ -409,13 +441,13 @@ class TaskManager:
                 raise ProtocolError(
                     ErrorCode.INTERNAL_ERROR, f"the server is at its task limit ({exc}); retry later", http_status=503
                 ) from None
-            await self._publish(run, self._status_event(run, TaskState.WORKING, None))
+            await self._publish(run, self._status_line(run))
             self._runs[task_id] = run
             task_group = self._task_group
             if task_group is None:
                 await self._finish(run, Outcome(TaskState.CANCELED, Message.agent(_CANCELED_ON_SHUTDOWN)))
                 self._task_group_or_fail()
-            else:
+            elif start:
                 task_group.start_soon(self._execute, run, name=f"task {task_id}")
         return run
 
@@ -530,30 +562,34 @@ class TaskManager:
     async def _finish(self, run: _Run, outcome: Outcome) -> None:
         """Record the final state and line, then let the task id go; never raises."""
         task_id = run.task.id
+        status = TaskStatus(state=outcome.state, message=outcome.message)
         try:
             reply = reply_message(run.current().artifacts, outcome)
             if reply is not None:
                 run.task.history = [*(run.task.history or []), reply]
-            final = self._status_event(run, outcome.state, outcome.message, final=True)
+            run.task.status = status
+            final = self._status_line(run, final=True)
             run.publish(final)
             await self.store.save_task(run.task)
             await self.store.append_event(task_id, final)
         except Exception:
             logger.exception("could not record the end of task %s", task_id)
             if not run.ended:
-                run.publish(self._status_event(run, outcome.state, outcome.message, final=True))
+                run.task.status = status
+                run.publish(self._status_line(run, final=True))
         finally:
             self._runs.pop(task_id, None)
             self._busy.discard(task_id)
-            run.done.set()
+            run.finished = True
+            run.changed.notify()
+            self._run_ended.notify()
 
-    def _status_event(
-        self, run: _Run, state: TaskState, message: Message | None, *, final: bool = False
-    ) -> StatusEvent:
-        run.task.status = TaskStatus(state=state, message=message)
-        metrics.record_task_state(self.agent.name, state.value)
-        logger.info("task %s agent=%s state=%s", run.task.id, self.agent.name, state.value)
-        return StatusEvent(seq=run.next_seq, id=run.task.id, status=run.task.status, final=final)
+    def _status_line(self, run: _Run, *, final: bool = False) -> StatusEvent:
+        """The run's next line: the task's status now (the one it was made with, or the one set at its end)."""
+        status = run.task.status
+        metrics.record_task_state(self.agent.name, status.state.value)
+        logger.info("task %s agent=%s state=%s", run.task.id, self.agent.name, status.state.value)
+        return StatusEvent(seq=run.next_seq, id=run.task.id, status=status, final=final)
 
     async def _publish(self, run: _Run, event: StreamEvent) -> None:
         run.publish(event)

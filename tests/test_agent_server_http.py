@@ -12,6 +12,7 @@ import anyio
 import httpx
 import pytest
 from servers import serve_app
+from waiting import until
 
 from agent_server import MemoryTaskStore, create_app
 from agent_server.testing import Probe, scripted_agent
@@ -241,6 +242,26 @@ async def test_a_send_to_a_working_or_finished_task_is_409(client: httpx.AsyncCl
         _assert_error(await client.post("/tasks/send", json=_send_body("echo", "w1")), 409, -32600, "still working")
         await client.post("/tasks/cancel", json={"id": "w1"})
     _assert_error(await client.post("/tasks/send", json=_send_body("echo", "w1")), 409, -32600, "canceled")
+
+
+async def test_a_send_whose_client_goes_away_runs_to_its_end(base_url: str, client: httpx.AsyncClient) -> None:
+    """The run goes on in the request's task: the server does not cancel a request whose client left."""
+
+    async def send() -> None:
+        async with httpx.AsyncClient(base_url=base_url, timeout=10) as leaving:
+            await leaving.post("/tasks/send", json=_send_body("sleep 0.5", "left"))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(send)
+            await until(lambda: PROBE.started_at("left") is not None, "the agent to start task left")
+            group.cancel_scope.cancel()  # the request is cut off, its connection closed
+
+    async def completed() -> bool:
+        return bool((await client.get("/tasks/left")).json()["status"]["state"] == "completed")
+
+    await until(completed, "task left to complete after its client went away")
+    assert PROBE.canceled_at("left") is None
 
 
 async def test_an_agent_failure_is_a_failed_task_not_a_server_error(client: httpx.AsyncClient) -> None:

@@ -249,6 +249,60 @@ async def test_leaving_running_cancels_tasks_and_they_end_canceled() -> None:
     assert [e.final for e in await store.read_events("s1")] == [False, True]
 
 
+async def test_a_send_in_its_callers_task_runs_on_when_the_caller_is_cancelled() -> None:
+    """The HTTP bindings' sync send: the run is shielded in the request's task, which waits for its end."""
+    probe = Probe()
+    async with _manager(probe=probe) as manager:
+
+        async def send() -> None:
+            await manager.send(_send("stream 3 0.05", "ic"), in_caller_task=True)
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as group:
+                group.start_soon(send)
+                await until(lambda: probe.started_at("ic") is not None, "the agent to start task ic")
+                group.cancel_scope.cancel()
+        task = await manager.get("ic")  # the cancelled caller returned only once its run had ended
+    assert task.status.state is TaskState.COMPLETED and task.output_text == "chunk-0 chunk-1 chunk-2 "
+    assert probe.canceled_at("ic") is None
+
+
+class _SlowToRecordEnds(MemoryTaskStore):
+    """A store whose write of a task's end takes a while (a remote one), so leaving early would be seen."""
+
+    async def save_task(self, task: Task, owner: str | None = None) -> None:
+        if task.status.state.is_terminal:
+            await anyio.sleep(0.05)
+        await super().save_task(task, owner)
+
+
+async def test_cancel_and_leaving_running_end_sends_in_their_callers_tasks() -> None:
+    probe = Probe()
+    store = _SlowToRecordEnds()
+    answers: dict[str, Task] = {}
+    with anyio.fail_after(10):  # the agent sleeps 30 s: only the cancels end it this soon
+        async with anyio.create_task_group() as group:
+            async with _manager(probe=probe, store=store) as manager:
+
+                async def send(task_id: str) -> None:
+                    answers[task_id] = await manager.send(_send("sleep 30", task_id), in_caller_task=True)
+
+                group.start_soon(send, "by-request")
+                group.start_soon(send, "by-shutdown")
+                await until(
+                    lambda: None not in (probe.started_at("by-request"), probe.started_at("by-shutdown")),
+                    "the agent to start both tasks",
+                )
+                canceled = await manager.cancel("by-request")
+            stopped = await store.load_task("by-shutdown")  # leaving running() waited for the end to be recorded
+    assert canceled.status.state is answers["by-request"].status.state is TaskState.CANCELED
+    assert stopped is not None and stopped.status.state is TaskState.CANCELED
+    assert "shutting down" in stopped.status.message.text  # type: ignore[union-attr]
+    assert [e.final for e in await store.read_events("by-shutdown")] == [False, True]
+    assert answers["by-shutdown"].status.state is TaskState.CANCELED
+    assert None not in (probe.canceled_at("by-request"), probe.canceled_at("by-shutdown"))
+
+
 async def test_closing_a_stream_early_leaves_the_task_running() -> None:
     async with _manager() as manager:
         async with aclosing(manager.subscribe(_send("stream 5 0.01", "k1"))) as events:
