@@ -2,24 +2,41 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
+from types import TracebackType
+
+from prometheus_client import Gauge
 
 from . import metrics, tracing
 
 
-@contextmanager
-def handler_span(agent: str, task_id: str, session_id: str | None) -> Iterator[None]:
-    """Around one run of the agent's handler; a child of the request that started the task."""
-    attributes = {"switchboard.agent": agent, "a2a.task_id": task_id} if tracing.enabled() else None
-    if attributes is not None and session_id:
-        attributes["a2a.session_id"] = session_id
-    running = metrics.labelled(metrics.TASKS_RUNNING, agent) if metrics.ENABLED else None
-    if running is not None:
-        running.inc()
-    try:
-        with tracing.span(f"handle {agent}", attributes):
-            yield
-    finally:
-        if running is not None:
-            running.dec()
+class handler_span:
+    """Around one run of the agent's handler; a child of the request that started the task.
+
+    A class, not a generator: entered once per send, whose whole cost counts (issue 11).
+    """
+
+    def __init__(self, agent: str, task_id: str, session_id: str | None) -> None:
+        self._running: Gauge | None = metrics.labelled(metrics.TASKS_RUNNING, agent) if metrics.ENABLED else None
+        self._span: AbstractContextManager[object] | None = None
+        if tracing.enabled():
+            attributes = {"switchboard.agent": agent, "a2a.task_id": task_id}
+            if session_id:
+                attributes["a2a.session_id"] = session_id
+            self._span = tracing.span(f"handle {agent}", attributes)
+
+    def __enter__(self) -> None:
+        if self._running is not None:
+            self._running.inc()
+        if self._span is not None:
+            self._span.__enter__()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        try:
+            if self._span is not None:
+                self._span.__exit__(kind, error, trace)
+        finally:
+            if self._running is not None:
+                self._running.dec()
