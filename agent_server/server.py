@@ -310,11 +310,17 @@ class _ConnectionLimits:
 
 
 class _LingeringClose:
-    """The connection's transport as uvicorn sees it: a close while the request body is still owed lingers."""
+    """The connection's transport as uvicorn sees it: a close while the request body is still owed lingers.
+
+    What uvicorn calls on every request is bound here once (``write``, ``is_closing``): reached
+    through ``__getattr__`` each call cost 0.4 us, a few times per request.
+    """
 
     def __init__(self, transport: asyncio.Transport, limits: _ConnectionLimits) -> None:
         self._transport = transport
         self._limits = limits
+        self.write = transport.write
+        self.is_closing = transport.is_closing
 
     def close(self) -> None:
         if self._limits._body_owed():
