@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
-from contextlib import aclosing, asynccontextmanager, contextmanager
+from contextlib import AbstractContextManager, aclosing, asynccontextmanager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,8 +177,9 @@ class TaskManager:
         request (a client that goes away does not cancel it). No task to start, no one to wake.
         """
         if in_caller_task:
-            run = await self._begin(params, caller, start=False)
-            await self._execute(run)
+            with anyio.CancelScope(shield=True) as scope:
+                run = await self._begin(params, caller, scope=scope)
+                await self._run(run)
         else:
             run = await self._begin(params, caller)
             await run.wait_finished()
@@ -402,12 +403,13 @@ class TaskManager:
         caller: Principal | None,
         *,
         follower: list[StreamEvent] | None = None,
-        start: bool = True,
+        scope: anyio.CancelScope | None = None,
     ) -> _Run:
         """Check, record and start a run; shielded so a caller that goes away cannot half-start it.
 
         ``follower`` joins the run before its first event (``_Run.join`` would read that event back).
-        Without ``start`` the caller runs it (``_execute``) at once, in its own task: its scope is shielded.
+        ``scope``: the caller's shielded scope, entered already, where it runs the run at once (``_run``);
+        it is the run's scope (``cancel`` cancels it). Without one the run starts in the manager's task group.
         """
         self._task_group_or_fail()
         if params.id == "":
@@ -422,7 +424,8 @@ class TaskManager:
                 f"it takes {', '.join(self.agent.input_modes)}",
                 http_status=415,
             )
-        with self._reserved(task_id, keep=True), anyio.CancelScope(shield=True):
+        shielded: AbstractContextManager[object] = anyio.CancelScope(shield=True) if scope is None else nullcontext()
+        with self._reserved(task_id, keep=True), shielded:
             existing = await self._load_own(task_id) if params.id is not None else None  # a new uuid names no task
             if existing is not None and caller is not None and not caller.may_see(await self.store.owner_of(task_id)):
                 raise ProtocolError(
@@ -432,7 +435,8 @@ class TaskManager:
                 )
             task, first_seq = await self._next_task(existing, task_id, params)
             run = _Run(task=task, context=_context(task, params, caller), first_seq=first_seq, owner=owner)
-            run.scope.shield = not start
+            if scope is not None:
+                run.scope = scope
             if follower is not None:
                 run.followers.append(follower)
             try:
@@ -447,7 +451,7 @@ class TaskManager:
             if task_group is None:
                 await self._finish(run, Outcome(TaskState.CANCELED, Message.agent(_CANCELED_ON_SHUTDOWN)))
                 self._task_group_or_fail()
-            elif start:
+            elif scope is None:
                 task_group.start_soon(self._execute, run, name=f"task {task_id}")
         return run
 
@@ -494,15 +498,21 @@ class TaskManager:
         return task, await self.store.last_seq(task_id) + 1
 
     async def _execute(self, run: _Run) -> None:
+        """A run in the manager's task group, in its own scope."""
+        with run.scope:
+            await self._run(run)
+
+    async def _run(self, run: _Run) -> None:
+        """Drive the agent, then record the end, shielded from the run's cancel; called inside the run's scope."""
         outcome = Outcome(TaskState.CANCELED)
         try:
-            with run.scope, handler_span(self.agent.name, run.task.id, run.task.session_id):
+            with handler_span(self.agent.name, run.task.id, run.task.session_id):
                 outcome = await self._drive(run)
+        finally:
             if run.cancel_reason is not None:
                 # Canceled, whatever the agent made of it: one that swallowed the cancellation
-                # and returned leaves the scope normally, with the outcome of a finished send.
+                # and returned ends the drive normally, with the outcome of a finished send.
                 outcome = Outcome(TaskState.CANCELED)
-        finally:
             if outcome.state is TaskState.CANCELED and outcome.message is None:
                 outcome = Outcome(TaskState.CANCELED, Message.agent(run.cancel_reason or _CANCELED_ON_SHUTDOWN))
             with anyio.move_on_after(_FINISH_TIMEOUT_S, shield=True):
