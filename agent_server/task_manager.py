@@ -83,8 +83,8 @@ class _Run:
     task: Task
     context: TaskContext
     first_seq: int
+    scope: anyio.CancelScope
     owner: str | None = None
-    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     encoded: list[bytes] = field(default_factory=list)
     ended: bool = False
     followers: list[list[StreamEvent]] = field(default_factory=list)
@@ -340,7 +340,7 @@ class TaskManager:
         if run is not None:
             run.cancel(_CANCELED_BY_REQUEST)
             await run.wait_finished()
-            return _settled(run.current(), None)
+            return run.current().model_copy()  # the send's caller has the task itself
         if is_running(task) and await self.store.running_elsewhere(task_id):
             return await self._cancel_elsewhere(task_id)
         if task.status.state is not TaskState.INPUT_REQUIRED:
@@ -434,9 +434,8 @@ class TaskManager:
                     http_status=409,
                 )
             task, first_seq = await self._next_task(existing, task_id, params)
-            run = _Run(task=task, context=_context(task, params, caller), first_seq=first_seq, owner=owner)
-            if scope is not None:
-                run.scope = scope
+            context = _context(task, params, caller)
+            run = _Run(task=task, context=context, first_seq=first_seq, owner=owner, scope=scope or anyio.CancelScope())
             if follower is not None:
                 run.followers.append(follower)
             try:
@@ -708,11 +707,12 @@ def _trimmed(task: Task, history_length: int | None) -> Task:
 
 
 def _settled(task: Task, history_length: int | None) -> Task:
-    """``_trimmed`` for the task of a run that has ended, which nothing changes any more: a shallow copy."""
+    """``_trimmed`` for the task of a run that has ended, which nothing changes any more: itself, or a shallow
+    copy with fewer messages."""
     history = task.history
-    if history_length is not None and history is not None:
-        history = history[len(history) - history_length :] if history_length else []
-    return task.model_copy(update={"history": history})
+    if history_length is None or history is None:
+        return task
+    return task.model_copy(update={"history": history[len(history) - history_length :] if history_length else []})
 
 
 async def _flattened(batches: AsyncGenerator[list[StreamEvent], None]) -> AsyncGenerator[StreamEvent, None]:
