@@ -2,8 +2,9 @@
 
 Appends made while a commit is under way share the next transaction (group commit): the
 first appender to find no commit running writes the batch (``BEGIN IMMEDIATE`` ...
-``COMMIT``, one call in the database's thread), and hands the batch that gathered meanwhile to one of
-its appenders, so nobody writes for others for longer than one commit. Every ``append``
+``COMMIT``, one call in the database's thread), and hands the batch that gathered meanwhile to its
+first appender, so nobody writes for others for longer than one commit; its other appenders wait
+only for the commit's end (one wake-up each, not one for the turn and one more for the end). Every ``append``
 returns only once its own event is committed, so a process killed with SIGKILL loses
 nothing already appended; a commit that fails fails every append of its batch. A waiting
 appender is shielded from cancellation until its batch is written (one commit at most).
@@ -201,19 +202,19 @@ class SQLiteEventLog(EventLog):
     async def _committed(self, batch: _Batch) -> None:
         """Wait until ``batch`` is committed, writing it when its turn comes; its error raised to each of its writes."""
         with anyio.CancelScope(shield=True):  # the write is in a batch: it is written; wait for it
-            if self._writing:
-                await batch.turn.wait()
-            if batch.stored is None and batch.error is None and not batch.taken:
-                await self._write(batch)
-            else:
+            if batch.writer:  # another of its writes commits it: one wait, for its end
                 await batch.done.wait()
+            else:
+                batch.writer = True
+                if self._writing:
+                    await batch.turn.wait()
+                await self._write(batch)
         if batch.error is not None:
             raise batch.error
 
     async def _write(self, batch: _Batch) -> None:
         """Commit ``batch`` (its writers wait), then give the turn to the batch gathered meanwhile."""
         self._writing = True
-        batch.taken = True
         if self._gathering is batch:
             self._gathering = None
         try:
@@ -282,7 +283,7 @@ class _Recent:
 class _Batch:
     """Runs opened, events appended and runs closed while a commit was under way, written in the next transaction."""
 
-    __slots__ = ("closed", "done", "error", "events", "opened", "stored", "taken", "turn")
+    __slots__ = ("closed", "done", "error", "events", "opened", "stored", "turn", "writer")
 
     def __init__(self) -> None:
         self.opened: list[tuple[str, str | None]] = []
@@ -290,9 +291,10 @@ class _Batch:
         self.closed: list[str] = []
         self.stored: list[Event] | None = None
         self.error: Exception | None = None
-        self.taken = False
+        self.writer = False
+        """Whether one of its writes commits it: the first, once its turn comes; the others wait for ``done``."""
         self.turn = anyio.Event()
-        """Set when the commit before this batch has ended: one of its appenders writes it."""
+        """Set when the commit before this batch has ended: its writer writes it."""
         self.done = anyio.Event()
 
 
