@@ -2,9 +2,9 @@
 
 Appends made while a commit is under way share the next transaction (group commit): the
 first appender to find no commit running writes the batch (``BEGIN IMMEDIATE`` ...
-``COMMIT``, one call in the database's thread), and hands the batch that gathered meanwhile to its
-first appender, so nobody writes for others for longer than one commit; its other appenders wait
-only for the commit's end (one wake-up each, not one for the turn and one more for the end). Every ``append``
+``COMMIT``, one call in the database's thread), and hands the batch that gathered meanwhile
+to that batch's first appender, so nobody writes for others for longer than one commit; the
+batch's other appenders wait only for its commit to end (one wake-up each). Every ``append``
 returns only once its own event is committed, so a process killed with SIGKILL loses
 nothing already appended; a commit that fails fails every append of its batch. A waiting
 appender is shielded from cancellation until its batch is written (one commit at most).
