@@ -303,6 +303,43 @@ async def test_cancel_and_leaving_running_end_sends_in_their_callers_tasks() -> 
     assert None not in (probe.canceled_at("by-request"), probe.canceled_at("by-shutdown"))
 
 
+class _HangsOnEnds(MemoryTaskStore):
+    """A store whose write of a task's end never returns (a remote one that stopped answering)."""
+
+    async def save_task(self, task: Task, owner: str | None = None) -> None:
+        if task.status.state.is_terminal:
+            await anyio.sleep_forever()
+        await super().save_task(task, owner)
+
+
+@pytest.mark.parametrize("in_caller_task", [True, False])
+async def test_recording_the_end_is_bounded_when_the_store_hangs(
+    in_caller_task: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("agent_server.task_manager._FINISH_TIMEOUT_S", 0.2)
+    with anyio.fail_after(10):
+        async with _manager(store=_HangsOnEnds()) as manager:
+            task = await manager.send(_send("echo hi", "hung"), in_caller_task=in_caller_task)
+    assert task.output_text == "hi" and task.status.state is TaskState.COMPLETED
+
+
+async def test_a_cancel_while_the_end_is_recorded_does_not_cut_the_recording_short() -> None:
+    store = _SlowToRecordEnds()
+    with anyio.fail_after(10):
+        async with _manager(store=store) as manager, anyio.create_task_group() as group:
+            answers: list[Task] = []
+
+            async def send() -> None:
+                answers.append(await manager.send(_send("echo hi", "late"), in_caller_task=True))
+
+            group.start_soon(send)
+            await until(lambda: manager._runs.get("late") is not None and manager._runs["late"].ended, "the final line")
+            canceled = await manager.cancel("late")
+    stored = await store.load_task("late")
+    assert stored is not None and stored.status.state is canceled.status.state is TaskState.COMPLETED
+    assert answers[0].output_text == "hi" and [e.final for e in await store.read_events("late")][-1]
+
+
 async def test_closing_a_stream_early_leaves_the_task_running() -> None:
     async with _manager() as manager:
         async with aclosing(manager.subscribe(_send("stream 5 0.01", "k1"))) as events:
