@@ -138,7 +138,7 @@ class _Run:
 
         A run that was not canceled records it in its own scope, from now on shielded, given
         the deadline and no longer canceled by ``cancel``: one cancel scope fewer per send
-        (5 us of a send in-process). A canceled scope cannot be undone: a new one then.
+        (7 us of the app's send in-process). A canceled scope cannot be undone: a new one then.
         """
         if self.scope.cancel_called:
             return anyio.move_on_after(_FINISH_TIMEOUT_S, shield=True)

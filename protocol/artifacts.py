@@ -146,7 +146,7 @@ def _settled(chunk: Artifact) -> Artifact:
     """A copy of ``chunk`` to keep and extend: ``append`` unset, its parts copied and joined.
 
     A shallow copy with new parts and metadata, not ``copied()`` (a dump and a validation of
-    the whole): 4.3 -> 2.7 us for a chunk of text, the first of every send.
+    the whole): 4.3 -> 2.8 us for a chunk of text, the first of every send.
     """
     parts = [TextPart(text=part.text) if _plain_text(part) else part.copied() for part in chunk.parts]  # type: ignore[union-attr]
     metadata = copy.deepcopy(chunk.metadata) if chunk.metadata is not None else None

@@ -323,21 +323,42 @@ async def test_recording_the_end_is_bounded_when_the_store_hangs(
     assert task.output_text == "hi" and task.status.state is TaskState.COMPLETED
 
 
+class _HeldEnds(MemoryTaskStore):
+    """A store whose write of a task's end waits until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing_end = anyio.Event()
+        self.let_go = anyio.Event()
+
+    async def save_task(self, task: Task, owner: str | None = None) -> None:
+        if task.status.state.is_terminal:
+            self.writing_end.set()
+            await self.let_go.wait()
+        await super().save_task(task, owner)
+
+
 async def test_a_cancel_while_the_end_is_recorded_does_not_cut_the_recording_short() -> None:
-    store = _SlowToRecordEnds()
+    store = _HeldEnds()
+    answers: list[Task] = []
     with anyio.fail_after(10):
         async with _manager(store=store) as manager, anyio.create_task_group() as group:
-            answers: list[Task] = []
 
             async def send() -> None:
                 answers.append(await manager.send(_send("echo hi", "late"), in_caller_task=True))
 
+            async def cancel() -> None:
+                answers.append(await manager.cancel("late"))
+
             group.start_soon(send)
-            await until(lambda: manager._runs.get("late") is not None and manager._runs["late"].ended, "the final line")
-            canceled = await manager.cancel("late")
+            await store.writing_end.wait()
+            group.start_soon(cancel)
+            await anyio.wait_all_tasks_blocked()  # the cancel waits for the run's end
+            store.let_go.set()
     stored = await store.load_task("late")
-    assert stored is not None and stored.status.state is canceled.status.state is TaskState.COMPLETED
-    assert answers[0].output_text == "hi" and [e.final for e in await store.read_events("late")][-1]
+    assert stored is not None and stored.status.state is TaskState.COMPLETED
+    assert [task.status.state for task in answers] == [TaskState.COMPLETED] * 2 and answers[0].output_text == "hi"
+    assert [e.final for e in await store.read_events("late")] == [False, False, True]
 
 
 async def test_closing_a_stream_early_leaves_the_task_running() -> None:
