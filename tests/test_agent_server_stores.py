@@ -134,6 +134,25 @@ async def test_memory_store_expires_tasks_not_running_after_the_ttl() -> None:
     assert store.task_count == 1
 
 
+async def test_memory_store_evicts_and_sweeps_the_idle_tasks_behind_running_ones_in_update_order() -> None:
+    """A task that stops running joins the idle ones as their most recent, one that runs again leaves them."""
+    clock = _Clock()
+    store = MemoryTaskStore(max_tasks=4, ttl_s=10, clock=clock)
+    await store.save_task(_task("long", TaskState.WORKING))  # the oldest, running all along
+    await store.save_task(_task("a"))
+    await store.save_task(_task("b", TaskState.WORKING))
+    clock.now += 5
+    await store.save_task(_task("b"))  # b ends: the most recent idle task
+    await store.save_task(_task("a", TaskState.WORKING))  # a runs again: not to be evicted
+    await store.save_task(_task("c"))
+    await store.save_task(_task("d"))  # full: b goes, the least recently updated idle task
+    assert {t for t in ("long", "a", "b", "c", "d") if await store.load_task(t)} == {"long", "a", "c", "d"}
+    clock.now += 11
+    await store.save_task(_task("e"))  # c and d have expired: swept, the running tasks kept
+    assert store.task_count == 3
+    assert {t for t in ("long", "a", "e") if await store.load_task(t)} == {"long", "a", "e"}
+
+
 async def test_memory_store_sweeps_expired_tasks_when_saving_new_ones() -> None:
     clock = _Clock()
     store = MemoryTaskStore(ttl_s=10, clock=clock)

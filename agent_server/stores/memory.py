@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -75,7 +76,10 @@ class MemoryTaskStore(TaskStore):
         self.max_tasks = max_tasks
         self.ttl_s = ttl_s
         self._clock = clock
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._entries: dict[str, _Entry] = {}
+        self._idle: OrderedDict[str, None] = OrderedDict()
+        """The tasks not running, least recently updated first: those that expire or are evicted first.
+        Running tasks stay out of it, so however many run, a sweep looks only at what it may drop."""
 
     @property
     def task_count(self) -> int:
@@ -88,12 +92,13 @@ class MemoryTaskStore(TaskStore):
         if entry is None:
             self._expire(now)
             self._make_room()
-            entry = _Entry(owner)
-            entry.hold(task, now)
-            self._entries[task.id] = entry
-            return
+            entry = self._entries[task.id] = _Entry(owner)
         entry.hold(task, now)
-        self._entries.move_to_end(task.id)
+        if entry.running:
+            self._idle.pop(task.id, None)
+        else:
+            self._idle[task.id] = None
+            self._idle.move_to_end(task.id)
 
     async def load_task(self, task_id: str) -> Task | None:
         entry = self._live_entry(task_id)
@@ -140,6 +145,7 @@ class MemoryTaskStore(TaskStore):
 
     async def delete_task(self, task_id: str) -> None:
         self._entries.pop(task_id, None)
+        self._idle.pop(task_id, None)
 
     async def expire(self) -> int:
         return self._expire(self._clock())
@@ -147,7 +153,7 @@ class MemoryTaskStore(TaskStore):
     def _live_entry(self, task_id: str) -> _Entry | None:
         entry = self._entries.get(task_id)
         if entry is not None and self._expired(entry, self._clock()):
-            del self._entries[task_id]
+            self._forget(task_id)
             return None
         return entry
 
@@ -155,29 +161,25 @@ class MemoryTaskStore(TaskStore):
         return not entry.running and now - entry.updated_at > self.ttl_s
 
     def _expire(self, now: float) -> int:
-        """Entries are in update order, so the scan stops at the first fresh idle one."""
+        """The idle tasks are in update order, so the scan stops at the first fresh one."""
         doomed: list[str] = []
-        for task_id, entry in self._entries.items():
-            if entry.running:
-                continue
-            if not self._expired(entry, now):
+        for task_id in self._idle:
+            if not self._expired(self._entries[task_id], now):
                 break
             doomed.append(task_id)
         for task_id in doomed:
-            del self._entries[task_id]
+            self._forget(task_id)
         return len(doomed)
+
+    def _forget(self, task_id: str) -> None:
+        del self._entries[task_id]
+        self._idle.pop(task_id, None)
 
     def _make_room(self) -> None:
         excess = len(self._entries) + 1 - self.max_tasks
         if excess <= 0:
             return
-        victims: list[str] = []
-        for task_id, entry in self._entries.items():
-            if len(victims) == excess:
-                break
-            if not entry.running:
-                victims.append(task_id)
-        if len(victims) < excess:
+        if len(self._idle) < excess:
             raise StoreFull(f"all {self.max_tasks} task slots hold running tasks")
-        for task_id in victims:
-            del self._entries[task_id]
+        for task_id in list(itertools.islice(self._idle, excess)):
+            self._forget(task_id)
