@@ -544,8 +544,8 @@ def _header(settings: Settings, placement: _Placement) -> str:
     return "\n".join(
         [
             f"concurrent streams: {settings.streams} at once, each '{settings.message}' ({settings.chunks} chunks "
-            f"every {settings.interval_s:g} s); {settings.rounds} rounds, gateway and direct interleaved, new servers "
-            "per burst; "
+            f"every {settings.interval_s:g} s); {settings.rounds} rounds, gateway, relay and direct interleaved, "
+            "new servers per burst; "
             f"deadline {settings.deadline_s:g} s per burst",
             "gateway: python -m gateway gateway --config FILE, one streaming tool, every other setting default "
             "(SQLite stores in a temporary data_dir, "
