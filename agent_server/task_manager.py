@@ -589,12 +589,11 @@ class TaskManager:
     async def _finish(self, run: _Run, outcome: Outcome) -> None:
         """Record the final state and line, then let the task id go; never raises."""
         task_id = run.task.id
-        status = TaskStatus(state=outcome.state, message=outcome.message)
+        run.task.status = TaskStatus(state=outcome.state, message=outcome.message)
         try:
             reply = reply_message(run.current().artifacts, outcome)
             if reply is not None:
                 run.task.history = [*(run.task.history or []), reply]
-            run.task.status = status
             final = self._status_line(run, final=True)
             run.publish(final)
             await self.store.save_task(run.task)
@@ -602,7 +601,6 @@ class TaskManager:
         except Exception:
             logger.exception("could not record the end of task %s", task_id)
             if not run.ended:
-                run.task.status = status
                 run.publish(self._status_line(run, final=True))
         finally:
             self._runs.pop(task_id, None)

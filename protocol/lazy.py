@@ -1,4 +1,4 @@
-"""Package names imported on first use (PEP 562), the one helper the three packages' ``__init__`` share.
+"""Package names imported on first use (PEP 562), the one helper every package's ``__init__`` shares.
 
 A package lists what it exports as ``name -> module`` (or ``name -> (module, attribute)``
 for a name exported under another spelling); ``import package`` then costs nothing, and
