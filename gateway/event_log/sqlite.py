@@ -46,9 +46,11 @@ from gateway.shared_read import SharedRead
 from .base import INTERRUPTED, EventLog, _Page
 
 _MAX_INTEGER = 2**63 - 1
-RECENT_LINES = 16
+RECENT_LINES = 4
 """Per open run, the NDJSON lines of the commits by this process kept for its followers: those of its last
-commit, and of the commits before it within its last ``RECENT_LINES`` lines."""
+commit, and of the commits before it within its last ``RECENT_LINES`` lines. A live follower is rarely more
+than a commit behind: at 1,000 streams of one line per commit, keeping 16 lines rather than 4 took 4 KiB more
+per stream (77 against 73) and saved 5 % of the reads of the file."""
 CHECKPOINT_PAGES = 10_000
 """WAL pages (4 KiB each) between checkpoints: concurrent runs each dirty their own page per commit,
 and copying a page back once per 10,000 rather than once per 1,000 (SQLite's default) halves the
