@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -99,18 +99,17 @@ class BearerAuth:
         self.tokens = tokens
         self.is_public = is_public
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """The inner app's awaitable (or the refusal's), not a coroutine: an open stream holds no frame here."""
         if scope["type"] != "http" or not self.tokens:
-            await self.app(scope, receive, send)
-            return
+            return self.app(scope, receive, send)
         header = HTTPConnection(scope).headers.get("authorization")
         token = bearer_token(header)
         principal = self.tokens.find(token) if token is not None else None
         if principal is None and not self.is_public(scope["method"], scope["path"]):
-            await _unauthorized(header)(scope, receive, send)
-            return
+            return _unauthorized(header)(scope, receive, send)
         scope.setdefault("state", {})["principal"] = principal or UNAUTHENTICATED
-        await self.app(scope, receive, send)
+        return self.app(scope, receive, send)
 
 
 def principal_of(connection: HTTPConnection) -> Principal:

@@ -18,7 +18,7 @@ origin is allowed by listing it (the gateway adds its ``public_url``).
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
@@ -40,7 +40,8 @@ class OriginGuard:
         self.allowed = frozenset(origin.rstrip("/") for origin in allowed_origins)
         self.own_origin = own_origin
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """The inner app's awaitable (or the refusal's), not a coroutine: an open stream holds no frame here."""
         origin = _origin(scope) if scope["type"] == "http" else None
         if origin is not None and origin.rstrip("/") not in self.allowed and not self._is_own(origin, scope):
             hint = "add it to allowed_origins" if self.allowed else "no browser origin is allowed (allowed_origins)"
@@ -49,9 +50,8 @@ class OriginGuard:
                 f"requests from the web origin {origin!r} are refused: {hint}",
                 http_status=403,
             )
-            await error_response(error)(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
+            return error_response(error)(scope, receive, send)
+        return self.app(scope, receive, send)
 
     def _is_own(self, origin: str, scope: Scope) -> bool:
         """The server's own page on loopback: ``Origin`` is this request's scheme and ``Host``, a loopback host."""
