@@ -1,7 +1,7 @@
 """The event log interface: append-only, per-run ``seq``, readable from a seq and followed live.
 
 Implementations store and read; following is shared here. A follower holds the run's
-current wake-up ``anyio.Event`` *before* reading, and every append replaces and sets it,
+current wake-up (``RunWakeup``) *before* reading, and every append replaces and sets it,
 so an event appended between the read and the wait is never missed and nothing polls.
 """
 
@@ -13,9 +13,9 @@ from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-import anyio
-
 from gateway.events import Event
+
+from .wakeup import RunWakeup
 
 P = TypeVar("P")
 
@@ -43,7 +43,7 @@ class EventLog(abc.ABC):
     """Where every step of every run is written as it happens."""
 
     def __init__(self) -> None:
-        self._wakeups: dict[str, anyio.Event] = {}
+        self._wakeups: dict[str, RunWakeup] = {}
         self._closing = False
 
     @abc.abstractmethod
@@ -171,15 +171,14 @@ class EventLog(abc.ABC):
         page = await self._events_page(run_id, after_seq, current)
         return _Page(page.closed, page.last_seq, b"".join(event.to_json() + b"\n" for event in page.items))
 
-    async def _wait(self, wakeup: anyio.Event) -> bool:
+    async def _wait(self, wakeup: RunWakeup) -> bool:
         """Wait for the next append (True once woken by one); SQLite bounds the wait to see other processes."""
-        await wakeup.wait()
-        return True
+        return await wakeup.wait()
 
-    def _wakeup(self, run_id: str) -> anyio.Event:
+    def _wakeup(self, run_id: str) -> RunWakeup:
         wakeup = self._wakeups.get(run_id)
         if wakeup is None:
-            wakeup = self._wakeups[run_id] = anyio.Event()
+            wakeup = self._wakeups[run_id] = RunWakeup()
         return wakeup
 
     def _notify(self, run_id: str) -> None:

@@ -44,6 +44,7 @@ from gateway.events import Event, EventType, now_ms
 from gateway.shared_read import SharedRead
 
 from .base import INTERRUPTED, EventLog, _Page
+from .wakeup import RunWakeup
 
 _MAX_INTEGER = 2**63 - 1
 RECENT_LINES = 4
@@ -183,10 +184,8 @@ class SQLiteEventLog(EventLog):
         closed, rows = await self._db.run(_page, run_id, min(after_seq, _MAX_INTEGER))
         return _Page(closed, rows[-1][0] if rows else None, b"".join(body + b"\n" for _, body in rows))
 
-    async def _wait(self, wakeup: anyio.Event) -> bool:
-        with anyio.move_on_after(self.cross_process_poll_s):
-            await wakeup.wait()
-        return wakeup.is_set()
+    async def _wait(self, wakeup: RunWakeup) -> bool:
+        return await wakeup.wait(self.cross_process_poll_s)
 
     async def _others_wrote(self) -> None:
         """Add to ``_touched`` the runs written here that another connection has written to or closed since."""
@@ -295,9 +294,9 @@ class _Batch:
         self.error: Exception | None = None
         self.writer = False
         """Whether one of its writes commits it: the first, once its turn comes; the others wait for ``done``."""
-        self.turn = anyio.Event()
+        self.turn = RunWakeup()
         """Set when the commit before this batch has ended: its writer writes it."""
-        self.done = anyio.Event()
+        self.done = RunWakeup()
 
 
 def _append_all(
