@@ -486,11 +486,7 @@ class AgentCall:
     def _read_event(self, item: StatusEvent | ArtifactEvent | HandoffEvent, total: float, index: int) -> _Line:
         if self.result.task_id is None:
             self.result.task_id = item.id  # a server that names tasks named it in its first line
-        cost = item.cost_usd
-        if cost is None:
-            cost = 0.0
-        elif type(cost) is not float or not 0.0 <= cost < math.inf:  # NaN, negative, inf; not a float
-            cost = _cost(cost, f"{self.spec.agent} sent a stream line whose cost_usd")
+        cost = _cost(item.cost_usd, self.spec.agent, "sent a stream line whose cost_usd")
         total += cost
         final = isinstance(item, StatusEvent) and item.final
         if cost and self.spec.budget.exceeded_by(total):
@@ -634,7 +630,7 @@ class AgentCall:
 
     def _read_reply(self, task: Task) -> _Reply:
         """The reply's ``metadata.cost_usd`` and ``metadata.handoff``, checked; PeerProtocolError when malformed."""
-        cost = _cost(task.metadata.get("cost_usd"), f"{self.spec.agent} answered a task whose metadata.cost_usd")
+        cost = _cost(task.metadata.get("cost_usd"), self.spec.agent, "answered a task whose metadata.cost_usd")
         handoff: HandoffRequest | None = None
         raw = task.metadata.get("handoff")
         if raw is not None:
@@ -717,12 +713,17 @@ class AgentCall:
         return {**self._caller, **{key: value for key, value in fields.items() if value is not None}}
 
 
-def _cost(value: object, what: str) -> float:
-    """A reported cost: missing is 0; anything but a finite number >= 0 is the peer's error."""
+def _cost(value: object, agent: str, what: str) -> float:
+    """A reported cost: missing is 0; anything but a finite number >= 0 is ``agent``'s error (``what`` it sent).
+
+    A float is checked first and the message written only for an error: it is read once per streamed line.
+    """
+    if type(value) is float and 0.0 <= value < math.inf:
+        return value
     if value is None:
         return 0.0
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise PeerProtocolError(f"{what} is not a number of dollars >= 0: {value!r}", reason="bad_answer")
+        raise PeerProtocolError(f"{agent} {what} is not a number of dollars >= 0: {value!r}", reason="bad_answer")
     return float(value)
 
 

@@ -41,19 +41,21 @@ class AgentToolResult:
         Folding each at once would copy the whole text so far at every chunk: a stream of
         tiny chunks within the size limit would hold the event loop for seconds.
         """
-        if self._fold is None:
-            self._fold = ArtifactFold(self.artifacts)
-        self._fold.add(artifact)
+        self._folding().add(artifact)
         if text:
             self._streamed_text.append(text)
 
     def add_streamed_text(self, index: int, append: bool | None, text: str) -> None:
         """``add_streamed`` of an artifact of one plain text part, given by its fields (``ArtifactFold.add_text``)."""
-        if self._fold is None:
-            self._fold = ArtifactFold(self.artifacts)
-        self._fold.add_text(index, append, text)
+        self._folding().add_text(index, append, text)
         if text:
             self._streamed_text.append(text)
+
+    def _folding(self) -> ArtifactFold:
+        """The fold the streamed artifacts go to, made at the first."""
+        if self._fold is None:
+            self._fold = ArtifactFold(self.artifacts)
+        return self._fold
 
     @property
     def has_text(self) -> bool:
