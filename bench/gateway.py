@@ -12,6 +12,9 @@ compared; medians are printed with their ratio to the direct figure of the same 
   the gateway at its defaults (SQLite event log, INFO logs: its file sets only where it listens
   and its ``data_dir``) and through one with the memory log and WARNING logs; against a direct
   httpx read of the agent server's ``/tasks/sendSubscribe`` (every line parsed into its event).
+  The reference relay (``bench/_reference_relay.py``: Starlette on uvicorn, aiohttp to the agent,
+  lines passed through, no run or log) on the same core is read the same way: the most a relay on
+  the gateway's stack gets in this layout, where it shares its core with the agent server.
 - **sync calls**: ``Gateway.call_tool`` calls per second in this process (memory log) at
   ``CALLERS`` concurrent callers, against direct aiohttp ``/tasks/send`` calls (the Task parsed)
   on one session.
@@ -39,6 +42,7 @@ from gateway import Gateway, SQLiteEventLog
 from protocol import NDJSONDecoder, Task, parse_stream_event
 
 STREAM_CHUNKS = 2000
+_RELAY = "reference relay"
 CALLERS = (50, 200)
 _JSON = {"content-type": "application/json"}
 _AGENT_SERVER = (
@@ -58,7 +62,7 @@ def _gateway_config(data_dir: Path, agent_url: str, *, lean: bool) -> str:
 
 @contextmanager
 def _gateways(agent_url: str, tmp: Path) -> Iterator[dict[str, str]]:
-    """The two gateway services (name -> URL), stopped when the block ends."""
+    """The two gateway services and the reference relay (name -> URL), stopped when the block ends."""
     with ExitStack() as stack:
         urls: dict[str, str] = {}
         for number, (name, lean) in enumerate((("defaults (SQLite log, INFO)", False), ("memory log, WARNING", True))):
@@ -66,6 +70,8 @@ def _gateways(agent_url: str, tmp: Path) -> Iterator[dict[str, str]]:
             config.write_text(_gateway_config(tmp / f"data-{number}", agent_url, lean=lean))
             command = python("-m", "gateway", "gateway", "--config", str(config), "--port", "{port}")
             urls[name] = stack.enter_context(server_process(command, "/health", tmp / f"gateway-{number}.log"))
+        relay_command = python("-m", "bench._reference_relay", "{port}", agent_url)
+        urls[_RELAY] = stack.enter_context(server_process(relay_command, "/ready", tmp / "relay.log"))
         yield urls
 
 
@@ -96,8 +102,13 @@ async def relay(agent_url: str, gateways: dict[str, str], *, quick: bool) -> dic
         def through(url: str) -> Awaitable[float]:
             return lines(url + "/tools/stream/call", tool_body, _is_progress)
 
+        def relayed(url: str) -> Awaitable[float]:
+            return lines(url + "/relay", direct_body, lambda line: _is_chunk(parse_stream_event(line)))
+
         reads: dict[str, Callable[[], Awaitable[float]]] = {"direct": direct}
-        reads.update({name: functools.partial(through, url) for name, url in gateways.items()})
+        reads.update(
+            {name: functools.partial(relayed if name == _RELAY else through, url) for name, url in gateways.items()}
+        )
         seen: dict[str, list[float]] = {name: [] for name in reads}
         for read in reads.values():
             await read()
@@ -194,7 +205,7 @@ async def added_latency(agent_url: str, tmp: Path, *, quick: bool) -> dict[str, 
 
 async def measure(agent_url: str, gateways: dict[str, str], tmp: Path, *, quick: bool) -> list[str]:
     out = [f"  relay, chunks/s of one {'200' if quick else STREAM_CHUNKS}-chunk stream read with httpx:"]
-    out.append(f"    {'gateway service':<30}{'through it':>12}{'direct':>10}{'ratio':>8}")
+    out.append(f"    {'through':<30}{'through it':>12}{'direct':>10}{'ratio':>8}")
     for name, (through, direct) in (await relay(agent_url, gateways, quick=quick)).items():
         out.append(f"    {name:<30}{through:>12.0f}{direct:>10.0f}{ratio(through, direct):>8}")
     out.append("  sync calls/s, Gateway.call_tool (memory log) against direct aiohttp:")
