@@ -4,8 +4,9 @@
 
 ``POST /relay`` sends its body unchanged to the agent server's ``/tasks/sendSubscribe`` and
 answers that stream's lines as they come: no run, no event log, no recording, no logging,
-no middleware. It runs as the gateway does (asyncio, h11, ``run_server``'s collector
-settings), so what the gateway spends beyond it on a stream is the gateway's own work.
+no middleware. It runs as the gateway does (h11, on uvloop when it is installed, else asyncio;
+``run_server``'s collector settings), so what the gateway spends beyond it on a stream is the
+gateway's own work.
 """
 
 from __future__ import annotations
@@ -58,9 +59,7 @@ def _app(agent_url: str) -> Starlette:
 
 def main() -> None:
     port, agent_url = int(sys.argv[1]), sys.argv[2]
-    config = uvicorn.Config(
-        _app(agent_url), host="127.0.0.1", port=port, log_level="warning", loop="asyncio", http="h11"
-    )
+    config = uvicorn.Config(_app(agent_url), host="127.0.0.1", port=port, log_level="warning", loop="auto", http="h11")
     run_server(uvicorn.Server(config))
 
 
