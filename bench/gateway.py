@@ -61,7 +61,7 @@ def _gateway_config(data_dir: Path, agent_url: str, *, lean: bool) -> str:
 
 
 @contextmanager
-def _gateways(agent_url: str, tmp: Path) -> Iterator[dict[str, str]]:
+def _relays(agent_url: str, tmp: Path) -> Iterator[dict[str, str]]:
     """The two gateway services and the reference relay (name -> URL), stopped when the block ends."""
     with ExitStack() as stack:
         urls: dict[str, str] = {}
@@ -75,8 +75,8 @@ def _gateways(agent_url: str, tmp: Path) -> Iterator[dict[str, str]]:
         yield urls
 
 
-async def relay(agent_url: str, gateways: dict[str, str], *, quick: bool) -> dict[str, tuple[float, float]]:
-    """(through the gateway, direct) chunks/s medians, per gateway; one direct read per round, the order rotating."""
+async def relay(agent_url: str, relays: dict[str, str], *, quick: bool) -> dict[str, tuple[float, float]]:
+    """(through it, direct) chunks/s medians, per relay (each gateway, the reference relay); the order rotating."""
     rounds = 1 if quick else 3
     chunks = 200 if quick else STREAM_CHUNKS
     text = f"stream {chunks} 0 0"
@@ -107,7 +107,7 @@ async def relay(agent_url: str, gateways: dict[str, str], *, quick: bool) -> dic
 
         reads: dict[str, Callable[[], Awaitable[float]]] = {"direct": direct}
         reads.update(
-            {name: functools.partial(relayed if name == _RELAY else through, url) for name, url in gateways.items()}
+            {name: functools.partial(relayed if name == _RELAY else through, url) for name, url in relays.items()}
         )
         seen: dict[str, list[float]] = {name: [] for name in reads}
         for read in reads.values():
@@ -203,10 +203,10 @@ async def added_latency(agent_url: str, tmp: Path, *, quick: bool) -> dict[str, 
     }
 
 
-async def measure(agent_url: str, gateways: dict[str, str], tmp: Path, *, quick: bool) -> list[str]:
+async def measure(agent_url: str, relays: dict[str, str], tmp: Path, *, quick: bool) -> list[str]:
     out = [f"  relay, chunks/s of one {'200' if quick else STREAM_CHUNKS}-chunk stream read with httpx:"]
     out.append(f"    {'through':<30}{'through it':>12}{'direct':>10}{'ratio':>8}")
-    for name, (through, direct) in (await relay(agent_url, gateways, quick=quick)).items():
+    for name, (through, direct) in (await relay(agent_url, relays, quick=quick)).items():
         out.append(f"    {name:<30}{through:>12.0f}{direct:>10.0f}{ratio(through, direct):>8}")
     out.append("  sync calls/s, Gateway.call_tool (memory log) against direct aiohttp:")
     out.append(f"    {'callers':<30}{'through it':>12}{'direct':>10}{'ratio':>8}")
@@ -229,9 +229,9 @@ def main(argv: list[str] | None = None) -> None:
         agent = python("-c", _AGENT_SERVER, "{port}")
         with (
             server_process(agent, "/.well-known/agent.json", tmp / "agent.log") as agent_url,
-            _gateways(agent_url, tmp) as gateways,
+            _relays(agent_url, tmp) as relays,
         ):
-            print("\n".join(anyio.run(lambda: measure(agent_url, gateways, tmp, quick=args.quick))), flush=True)
+            print("\n".join(anyio.run(lambda: measure(agent_url, relays, tmp, quick=args.quick))), flush=True)
 
 
 if __name__ == "__main__":
