@@ -53,6 +53,7 @@ from .http import (
 )
 from .limits import ServerLimits
 from .server import build_server, run_server
+from .speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
 from .stores import TaskStore, open_store
 from .task_manager import TaskManager
 from .telemetry import tracing
@@ -155,7 +156,8 @@ def serve(
     log_format: str = "text",
     graceful_shutdown_s: int = 5,
     limits: ServerLimits | None = None,
-    speedups: bool | None = None,
+    loop: EventLoop = DEFAULT_LOOP,
+    http: HttpParser = DEFAULT_HTTP,
 ) -> None:
     """Run the agent's app with uvicorn until interrupted, behind ``limits`` (default ``ServerLimits()``).
 
@@ -163,7 +165,7 @@ def serve(
     ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
     ``log_format="json"``: uvicorn's lines go through the root logger (telemetry/logs.py).
     Traces go where the ``OTEL_*`` environment says (telemetry/tracing.py).
-    ``speedups``: uvloop and httptools (``build_server``; default: when installed).
+    ``loop`` and ``http``: the event loop and the HTTP parser (agent_server/speedups.py).
     """
     tracing.configure(f"switchboard-agent-{as_hosted_agent(agent).name}")
     app = create_app(
@@ -181,8 +183,9 @@ def serve(
         limits=limits,
         log_level=log_level,
         timeout_graceful_shutdown=graceful_shutdown_s,
+        loop=loop,
+        http=http,
         **uvicorn_logging(log_format),
-        speedups=speedups,
     )
     run_server(server)
 

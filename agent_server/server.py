@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
-import importlib.util
 import logging
 import socket
 from collections.abc import Awaitable
@@ -45,12 +44,22 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 try:
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as _HttpToolsProtocol
-except ImportError:  # httptools is not installed: the speedups are off (speedups_installed)
+except ImportError:  # httptools is not installed: build_server refuses http='httptools'
     _HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
 
 from protocol import ErrorCode, ProtocolError
 
 from .limits import ServerLimits
+from .speedups import (
+    DEFAULT_HTTP,
+    DEFAULT_LOOP,
+    EVENT_LOOPS,
+    HTTP_PARSERS,
+    EventLoop,
+    HttpParser,
+    not_installed,
+    on_uvloop,
+)
 
 try:
     import resource
@@ -75,30 +84,33 @@ def build_server(
     port: int = 8000,
     limits: ServerLimits | None = None,
     server_class: type[uvicorn.Server] = uvicorn.Server,
-    speedups: bool | None = None,
+    loop: EventLoop = DEFAULT_LOOP,
+    http: HttpParser = DEFAULT_HTTP,
     **config: Any,
 ) -> uvicorn.Server:
     """A ``server_class`` serving ``app`` on ``host:port`` behind ``limits`` (default ``ServerLimits()``).
 
     ``config`` goes to ``uvicorn.Config`` (log_level, lifespan, timeout_graceful_shutdown, ...);
-    the protocol and the keep-alive timeout come from ``limits``. ``speedups`` (the ``speed``
-    extra): None, the default, runs on uvloop when it is installed, with h11; True runs on
-    uvloop and parses with httptools (both required); False runs on asyncio with h11. httptools
-    is not the default: h11 is the parser the fuzz suite proves on every edge (tests/test_fuzz_servers.py).
-    Building it raises this process's open-file limit as far as allowed.
+    the protocol and the keep-alive timeout come from ``limits``. ``loop`` and ``http``: see
+    ``speedups``; asking for uvloop or httptools where it is not installed is a RuntimeError that
+    says how to install it. Building it raises this process's open-file limit as far as allowed.
     """
+    if loop not in EVENT_LOOPS:
+        raise ValueError(f"loop must be one of {', '.join(EVENT_LOOPS)}, not {loop!r}")
+    if http not in HTTP_PARSERS:
+        raise ValueError(f"http must be one of {', '.join(HTTP_PARSERS)}, not {http!r}")
+    problem = not_installed(loop, http)
+    if problem is not None:
+        raise RuntimeError(problem)
     limits = limits or ServerLimits()
     _raise_open_file_limit(limits.max_connections)
-    if speedups and not speedups_installed():
-        raise RuntimeError("speedups need uvloop and httptools: pip install 'a2a-switchboard[speed]'")
-    on_uvloop = speedups if speedups is not None else importlib.util.find_spec("uvloop") is not None
-    protocol = LimitedHttpToolsProtocol if speedups else LimitedH11Protocol
+    protocol = LimitedHttpToolsProtocol if http == "httptools" else LimitedH11Protocol
     uvicorn_config = uvicorn.Config(
         app,
         host=host,
         port=port,
         http=functools.partial(protocol, limits=limits),  # type: ignore[arg-type]
-        loop="uvloop" if on_uvloop else "asyncio",
+        loop="uvloop" if on_uvloop(loop) else "asyncio",
         timeout_keep_alive=limits.keep_alive_timeout_s,  # type: ignore[arg-type]
         **config,
     )
@@ -130,11 +142,6 @@ def run_server(server: uvicorn.Server, sockets: list[socket.socket] | None = Non
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     server.run(sockets=sockets)
-
-
-def speedups_installed() -> bool:
-    """Whether uvloop and httptools can be imported (``pip install 'a2a-switchboard[speed]'``)."""
-    return all(importlib.util.find_spec(name) is not None for name in ("uvloop", "httptools"))
 
 
 class _ConnectionLimits:
@@ -362,18 +369,21 @@ class LimitedH11Protocol(_ConnectionLimits, H11Protocol):
 class LimitedHttpToolsProtocol(_ConnectionLimits, _HttpToolsProtocol):
     """uvicorn's httptools protocol behind ``ServerLimits``: the parser's callbacks say what the request lacks.
 
-    httptools parses pipelined requests as they arrive, so the state is that of the last
-    request parsed; once it is complete and answered, the connection awaits the next one's headers.
+    httptools parses a request that arrives behind the one being answered at once (h11 only
+    once the answer is out), so ``_phase`` is that of the last request parsed, which may not be
+    the current one: a request queued behind a running one (uvicorn's ``pipeline``), or one
+    whose headers are still coming while an answer goes out, lacks nothing yet. It is timed once
+    the answer before it is complete, as under h11; until then the connection is busy, not slow.
     """
 
     _phase: _Awaiting | Literal["begun", "complete"] = "headers"
+    pipeline: Any  # set by uvicorn's protocol: the requests parsed while another was answered
 
     def _awaiting(self) -> _Awaiting | None:
-        if self._phase == "begun":
-            return "headers"
-        if self._phase == "complete":
-            return "headers" if self.cycle is None or self.cycle.response_complete else None
-        return self._phase
+        answered = self.cycle is None or self.cycle.response_complete
+        if self.pipeline or (not answered and self._phase != "body"):
+            return None  # the current request has its body; the next one waits for the answer to end
+        return "body" if self._phase == "body" else "headers"
 
     def _request_begun(self) -> bool:
         return self._phase == "begun"

@@ -1,11 +1,11 @@
 """The least a relay on the gateway's stack does: Starlette on uvicorn, aiohttp to the agent, lines passed through.
 
-    python -m bench._reference_relay PORT AGENT_URL
+    python -m bench._reference_relay PORT AGENT_URL [h11|httptools]
 
 ``POST /relay`` sends its body unchanged to the agent server's ``/tasks/sendSubscribe`` and
 answers that stream's lines as they come: no run, no event log, no recording, no logging,
-no middleware. It runs as the gateway does (h11, on uvloop when it is installed, else asyncio;
-``run_server``'s collector settings), so what the gateway spends beyond it on a stream is the
+no middleware. It runs as the gateway does (h11 unless told, on uvloop when it is installed,
+else asyncio; ``run_server``'s collector settings), so what the gateway spends beyond it on a stream is the
 gateway's own work.
 """
 
@@ -58,8 +58,8 @@ def _app(agent_url: str) -> Starlette:
 
 
 def main() -> None:
-    port, agent_url = int(sys.argv[1]), sys.argv[2]
-    config = uvicorn.Config(_app(agent_url), host="127.0.0.1", port=port, log_level="warning", loop="auto", http="h11")
+    port, agent_url, http = int(sys.argv[1]), sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "h11"
+    config = uvicorn.Config(_app(agent_url), host="127.0.0.1", port=port, log_level="warning", loop="auto", http=http)
     run_server(uvicorn.Server(config))
 
 

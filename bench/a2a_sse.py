@@ -102,7 +102,7 @@ def _serve_sdk(port: int) -> None:
     )
     handler = DefaultRequestHandler(agent_executor=Chunks(), task_store=InMemoryTaskStore(), agent_card=card)
     app = Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
-    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", http="h11")  # the agent server's parser
 
 
 @contextmanager

@@ -12,15 +12,15 @@ ratio agent server / reference:
   (``stream N 0 0``), each line parsed, against the reference's ``/stream`` of as many lines;
 - ``/tasks/send`` requests per second at 10 callers against the reference's ``/json``.
 
-When uvloop and httptools are installed (``pip install '.[speed]'``) the same is measured
-again on uvloop with h11 (how ``serve`` runs then, by default) and on uvloop with httptools
-(``serve(..., speedups=True)``), the reference on the same loop and parser each time.
+The same is measured on each loop and parser that is installed: asyncio with h11 (the
+default), asyncio with httptools (``serve(..., http="httptools")``), and with the speed extra
+(``pip install '.[speed]'``) uvloop with h11 (how ``serve`` runs then, by default) and uvloop
+with httptools; the reference on the same loop and parser each time.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -29,6 +29,7 @@ import aiohttp
 import anyio
 import orjson
 
+from agent_server.speedups import EventLoop, HttpParser, not_installed
 from bench._support import client_core, median, pinning, python, rate, ratio, server_process
 
 STREAM_EVENTS = 2000
@@ -36,18 +37,15 @@ SEND_CALLERS = 10
 _JSON = {"content-type": "application/json"}
 _AGENT_SERVER = (
     "from agent_server import serve; from agent_server.testing import scripted_agent; import sys; "
-    "speedups = {'h11': {}, 'asyncio': {'speedups': False}, 'httptools': {'speedups': True}}[sys.argv[2]]; "
-    "serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning', **speedups)"
+    "loop, http = sys.argv[2:4]; "
+    "serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning', loop=loop, http=http)"
 )
-MODES = {
-    "asyncio + h11 (no speed extra)": ("asyncio", "asyncio", "h11"),
-    "uvloop + h11 (the default with the speed extra)": ("h11", "uvloop", "h11"),
-    "uvloop + httptools (speedups=True)": ("httptools", "uvloop", "httptools"),
+MODES: dict[str, tuple[EventLoop, HttpParser]] = {
+    "asyncio + h11 (the default)": ("asyncio", "h11"),
+    "asyncio + httptools (http='httptools')": ("asyncio", "httptools"),
+    "uvloop + h11 (the default with the speed extra)": ("uvloop", "h11"),
+    "uvloop + httptools (the speed extra, http='httptools')": ("uvloop", "httptools"),
 }
-
-
-def speedups_installed() -> bool:
-    return all(importlib.util.find_spec(name) is not None for name in ("uvloop", "httptools"))
 
 
 async def _stream_rate(session: aiohttp.ClientSession, url: str, body: bytes, seconds: float) -> float:
@@ -108,12 +106,12 @@ async def measure(agent_url: str, reference_url: str, *, quick: bool) -> dict[st
 
 
 def run(mode: str, *, quick: bool, tmp: Path) -> dict[str, tuple[float, float]]:
-    agent_mode, loop, http = MODES[mode]
-    agent_command = python("-c", _AGENT_SERVER, "{port}", agent_mode)
+    loop, http = MODES[mode]
+    agent_command = python("-c", _AGENT_SERVER, "{port}", loop, http)
     reference_command = python("-m", "bench._reference_app", "{port}", loop, http)
     with (
-        server_process(agent_command, "/.well-known/agent.json", tmp / f"agent-{agent_mode}.log") as agent_url,
-        server_process(reference_command, "/ready", tmp / f"reference-{agent_mode}.log") as reference_url,
+        server_process(agent_command, "/.well-known/agent.json", tmp / f"agent-{loop}-{http}.log") as agent_url,
+        server_process(reference_command, "/ready", tmp / f"reference-{loop}-{http}.log") as reference_url,
     ):
         return anyio.run(lambda: measure(agent_url, reference_url, quick=quick))
 
@@ -131,9 +129,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp, client_core():
         print(f"agent server against the reference Starlette app, read by aiohttp; {pinning()}; medians of rounds")
-        for mode in MODES:
-            if mode.startswith("uvloop") and not speedups_installed():
-                print(f"{mode}: uvloop and httptools are not installed (pip install '.[speed]'), not measured")
+        for mode, (loop, http) in MODES.items():
+            missing = not_installed(loop, http)
+            if missing is not None:
+                print(f"{mode}: not measured, {missing}")
                 continue
             print(report(mode + ":", run(mode, quick=args.quick, tmp=Path(tmp))), flush=True)
 

@@ -56,6 +56,7 @@ import aiohttp
 import httpx
 import orjson
 
+from agent_server.speedups import HTTP_PARSERS, HttpParser
 from bench._support import stop
 from examples._loopback import free_port
 from gateway.peers import PeerLimits
@@ -64,7 +65,7 @@ _DEFAULTS = PeerLimits()
 
 _AGENT_SERVER = (
     "from agent_server import serve; from agent_server.testing import scripted_agent; "
-    "import sys; serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning')"
+    "import sys; serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning', http=sys.argv[2])"
 )
 _TOOL = "stream"
 _JSON = {"content-type": "application/json"}
@@ -88,6 +89,7 @@ class Settings:
     chunks: int = 20
     interval_s: float = 0.5
     rounds: int = 2
+    http: HttpParser = "h11"
 
     @property
     def message(self) -> str:
@@ -208,6 +210,9 @@ def parse_settings(argv: list[str] | None) -> Settings:
     parser.add_argument("--interval", type=float, default=None, help="s between chunks (default 0.5; --quick: 0.1)")
     parser.add_argument("--rounds", type=int, default=2, help="gateway/direct rounds, interleaved (default 2)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 50 streams of 5 chunks every 0.1 s")
+    parser.add_argument(
+        "--http", choices=HTTP_PARSERS, default="h11", help="every server's HTTP parser (default h11: the default)"
+    )
     args = parser.parse_args(argv)
     base = Settings(streams=50, chunks=5, interval_s=0.1) if args.quick else Settings()
     settings = Settings(
@@ -215,6 +220,7 @@ def parse_settings(argv: list[str] | None) -> Settings:
         chunks=base.chunks if args.chunks is None else args.chunks,
         interval_s=base.interval_s if args.interval is None else args.interval,
         rounds=args.rounds,
+        http=args.http,
     )
     if settings.streams < 1 or settings.chunks < 1 or settings.interval_s < 0 or settings.rounds < 1:
         parser.error("--streams, --chunks and --rounds must be at least 1, --interval at least 0")
@@ -244,7 +250,7 @@ async def _rounds(settings: Settings, tmp: Path, placement: _Placement, out: Out
 
 async def _fresh_burst(path: str, number: int, settings: Settings, tmp: Path, placement: _Placement) -> Burst:
     """New servers (started blocking: nothing else runs then), a warm-up, the burst; a server that died fails it."""
-    with _servers(tmp, placement, relay=path == "relay") as servers:
+    with _servers(tmp, placement, relay=path == "relay", http=settings.http) as servers:
         await _burst(path, 0, _WARMUP, servers)
         await asyncio.sleep(_SETTLE_S)
         burst = await _burst(path, number, settings, servers)
@@ -390,24 +396,24 @@ def _direct_line(line: dict[str, Any]) -> str | None:
 
 
 @contextmanager
-def _servers(tmp: Path, placement: _Placement, *, relay: bool = False) -> Iterator[_Servers]:
+def _servers(tmp: Path, placement: _Placement, *, relay: bool = False, http: HttpParser = "h11") -> Iterator[_Servers]:
     """The agent server, then the gateway with its one tool (or the reference relay); stopped when the block ends."""
     with ExitStack() as stack:
         agent_port, gateway_port = free_port(), free_port()
         agent_url, gateway_url = f"http://127.0.0.1:{agent_port}", f"http://127.0.0.1:{gateway_port}"
         agent_log = tmp / "agent.log"
-        agent_command = [sys.executable, "-c", _AGENT_SERVER, str(agent_port)]
+        agent_command = [sys.executable, "-c", _AGENT_SERVER, str(agent_port), http]
         agent = stack.enter_context(_process(agent_command, agent_log, placement))
         _wait_ready("the agent server", agent, agent_url + "/.well-known/agent.json", agent_log)
         if relay:
             name, command, ready = (
                 "relay",
-                [sys.executable, "-m", "bench._reference_relay", str(gateway_port), agent_url],
+                [sys.executable, "-m", "bench._reference_relay", str(gateway_port), agent_url, http],
                 "/ready",
             )
         else:
             config = tmp / "gateway.toml"
-            config.write_text(_gateway_config(gateway_port, tmp / "data", agent_url))
+            config.write_text(_gateway_config(gateway_port, tmp / "data", agent_url, http))
             name, command, ready = (
                 "gateway",
                 [sys.executable, "-m", "gateway", "gateway", "--config", str(config)],
@@ -419,10 +425,10 @@ def _servers(tmp: Path, placement: _Placement, *, relay: bool = False) -> Iterat
         yield _Servers(name, agent_url, gateway_url, agent, gateway, gateway_log)
 
 
-def _gateway_config(port: int, data_dir: Path, agent_url: str) -> str:
-    """Where to listen, where the SQLite stores go, the one tool; nothing else, so the rest is the defaults."""
+def _gateway_config(port: int, data_dir: Path, agent_url: str, http: HttpParser = "h11") -> str:
+    """Where to listen, where the SQLite stores go, its parser, the one tool; the rest is the defaults."""
     return (
-        f'[gateway]\nhost = "127.0.0.1"\nport = {port}\ndata_dir = "{data_dir}"\n\n'
+        f'[gateway]\nhost = "127.0.0.1"\nport = {port}\ndata_dir = "{data_dir}"\nhttp = "{http}"\n\n'
         f'[[tools]]\nname = "{_TOOL}"\nagent = "{agent_url}"\nmode = "streaming"\n'
     )
 
@@ -551,8 +557,8 @@ def _header(settings: Settings, placement: _Placement) -> str:
             "(SQLite stores in a temporary data_dir, "
             f"HTTP pool {_DEFAULTS.max_connections} connections, headers timeout "
             f"{_DEFAULTS.headers_timeout_s:g} s, log level info); relay: python -m bench._reference_relay in its "
-            "place (Starlette, uvicorn with h11, aiohttp, lines passed through); direct: the agent server's "
-            "/tasks/sendSubscribe",
+            "place (Starlette, uvicorn, aiohttp, lines passed through); direct: the agent server's "
+            f"/tasks/sendSubscribe; every server parses HTTP with {settings.http}",
             f"cores: {pinning}",
             f"RLIMIT_NOFILE soft/hard: servers {placement.servers_nofile[0]}/{placement.servers_nofile[1]}, "
             f"client {placement.client_nofile[0]}/{placement.client_nofile[1]} (aiohttp, no connection limit)",

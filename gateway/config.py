@@ -23,6 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from agent_server.limits import ServerLimits
+from agent_server.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
 from agent_server.stores.redis_settings import RedisSettings, parse_redis_spec
 from agent_server.stores.spec import REDIS_SCHEMES
 from protocol import dotted_path
@@ -80,6 +81,8 @@ class ServerConfig(_Strict):
     max_connections: int = Field(_SERVER_DEFAULTS.max_connections, ge=1)
     header_timeout_secs: float = Field(_SERVER_DEFAULTS.header_timeout_s, gt=0)
     body_timeout_secs: float = Field(_SERVER_DEFAULTS.body_timeout_s, gt=0)
+    loop: EventLoop = DEFAULT_LOOP
+    http: HttpParser = DEFAULT_HTTP
 
     def server_limits(self) -> ServerLimits:
         """What one client connection may hold (agent_server/server.py)."""

@@ -11,6 +11,7 @@ from typing import Any
 from waiting import wait_until
 
 from agent_server import ServerLimits, build_server
+from agent_server.speedups import HttpParser
 from examples._loopback import free_port
 
 __all__ = ["free_port", "serve_app"]
@@ -20,7 +21,11 @@ STOP_TIMEOUT_S = 10.0
 
 @contextmanager
 def serve_app(
-    app: Any, port: int | None = None, startup_timeout_s: float = 10.0, limits: ServerLimits | None = None
+    app: Any,
+    port: int | None = None,
+    startup_timeout_s: float = 10.0,
+    limits: ServerLimits | None = None,
+    http: HttpParser = "h11",
 ) -> Iterator[str]:
     """Run an ASGI app on 127.0.0.1 in a thread, built as production builds it; yields its base URL.
 
@@ -35,7 +40,9 @@ def serve_app(
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port or 0))
     port = listener.getsockname()[1]
-    server = build_server(app, host="127.0.0.1", port=port, limits=limits, log_level="warning", lifespan="on")
+    server = build_server(
+        app, host="127.0.0.1", port=port, limits=limits, http=http, log_level="warning", lifespan="on"
+    )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, name=f"uvicorn-{port}", daemon=True)
     try:
         thread.start()

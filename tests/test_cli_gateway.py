@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -183,11 +184,15 @@ def test_a_store_that_cannot_be_opened_is_a_config_error_and_closes_what_was_ope
     assert closed == [str(tmp_path / "sessions.db")]
 
 
-def test_the_gateway_cuts_a_slow_client_by_its_configured_header_timeout_while_serving_others(tmp_path: Path) -> None:
+@pytest.mark.parametrize("http", ["h11", "httptools"])
+def test_the_gateway_cuts_a_slow_client_by_its_configured_header_timeout_while_serving_others(
+    tmp_path: Path, http: str
+) -> None:
     port = free_port()
     config = tmp_path / "gateway.toml"
     config.write_text(
-        f'[gateway]\nport = {port}\nheader_timeout_secs = 0.5\n\n[stores]\nsessions = "memory"\nevents = "memory"\n',
+        f'[gateway]\nport = {port}\nheader_timeout_secs = 0.5\nhttp = "{http}"\n\n'
+        '[stores]\nsessions = "memory"\nevents = "memory"\n',
         encoding="utf-8",
     )
     process = _start(config)
@@ -202,6 +207,39 @@ def test_the_gateway_cuts_a_slow_client_by_its_configured_header_timeout_while_s
     finally:
         process.kill()
         process.communicate()
+
+
+def test_the_configured_parser_and_loop_build_the_server(tmp_path: Path) -> None:
+    from agent_server.server import LimitedH11Protocol, LimitedHttpToolsProtocol
+    from gateway.config import validate_config
+    from gateway.service import create_gateway_app
+    from gateway.service.server import build_gateway_server
+
+    for settings, protocol, loop in [
+        ({}, LimitedH11Protocol, "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"),
+        ({"http": "httptools", "loop": "asyncio"}, LimitedHttpToolsProtocol, "asyncio"),
+    ]:
+        config = validate_config({"gateway": {"data_dir": str(tmp_path), **settings}})
+        server = build_gateway_server(create_gateway_app(config), config)
+        assert server.config.http.func is protocol  # type: ignore[union-attr]
+        assert server.config.loop == loop
+
+
+@pytest.mark.parametrize(("key", "module"), [("loop", "uvloop"), ("http", "httptools")])
+def test_a_loop_or_parser_that_is_not_installed_exits_2_saying_how_to_install_it(
+    key: str, module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_server import speedups
+
+    monkeypatch.setattr(speedups, "_installed", lambda name: False)
+    config = tmp_path / "gateway.toml"
+    config.write_text(f'[gateway]\n{key} = "{module}"\n', encoding="utf-8")
+    for extra in (["--check"], []):
+        assert main(["gateway", "--config", str(config), *extra]) == 2
+        assert capsys.readouterr().err == (
+            f"switchboard gateway: invalid configuration:\n"
+            f"{config}: gateway.{key}: {module} is not installed: pip install 'a2a-switchboard[speed]'\n"
+        )
 
 
 def test_the_gateway_refuses_to_serve_a_non_loopback_address_without_a_token(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from servers import free_port
 from waiting import PROCESS_S
 
 import agent_server
-from agent_server import ServerLimits
+from agent_server import ServerLimits, speedups
 from gateway.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,10 +177,21 @@ def test_the_limit_flags_reach_the_server(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(agent_server, "build_server", build_server)
     monkeypatch.setattr(agent_server, "run_server", run_server)
     argv = ["serve", "examples.echo:agent", "--max-connections", "7", "--header-timeout", "2.5", "--body-timeout", "4"]
-    argv += ["--port", str(free_port())]
+    argv += ["--port", str(free_port()), "--loop", "asyncio", "--http", "httptools"]
     assert main(argv) == 0
     assert len(served["sockets"]) == 1, "the port was bound before the server was built"
     assert served["limits"] == ServerLimits(max_connections=7, header_timeout_s=2.5, body_timeout_s=4.0)
+    assert (served["loop"], served["http"]) == ("asyncio", "httptools")
+
+
+@pytest.mark.parametrize(("flag", "module"), [("--loop", "uvloop"), ("--http", "httptools")])
+def test_a_loop_or_parser_that_is_not_installed_is_a_usage_error_saying_how_to_install_it(
+    flag: str, module: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(speedups, "_installed", lambda name: False)
+    monkeypatch.chdir(ROOT)
+    assert main(["serve", "examples.echo:agent", "--port", str(free_port()), flag, module]) == 2
+    assert f"{module} is not installed: pip install 'a2a-switchboard[speed]'" in capsys.readouterr().err
 
 
 def test_no_subcommand_prints_help(capsys: pytest.CaptureFixture[str]) -> None:

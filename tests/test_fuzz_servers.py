@@ -1,5 +1,7 @@
 """Fuzzing both servers over real HTTP: thousands of random and mutated requests, and not one 5xx.
 
+Each server is fuzzed on both HTTP parsers (h11, the default, and httptools).
+
 The project's rule: bad input never crashes a server or loses data. It gets a 4xx whose body
 (``{"error": {"code", "message"}}``, or a JSON-RPC envelope with ``"error"`` when one was
 sent) says what to change, and it leaves nothing half-done. Each test sends
@@ -38,6 +40,7 @@ from gateway_service_support import agent_server
 from servers import serve_app
 
 from agent_server import ServerLimits
+from agent_server.speedups import HTTP_PARSERS, HttpParser
 from gateway import Agent, Gateway, MemoryEventLog, MemorySessionStore
 from gateway.allowed_hosts import HostAllowlist
 from gateway.service import GatewayService, RemoteSpec, create_gateway_app
@@ -1366,20 +1369,27 @@ def fail_if(found: list[str], header: str) -> None:
 # -- the servers ------------------------------------------------------------------------------
 
 
+@pytest.fixture(scope="module", params=HTTP_PARSERS)
+def http_parser(request: pytest.FixtureRequest) -> HttpParser:
+    """Each server is fuzzed on both HTTP parsers: h11, the default, and httptools."""
+    parser: HttpParser = request.param
+    return parser
+
+
 @pytest.fixture(scope="module")
-def scripted_url() -> Iterator[str]:
-    with agent_server(limits=PATIENT) as url:
+def scripted_url(http_parser: HttpParser) -> Iterator[str]:
+    with agent_server(limits=PATIENT, http=http_parser) as url:
         yield url
 
 
 @pytest.fixture(scope="module")
-def gateway_url(scripted_url: str) -> Iterator[str]:
-    with gateway_in_front_of(scripted_url) as url:
+def gateway_url(scripted_url: str, http_parser: HttpParser) -> Iterator[str]:
+    with gateway_in_front_of(scripted_url, http_parser) as url:
         yield url
 
 
 @contextmanager
-def gateway_in_front_of(scripted_url: str) -> Iterator[str]:
+def gateway_in_front_of(scripted_url: str, http_parser: HttpParser) -> Iterator[str]:
     """Memory stores, a local offline agent, the scripted agent registered by URL, and a tool pointing at it.
 
     The API may add agents and tools on the scripted server's address and a closed port only,
@@ -1393,7 +1403,7 @@ def gateway_in_front_of(scripted_url: str) -> Iterator[str]:
         gateway=gateway,
         session_store=MemorySessionStore(),
     )
-    with serve_app(create_gateway_app(service), limits=PATIENT) as url:
+    with serve_app(create_gateway_app(service), limits=PATIENT, http=http_parser) as url:
         created = httpx.post(
             f"{url}/tools", json={"name": TOOL, "agent": scripted_url, "timeout_ms": 60_000}, timeout=60
         )

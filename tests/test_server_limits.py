@@ -1,5 +1,8 @@
 """The server edge (agent_server.server) against real sockets: slow clients are cut, a full
-server says so, and refusals are heard by clients that send their whole body first."""
+server says so, and refusals are heard by clients that send their whole body first.
+
+Every server here runs once on each HTTP parser (h11, the default, and httptools): the limits
+are the same mixin on both protocols, each reading what a request lacks from its own parser."""
 
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from servers import serve_app
 
 import agent_server.server
 from agent_server import DEFAULT_MAX_BODY_BYTES, ServerLimits, build_server, create_app
+from agent_server.speedups import HTTP_PARSERS
 from agent_server.testing import scripted_agent
 
 SLOW_SOCKETS = 200
@@ -40,46 +44,47 @@ IDLE = ServerLimits(header_timeout_s=0.5, keep_alive_timeout_s=30.0)
 KEPT_ALIVE = ServerLimits(header_timeout_s=1.0, keep_alive_timeout_s=2.0)
 
 
-@pytest.fixture(scope="module")
-def fast_url() -> Iterator[str]:
+@pytest.fixture(scope="module", params=HTTP_PARSERS)
+def fast_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """Header and body timeouts of 1 s; keep-alive stays uvicorn's 5 s."""
-    with serve_app(create_app(scripted_agent()), limits=FAST) as url:
+    with serve_app(create_app(scripted_agent()), limits=FAST, http=request.param) as url:
         yield url
 
 
-@pytest.fixture(scope="module")
-def capped_url() -> Iterator[str]:
+@pytest.fixture(scope="module", params=HTTP_PARSERS)
+def capped_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """Room for CAP connections, and timeouts long enough that held ones stay held."""
     limits = ServerLimits(max_connections=CAP, header_timeout_s=60.0, keep_alive_timeout_s=60.0)
-    with serve_app(create_app(scripted_agent()), limits=limits) as url:
+    with serve_app(create_app(scripted_agent()), limits=limits, http=request.param) as url:
         yield url
 
 
-@pytest.fixture(scope="module")
-def default_url() -> Iterator[str]:
+@pytest.fixture(scope="module", params=HTTP_PARSERS)
+def default_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """The production defaults: ServerLimits() and the agent server's 10 MiB body limit."""
-    with serve_app(create_app(scripted_agent())) as url:
+    with serve_app(create_app(scripted_agent()), http=request.param) as url:
         yield url
 
 
-@pytest.fixture(scope="module")
-def drain_bound_url() -> Iterator[str]:
+@pytest.fixture(scope="module", params=HTTP_PARSERS)
+def drain_bound_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """Drains at most DRAIN_BOUND bytes of a body an endpoint did not read."""
-    with serve_app(create_app(scripted_agent()), limits=ServerLimits(max_drain_bytes=DRAIN_BOUND)) as url:
+    limits = ServerLimits(max_drain_bytes=DRAIN_BOUND)
+    with serve_app(create_app(scripted_agent()), limits=limits, http=request.param) as url:
         yield url
 
 
-@pytest.fixture(scope="module")
-def kept_alive_url() -> Iterator[str]:
+@pytest.fixture(scope="module", params=HTTP_PARSERS)
+def kept_alive_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """A keep-alive timeout longer than the header timeout, and shorter than uvicorn's 5 s to keep the test short."""
-    with serve_app(create_app(scripted_agent()), limits=KEPT_ALIVE) as url:
+    with serve_app(create_app(scripted_agent()), limits=KEPT_ALIVE, http=request.param) as url:
         yield url
 
 
-@pytest.fixture(scope="module")
-def idle_url() -> Iterator[str]:
+@pytest.fixture(scope="module", params=HTTP_PARSERS)
+def idle_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """A header timeout far shorter than the keep-alive timeout."""
-    with serve_app(create_app(scripted_agent()), limits=IDLE) as url:
+    with serve_app(create_app(scripted_agent()), limits=IDLE, http=request.param) as url:
         yield url
 
 
@@ -238,6 +243,23 @@ def test_slow_headers_after_a_keep_alive_response_are_cut(kept_alive_url: str) -
         sock.sendall(SLOW_HEAD)
         answer = _read_until_closed(sock)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+
+
+def test_headers_sent_behind_a_long_answer_do_not_cut_it(kept_alive_url: str) -> None:
+    """Headers that start arriving during a 2 s stream (past the 1 s header timeout) are not timed
+    until it has ended: the stream goes out whole; then the idle connection is closed, as any."""
+    body = orjson.dumps({"message": {"parts": [{"text": "stream 4 0.5 0"}]}})
+    stream_request = (
+        b"POST /tasks/sendSubscribe HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + b"Content-Length: %d\r\n\r\n" % len(body)
+        + body
+    )
+    with _connect(kept_alive_url, stream_request + SLOW_HEAD, timeout=CUT_BOUND_S) as sock:
+        answer = _read_until_closed(sock)
+    stream, end, after = answer.partition(b"\r\n0\r\n\r\n")  # the end of the stream's chunked body
+    assert stream.startswith(b"HTTP/1.1 200") and end, answer[:200]
+    assert stream.count(b'"type":"artifact"') == 4 and b'"final":true' in stream, stream[-300:]
+    assert after == b"" or after.startswith(b"HTTP/1.1 408"), after[:100]
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_server.limits import ServerLimits
+from agent_server.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EVENT_LOOPS, HTTP_PARSERS, not_installed
 from agent_server.telemetry import tracing
 from agent_server.telemetry.logs import configure_logging, uvicorn_logging
 from gateway.python_refs import import_from_cwd
@@ -125,6 +126,18 @@ def add_serve(subparsers: Any) -> None:
         metavar="SECONDS",
         help="time a request has, after its headers, to complete its body (default: %(default)g)",
     )
+    parser.add_argument(
+        "--loop",
+        choices=EVENT_LOOPS,
+        default=DEFAULT_LOOP,
+        help="the event loop: auto is uvloop when installed (the speed extra), else asyncio (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--http",
+        choices=HTTP_PARSERS,
+        default=DEFAULT_HTTP,
+        help="the HTTP parser; httptools needs the speed extra (default: %(default)s)",
+    )
     parser.set_defaults(run=_run_serve)
 
 
@@ -175,6 +188,9 @@ def _run_serve(args: argparse.Namespace) -> int:
     problem = open_binding_problem(args.host, token is not None, "an agent", hint)
     if problem is not None and not args.insecure:
         raise UsageError(problem)
+    missing = not_installed(args.loop, args.http)
+    if missing is not None:
+        raise UsageError(f"--loop {args.loop} --http {args.http}: {missing}")
     hosted = as_hosted_agent(_agent_at(args.target))
     try:
         store = open_store(args.store)
@@ -195,6 +211,8 @@ def _run_serve(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             limits=limits,
+            loop=args.loop,
+            http=args.http,
             log_level=args.log_level,
             timeout_graceful_shutdown=5,
             **uvicorn_logging(args.log_format),

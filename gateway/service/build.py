@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from agent_server.auth import Principal, TokenTable, token_problem
+from agent_server.speedups import not_installed
 from agent_server.stores import parse_store_spec
 from agent_server.stores.spec import REDIS_SCHEMES
 from gateway.allowed_hosts import HostAllowlist
@@ -50,12 +51,14 @@ def check_machine(config: GatewayConfig, origin: str = "configuration") -> list[
     """What the file cannot tell but this machine can, all at once; nothing is created or opened.
 
     Every Python tool must import, every ``api_key_env`` and ``token_env`` variable must be
-    set, every model name must have its provider configured, and every SQLite store must
-    be a file that can be created (no file where a directory should be). ``switchboard
-    gateway --check`` reports these, and ``build_service`` refuses to start on them.
+    set, every model name must have its provider configured, every SQLite store must
+    be a file that can be created (no file where a directory should be), and the event loop
+    and HTTP parser named must be installed. ``switchboard gateway --check`` reports these,
+    and ``build_service`` refuses to start on them.
     """
     _, problems = _python_tools(config, origin)
-    return problems + _env_problems(config, origin) + _model_problems(config, origin) + _store_problems(config, origin)
+    problems += _env_problems(config, origin) + _model_problems(config, origin) + _store_problems(config, origin)
+    return problems + _server_problems(config, origin)
 
 
 def gateway_tokens(config: GatewayConfig, origin: str = "configuration") -> TokenTable:
@@ -84,6 +87,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
     """
     python_tools, problems = _python_tools(config, origin)
     problems += _env_problems(config, origin) + _model_problems(config, origin) + _store_problems(config, origin)
+    problems += _server_problems(config, origin)
     if problems:
         raise ConfigError(problems)
     session_store = _session_store(config, origin)
@@ -291,6 +295,16 @@ def _close_unstarted(close: Closer) -> None:
 def _sources(config: GatewayConfig, name: str, local: dict[str, Agent]) -> list[str]:
     """The local agents whose ``handoffs`` name the remote agent ``name``."""
     return [agent.name for agent in config.agents if agent.name in local and name in agent.handoffs]
+
+
+def _server_problems(config: GatewayConfig, origin: str) -> list[Problem]:
+    """The event loop and the HTTP parser the file names must be installed."""
+    problems = []
+    for key, choice in (("gateway.loop", config.gateway.loop), ("gateway.http", config.gateway.http)):
+        missing = not_installed(choice)
+        if missing is not None:
+            problems.append(Problem(origin, key, missing))
+    return problems
 
 
 def _env_problems(config: GatewayConfig, origin: str) -> list[Problem]:

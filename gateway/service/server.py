@@ -37,6 +37,8 @@ def build_gateway_server(app: Starlette, config: GatewayConfig, *, log_format: s
         port=config.gateway.port,
         limits=config.gateway.server_limits(),
         server_class=GatewayServer,
+        loop=config.gateway.loop,
+        http=config.gateway.http,
         log_level=config.gateway.log_level,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
         **uvicorn_logging(log_format),
