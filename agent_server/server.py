@@ -92,7 +92,7 @@ def build_server(
 
     ``config`` goes to ``uvicorn.Config`` (log_level, lifespan, timeout_graceful_shutdown, ...);
     the protocol and the keep-alive timeout come from ``limits``. ``loop`` and ``http``: see
-    ``speedups``; asking for uvloop or httptools where it is not installed is a RuntimeError that
+    agent_server/speedups.py; asking for uvloop or httptools where it is not installed is a RuntimeError that
     says how to install it. Building it raises this process's open-file limit as far as allowed.
     """
     if loop not in EVENT_LOOPS:
@@ -372,8 +372,8 @@ class LimitedHttpToolsProtocol(_ConnectionLimits, _HttpToolsProtocol):
     httptools parses a request that arrives behind the one being answered at once (h11 only
     once the answer is out), so ``_phase`` is that of the last request parsed, which may not be
     the current one: a request queued behind a running one (uvicorn's ``pipeline``), or one
-    whose headers are still coming while an answer goes out, lacks nothing yet. It is timed once
-    the answer before it is complete, as under h11; until then the connection is busy, not slow.
+    whose headers are still coming while an answer goes out, lacks nothing yet. It is timed from
+    the end of the answer before it, as under h11; until then the connection is busy, not slow.
     """
 
     _phase: _Awaiting | Literal["begun", "complete"] = "headers"

@@ -210,9 +210,10 @@ def test_the_gateway_cuts_a_slow_client_by_its_configured_header_timeout_while_s
 
 
 def test_the_configured_parser_and_loop_build_the_server(tmp_path: Path) -> None:
+    from starlette.applications import Starlette
+
     from agent_server.server import LimitedH11Protocol, LimitedHttpToolsProtocol
     from gateway.config import validate_config
-    from gateway.service import create_gateway_app
     from gateway.service.server import build_gateway_server
 
     for settings, protocol, loop in [
@@ -220,7 +221,7 @@ def test_the_configured_parser_and_loop_build_the_server(tmp_path: Path) -> None
         ({"http": "httptools", "loop": "asyncio"}, LimitedHttpToolsProtocol, "asyncio"),
     ]:
         config = validate_config({"gateway": {"data_dir": str(tmp_path), **settings}})
-        server = build_gateway_server(create_gateway_app(config), config)
+        server = build_gateway_server(Starlette(), config)
         assert server.config.http.func is protocol  # type: ignore[union-attr]
         assert server.config.loop == loop
 
