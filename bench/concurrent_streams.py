@@ -56,7 +56,7 @@ import aiohttp
 import httpx
 import orjson
 
-from agent_server.speedups import HTTP_PARSERS, HttpParser
+from agent_server.speedups import DEFAULT_HTTP, HTTP_PARSERS, HttpParser
 from bench._support import stop
 from examples._loopback import free_port
 from gateway.peers import PeerLimits
@@ -89,7 +89,7 @@ class Settings:
     chunks: int = 20
     interval_s: float = 0.5
     rounds: int = 2
-    http: HttpParser = "h11"
+    http: HttpParser = DEFAULT_HTTP
 
     @property
     def message(self) -> str:
@@ -211,7 +211,7 @@ def parse_settings(argv: list[str] | None) -> Settings:
     parser.add_argument("--rounds", type=int, default=2, help="gateway/direct rounds, interleaved (default 2)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 50 streams of 5 chunks every 0.1 s")
     parser.add_argument(
-        "--http", choices=HTTP_PARSERS, default="h11", help="every server's HTTP parser (default h11: the default)"
+        "--http", choices=HTTP_PARSERS, default=DEFAULT_HTTP, help="every server's HTTP parser (default: %(default)s)"
     )
     args = parser.parse_args(argv)
     base = Settings(streams=50, chunks=5, interval_s=0.1) if args.quick else Settings()
@@ -396,7 +396,7 @@ def _direct_line(line: dict[str, Any]) -> str | None:
 
 
 @contextmanager
-def _servers(tmp: Path, placement: _Placement, *, relay: bool = False, http: HttpParser = "h11") -> Iterator[_Servers]:
+def _servers(tmp: Path, placement: _Placement, *, relay: bool, http: HttpParser) -> Iterator[_Servers]:
     """The agent server, then the gateway with its one tool (or the reference relay); stopped when the block ends."""
     with ExitStack() as stack:
         agent_port, gateway_port = free_port(), free_port()
@@ -425,7 +425,7 @@ def _servers(tmp: Path, placement: _Placement, *, relay: bool = False, http: Htt
         yield _Servers(name, agent_url, gateway_url, agent, gateway, gateway_log)
 
 
-def _gateway_config(port: int, data_dir: Path, agent_url: str, http: HttpParser = "h11") -> str:
+def _gateway_config(port: int, data_dir: Path, agent_url: str, http: HttpParser) -> str:
     """Where to listen, where the SQLite stores go, its parser, the one tool; the rest is the defaults."""
     return (
         f'[gateway]\nhost = "127.0.0.1"\nport = {port}\ndata_dir = "{data_dir}"\nhttp = "{http}"\n\n'

@@ -16,7 +16,7 @@ from servers import serve_app
 from waiting import PROCESS_S
 
 from agent_server import HostedAgent, ServerLimits, TaskContext, TextChunk, create_app
-from agent_server.speedups import HttpParser
+from agent_server.speedups import DEFAULT_HTTP, HttpParser
 from agent_server.testing import scripted_agent
 from gateway import Agent, MemoryEventLog, MemorySessionStore
 from gateway.service import GatewayService, RemoteSpec, create_gateway_app
@@ -35,7 +35,7 @@ def billing_agent(pause_s: float = 0.0) -> HostedAgent:
 
 @contextmanager
 def agent_server(
-    agent: HostedAgent | None = None, limits: ServerLimits | None = None, http: HttpParser = "h11"
+    agent: HostedAgent | None = None, limits: ServerLimits | None = None, http: HttpParser = DEFAULT_HTTP
 ) -> Iterator[str]:
     """An agent server on loopback; by default the scripted agent (its messages are commands)."""
     with serve_app(create_app(agent or scripted_agent("scripted")), limits=limits, http=http) as url:

@@ -11,7 +11,7 @@ from typing import Any
 from waiting import wait_until
 
 from agent_server import ServerLimits, build_server
-from agent_server.speedups import HttpParser
+from agent_server.speedups import DEFAULT_HTTP, HttpParser
 from examples._loopback import free_port
 
 __all__ = ["free_port", "serve_app"]
@@ -25,7 +25,7 @@ def serve_app(
     port: int | None = None,
     startup_timeout_s: float = 10.0,
     limits: ServerLimits | None = None,
-    http: HttpParser = "h11",
+    http: HttpParser = DEFAULT_HTTP,
 ) -> Iterator[str]:
     """Run an ASGI app on 127.0.0.1 in a thread, built as production builds it; yields its base URL.
 
