@@ -16,9 +16,6 @@ import math
 from collections.abc import Sequence
 from typing import Any, Protocol, Unpack, runtime_checkable
 
-import httpx
-import orjson
-
 from gateway.errors import ModelError
 from gateway.models.offline import content_stems
 from gateway.models.openai import EndpointOptions, OpenAICompatible
@@ -72,18 +69,7 @@ class OpenAIEmbedder(OpenAICompatible):
         return vectors
 
     async def _batch(self, texts: list[str]) -> list[list[float]]:
-        response = await self._send({"model": self.model, "input": texts}, stream=False)
-        try:
-            raw = await response.aread()
-        except httpx.HTTPError as exc:
-            raise ModelError(f"OpenAI-compatible endpoint {self.url} broke off its answer: {exc!r}") from exc
-        finally:
-            await response.aclose()
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ModelError(f"OpenAI-compatible endpoint {self.url} answered with non-JSON: {raw[:200]!r}") from exc
-        return _vectors(data, len(texts), self.url)
+        return _vectors(await self._post_json({"model": self.model, "input": texts}), len(texts), self.url)
 
 
 def _vectors(data: Any, count: int, url: str) -> list[list[float]]:

@@ -171,6 +171,20 @@ class OpenAICompatible:
             await self._raise_or_wait(response, attempt=attempt, is_last=is_last)
         raise AssertionError("unreachable: the retry loop returns or raises")
 
+    async def _post_json(self, body: dict[str, Any]) -> Any:
+        """POST with retries and return the answer's JSON, read whole."""
+        response = await self._send(body, stream=False)
+        try:
+            raw = await response.aread()
+        except httpx.HTTPError as exc:
+            raise ModelError(f"OpenAI-compatible endpoint {self.url} broke off its answer: {exc!r}") from exc
+        finally:
+            await response.aclose()
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ModelError(f"OpenAI-compatible endpoint {self.url} answered with non-JSON: {raw[:200]!r}") from exc
+
     async def _raise_or_wait(self, response: httpx.Response, *, attempt: int, is_last: bool) -> None:
         """Turn an error response into an exception, or sleep before the next attempt."""
         body = await _read_error_body(response)
@@ -228,18 +242,7 @@ class OpenAIChatModel(OpenAICompatible):
     async def complete(
         self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None
     ) -> ModelResponse:
-        response = await self._send(self._body(messages, tools, settings, stream=False), stream=False)
-        try:
-            raw = await response.aread()
-        except httpx.HTTPError as exc:
-            raise ModelError(f"OpenAI-compatible endpoint {self.url} broke off its answer: {exc!r}") from exc
-        finally:
-            await response.aclose()
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ModelError(f"OpenAI-compatible endpoint {self.url} answered with non-JSON: {raw[:200]!r}") from exc
-        return self._parse_completion(data)
+        return self._parse_completion(await self._post_json(self._body(messages, tools, settings, stream=False)))
 
     async def stream(
         self, messages: list[ChatMessage], tools: list[ToolSpec], settings: ModelSettings | None = None
