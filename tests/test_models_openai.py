@@ -23,6 +23,7 @@ from gateway.models import (
     ModelError,
     ModelResponse,
     OpenAIChatModel,
+    OpenAIEmbedder,
     TextDelta,
     TokenUsage,
     ToolCall,
@@ -394,6 +395,25 @@ async def test_non_json_success_body_is_a_model_error(respx_mock: respx.MockRout
     async with _model(sleeps) as model:
         with pytest.raises(ModelError, match="non-JSON"):
             await model.complete(MESSAGES, [])
+
+
+async def test_the_embedder_reads_its_answer_as_the_chat_model_does(respx_mock: respx.MockRouter) -> None:
+    """The embedder's whole-JSON answer goes through the same reading: not JSON, or broken off, is a ModelError."""
+
+    async def broken_off() -> AsyncIterator[bytes]:
+        yield b'{"data": ['
+        raise httpx.ReadError("connection reset by peer")
+
+    route = respx_mock.post(f"{BASE_URL}/embeddings")
+    async with OpenAIEmbedder("text-embedding-3-small", base_url=BASE_URL, api_key="sk-e") as embedder:
+        route.mock(return_value=httpx.Response(200, text="<html>proxy login</html>"))
+        with pytest.raises(ModelError, match="non-JSON: b'<html>proxy login"):
+            await embedder.embed(["refund my order"])
+        route.mock(side_effect=lambda request: httpx.Response(200, content=broken_off()))
+        with pytest.raises(ModelError, match="broke off its answer"):
+            await embedder.embed(["refund my order"])
+        route.mock(return_value=httpx.Response(200, json={"data": [{"index": 0, "embedding": [0.6, 0.8]}]}))
+        assert await embedder.embed(["refund my order"]) == [[0.6, 0.8]]
 
 
 async def test_configuration_from_environment(
