@@ -82,7 +82,7 @@ def server_process(
             preexec_fn=place,  # noqa: PLW1509 - started before any thread of the bench
         )
         try:
-            _wait_ready(process, url + ready_path, log)
+            wait_ready(url + ready_path, process, " ".join(argv), log)
             yield url
         finally:
             stop(process)
@@ -104,8 +104,11 @@ def python(*code: str) -> list[str]:
     return [sys.executable, *code]
 
 
-def _wait_ready(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP_S
+def wait_ready(
+    url: str, process: subprocess.Popen[bytes], what: str, log: Path | None = None, *, timeout_s: float = STARTUP_S
+) -> None:
+    """Return once ``url`` answers 200; ``process`` exiting first, or no answer in ``timeout_s``, is an error."""
+    deadline = time.monotonic() + timeout_s
     while True:
         try:
             if httpx.get(url, timeout=1.0).status_code == 200:
@@ -113,9 +116,16 @@ def _wait_ready(process: subprocess.Popen[bytes], url: str, log: Path) -> None:
         except httpx.TransportError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-            raise RuntimeError(f"{' '.join(process.args)} did not start; its output:\n{tail}")  # type: ignore[arg-type]
+            code = process.returncode
+            why = f"exited ({code})" if code is not None else f"no answer in {timeout_s:g} s"
+            output = f"; its output:\n{tail(log)}" if log is not None else ""
+            raise RuntimeError(f"{what} did not start: {why} at {url}{output}")
         time.sleep(0.05)
+
+
+def tail(log: Path, lines: int = 20) -> str:
+    """The end of a server's output, for an error that says why it stopped."""
+    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
 async def rate(op: Op, *, concurrency: int, count: int, seconds: float) -> float:

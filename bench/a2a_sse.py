@@ -25,7 +25,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -34,13 +33,12 @@ import anyio
 import httpx
 import orjson
 
-from bench._support import stop
+from bench._support import rate, stop, wait_ready
 from examples._loopback import free_port
 from protocol import NDJSONDecoder, SSEDecoder, SSEEvent
 
 CHUNKS = 200
 CONCURRENCY = 4
-_STARTUP_S = 30.0
 PATHS = ("switchboard sse", "sdk sse", "switchboard ndjson")
 
 
@@ -118,16 +116,7 @@ def _server(kind: str, cores: set[int] | None) -> Iterator[str]:
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, preexec_fn=place)  # noqa: PLW1509 - no threads yet
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + _STARTUP_S
-        while True:
-            try:
-                if httpx.get(url + "/.well-known/agent-card.json", timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the {kind} server did not start")
-            time.sleep(0.05)
+        wait_ready(url + "/.well-known/agent-card.json", process, f"the {kind} server")
         yield url
     finally:
         stop(process)
@@ -175,25 +164,6 @@ async def read_ndjson(client: httpx.AsyncClient, url: str, chunks: int) -> int:
     return events
 
 
-async def _rate(op: Callable[[], Awaitable[int]], *, concurrency: int, count: int, seconds: float) -> float:
-    """Events per second of ``op`` over at most ``count`` streams or ``seconds``, ``concurrency`` at once."""
-    done = 0
-    events = 0
-    started = time.perf_counter()
-    deadline = started + seconds
-
-    async def worker() -> None:
-        nonlocal done, events
-        while done < count and time.perf_counter() < deadline:
-            done += 1
-            events += await op()
-
-    async with anyio.create_task_group() as group:
-        for _ in range(concurrency):
-            group.start_soon(worker)
-    return events / (time.perf_counter() - started)
-
-
 async def measure(settings: Settings, switchboard: str, sdk: str, out: Callable[[str], None]) -> dict[str, list[float]]:
     limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
     rates: dict[str, list[float]] = {path: [] for path in PATHS}
@@ -210,8 +180,9 @@ async def measure(settings: Settings, switchboard: str, sdk: str, out: Callable[
         for round_ in range(settings.rounds):
             order = PATHS[round_ % len(PATHS) :] + PATHS[: round_ % len(PATHS)]
             for path in order:
-                rate = await _rate(ops[path], concurrency=CONCURRENCY, count=settings.streams, seconds=settings.seconds)
-                rates[path].append(rate)
+                rates[path].append(
+                    await rate(ops[path], concurrency=CONCURRENCY, count=settings.streams, seconds=settings.seconds)
+                )
             sse = rates["switchboard sse"][-1]
             out(
                 f"round {round_ + 1}: "

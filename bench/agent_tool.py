@@ -21,7 +21,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -30,7 +29,7 @@ import anyio
 import httpx
 import orjson
 
-from bench._support import stop
+from bench._support import rate, stop, wait_ready
 from examples._loopback import free_port
 from gateway import Gateway, PeerLimits, SQLiteEventLog
 from protocol import NDJSONDecoder, Task, parse_stream_event
@@ -42,7 +41,6 @@ _SERVER = (
 STREAM_CHUNKS = 200
 POOL_CONNECTIONS = 100
 CAPPED_CONNECTIONS = 10
-_STARTUP_S = 20.0
 
 
 @dataclass(frozen=True)
@@ -66,39 +64,10 @@ def agent_server() -> Iterator[str]:
     process = subprocess.Popen([sys.executable, "-c", _SERVER, str(port)], env=os.environ.copy())
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + _STARTUP_S
-        while True:
-            try:
-                if httpx.get(url + "/.well-known/agent.json", timeout=1.0).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("the agent server did not start")
-            time.sleep(0.05)
+        wait_ready(url + "/.well-known/agent.json", process, "the agent server")
         yield url
     finally:
         stop(process)
-
-
-async def _rate(op: Callable[[], Awaitable[int]], *, concurrency: int, count: int, seconds: float) -> float:
-    """Units per second of ``op`` (it returns how many units it did) over at most ``count`` ops or ``seconds``."""
-    done = 0
-    units = 0
-    started = time.perf_counter()
-    deadline = started + seconds
-
-    async def worker() -> None:
-        nonlocal done, units
-        while done < count and time.perf_counter() < deadline:
-            done += 1
-            did = await op()
-            units += did
-
-    async with anyio.create_task_group() as task_group:
-        for _ in range(concurrency):
-            task_group.start_soon(worker)
-    return units / (time.perf_counter() - started)
 
 
 async def run(url: str, *, quick: bool, tmp_dir: str) -> list[Figure]:
@@ -146,7 +115,7 @@ async def run(url: str, *, quick: bool, tmp_dir: str) -> list[Figure]:
                     free.append(client)
 
             try:
-                return await _rate(op, concurrency=concurrency, count=sync_count, seconds=seconds)
+                return await rate(op, concurrency=concurrency, count=sync_count, seconds=seconds)
             finally:
                 for client in clients:
                     await client.aclose()
@@ -179,19 +148,19 @@ async def run(url: str, *, quick: bool, tmp_dir: str) -> list[Figure]:
             return Figure(
                 what,
                 concurrency,
-                await _rate(through, concurrency=concurrency, count=count, seconds=seconds),
-                await _rate(direct_op, concurrency=concurrency, count=count, seconds=seconds),
+                await rate(through, concurrency=concurrency, count=count, seconds=seconds),
+                await rate(direct_op, concurrency=concurrency, count=count, seconds=seconds),
             )
 
         for op in (gateway_sync, direct_sync, gateway_stream, direct_stream):
-            await _rate(op, concurrency=4, count=20, seconds=1.0)
+            await rate(op, concurrency=4, count=20, seconds=1.0)
         for concurrency in (1, 10, 50):
             figure = await compare("sync calls/s", gateway_sync, concurrency, sync_count, direct_sync)
             figures.append(
                 replace(
                     figure,
                     unpooled_per_s=await unpooled_sync(concurrency),
-                    capped_per_s=await _rate(capped_sync, concurrency=concurrency, count=sync_count, seconds=seconds),
+                    capped_per_s=await rate(capped_sync, concurrency=concurrency, count=sync_count, seconds=seconds),
                 )
             )
         for concurrency in (1, 10):

@@ -53,11 +53,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import httpx
 import orjson
 
 from agent_server.speedups import DEFAULT_HTTP, HTTP_PARSERS, HttpParser
-from bench._support import stop
+from bench._support import stop, tail, wait_ready
 from examples._loopback import free_port
 from gateway.peers import PeerLimits
 
@@ -73,7 +72,6 @@ _TERMINAL = ("agent_tool_completed", "agent_tool_terminated", "agent_tool_error"
 _PATHS = ("gateway", "relay", "direct")
 _PROGRESS = "progress"
 _COMPLETED = ""
-_STARTUP_S = 30.0
 _SAMPLE_S = 0.1
 _SETTLE_S = 0.5
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -258,7 +256,7 @@ async def _fresh_burst(path: str, number: int, settings: Settings, tmp: Path, pl
             if process.poll() is not None:
                 raise RuntimeError(
                     f"the {name} exited with code {process.returncode} during round {number} {path}; "
-                    f"the {servers.name}'s output:\n{_tail(servers.gateway_log)}"
+                    f"the {servers.name}'s output:\n{tail(servers.gateway_log)}"
                 )
     return burst
 
@@ -404,7 +402,7 @@ def _servers(tmp: Path, placement: _Placement, *, relay: bool, http: HttpParser)
         agent_log = tmp / "agent.log"
         agent_command = [sys.executable, "-c", _AGENT_SERVER, str(agent_port), http]
         agent = stack.enter_context(_process(agent_command, agent_log, placement))
-        _wait_ready("the agent server", agent, agent_url + "/.well-known/agent.json", agent_log)
+        wait_ready(agent_url + "/.well-known/agent.json", agent, "the agent server", agent_log)
         if relay:
             name, command, ready = (
                 "relay",
@@ -421,7 +419,7 @@ def _servers(tmp: Path, placement: _Placement, *, relay: bool, http: HttpParser)
             )
         gateway_log = tmp / f"{name}.log"
         gateway = stack.enter_context(_process(command, gateway_log, placement))
-        _wait_ready(f"the {name}", gateway, gateway_url + ready, gateway_log)
+        wait_ready(gateway_url + ready, gateway, f"the {name}", gateway_log)
         yield _Servers(name, agent_url, gateway_url, agent, gateway, gateway_log)
 
 
@@ -459,23 +457,6 @@ def _process(command: list[str], log: Path, placement: _Placement) -> Iterator[s
             yield process
         finally:
             stop(process)
-
-
-def _wait_ready(name: str, process: subprocess.Popen[bytes], url: str, log: Path) -> None:
-    deadline = time.monotonic() + _STARTUP_S
-    while True:
-        try:
-            if httpx.get(url, timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"{name} did not start; its output:\n{_tail(log)}")
-        time.sleep(0.05)
-
-
-def _tail(log: Path, lines: int = 20) -> str:
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
 
 
 # -- this process -------------------------------------------------------------------------------

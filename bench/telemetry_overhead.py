@@ -39,7 +39,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from bench._support import STOP_S, stop
+from bench._support import STOP_S, stop, wait_ready
 from examples._loopback import free_port
 
 _AGENT_SERVER = (
@@ -93,11 +93,13 @@ def measure(settings: Settings, show: Callable[[str], None] = print) -> list[Rou
         sink = stack.enter_context(_sink())
         agent_port = free_port()
         agent_url = f"http://127.0.0.1:{agent_port}"
-        stack.enter_context(
-            _process([sys.executable, "-c", _AGENT_SERVER, str(agent_port)], {}, server_cores, Path(tmp) / "agent.log")
+        agent_log = Path(tmp) / "agent.log"
+        agent = stack.enter_context(
+            _process([sys.executable, "-c", _AGENT_SERVER, str(agent_port)], {}, server_cores, agent_log)
         )
-        _wait(agent_url + "/.well-known/agent.json")
+        wait_ready(agent_url + "/.well-known/agent.json", agent, "the agent server", agent_log, timeout_s=_STARTUP_S)
         gateways = {}
+        started: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
         for mode, env in (("on", {"OTEL_EXPORTER_OTLP_ENDPOINT": sink}), ("off", {"SWITCHBOARD_METRICS": "off"})):
             port = free_port()
             config = Path(tmp) / f"{mode}.toml"
@@ -106,10 +108,13 @@ def measure(settings: Settings, show: Callable[[str], None] = print) -> list[Rou
                 f'[[tools]]\nname = "stream"\nagent = "{agent_url}"\nmode = "streaming"\n'
             )
             command = [sys.executable, "-m", "gateway", "gateway", "--config", str(config)]
-            stack.enter_context(_process(command, env, server_cores, Path(tmp) / f"{mode}.log"))
+            log = Path(tmp) / f"{mode}.log"
             gateways[mode] = f"http://127.0.0.1:{port}"
-        for url in gateways.values():
-            _wait(url + "/health")
+            started[mode] = (stack.enter_context(_process(command, env, server_cores, log)), log)
+        for mode, (process, log) in started.items():
+            wait_ready(
+                gateways[mode] + "/health", process, f"the gateway with telemetry {mode}", log, timeout_s=_STARTUP_S
+            )
         show(
             f"telemetry overhead: {settings.streams} streams x {settings.chunks} chunks, {settings.rounds} rounds; "
             f"servers on cores {sorted(server_cores) if server_cores else 'any'}, client and span sink on "
@@ -198,7 +203,9 @@ def _sink() -> Iterator[str]:
 
 
 @contextmanager
-def _process(command: list[str], env: dict[str, str], cores: set[int] | None, log: Path) -> Iterator[None]:
+def _process(
+    command: list[str], env: dict[str, str], cores: set[int] | None, log: Path
+) -> Iterator[subprocess.Popen[bytes]]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SWITCHBOARD", "OTEL_"))}
     with log.open("wb") as sink:
         process = subprocess.Popen(
@@ -209,21 +216,9 @@ def _process(command: list[str], env: dict[str, str], cores: set[int] | None, lo
             env={**base, **env},
         )
     try:
-        yield
+        yield process
     finally:
         stop(process)
-
-
-def _wait(url: str) -> None:
-    deadline = time.monotonic() + _STARTUP_S
-    while True:
-        try:
-            if httpx.get(url, timeout=1.0).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"{url} did not answer within {_STARTUP_S:g} s")
         time.sleep(0.05)
 
 
