@@ -23,6 +23,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from agent_server.server import run_server
+from agent_server.speedups import DEFAULT_HTTP
 
 _JSON = {"content-type": "application/json"}
 
@@ -58,7 +59,7 @@ def _app(agent_url: str) -> Starlette:
 
 
 def main() -> None:
-    port, agent_url, http = int(sys.argv[1]), sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "h11"
+    port, agent_url, http = int(sys.argv[1]), sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else DEFAULT_HTTP
     config = uvicorn.Config(_app(agent_url), host="127.0.0.1", port=port, log_level="warning", loop="auto", http=http)
     run_server(uvicorn.Server(config))
 

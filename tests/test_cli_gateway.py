@@ -17,6 +17,7 @@ from gateway_service_support import wait_for_health
 from servers import free_port
 from waiting import PROCESS_S
 
+from agent_server.speedups import HTTP_PARSERS
 from gateway.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -184,7 +185,7 @@ def test_a_store_that_cannot_be_opened_is_a_config_error_and_closes_what_was_ope
     assert closed == [str(tmp_path / "sessions.db")]
 
 
-@pytest.mark.parametrize("http", ["h11", "httptools"])
+@pytest.mark.parametrize("http", HTTP_PARSERS)
 def test_the_gateway_cuts_a_slow_client_by_its_configured_header_timeout_while_serving_others(
     tmp_path: Path, http: str
 ) -> None:

@@ -56,9 +56,15 @@ def check_machine(config: GatewayConfig, origin: str = "configuration") -> list[
     and HTTP parser named must be installed. ``switchboard gateway --check`` reports these,
     and ``build_service`` refuses to start on them.
     """
-    _, problems = _python_tools(config, origin)
-    problems += _env_problems(config, origin) + _model_problems(config, origin) + _store_problems(config, origin)
-    return problems + _server_problems(config, origin)
+    return _checked(config, origin)[1]
+
+
+def _checked(config: GatewayConfig, origin: str) -> tuple[dict[str, Any], list[Problem]]:
+    """The Python tools, imported, and every problem ``check_machine`` reports."""
+    python_tools, problems = _python_tools(config, origin)
+    for check in (_env_problems, _model_problems, _store_problems, _server_problems):
+        problems += check(config, origin)
+    return python_tools, problems
 
 
 def gateway_tokens(config: GatewayConfig, origin: str = "configuration") -> TokenTable:
@@ -85,9 +91,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
     Raises ConfigError with every problem ``check_machine`` finds, or naming the store that
     cannot be opened; whatever was opened before is closed again.
     """
-    python_tools, problems = _python_tools(config, origin)
-    problems += _env_problems(config, origin) + _model_problems(config, origin) + _store_problems(config, origin)
-    problems += _server_problems(config, origin)
+    python_tools, problems = _checked(config, origin)
     if problems:
         raise ConfigError(problems)
     session_store = _session_store(config, origin)
