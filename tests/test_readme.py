@@ -19,7 +19,7 @@ import pytest
 from waiting import PROCESS_S
 
 from examples._loopback import free_port
-from examples._processes import service_group
+from examples._processes import ServiceGroup, service_group
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -89,20 +89,22 @@ def test_the_readme_has_curl_examples_for_every_binding_endpoint() -> None:
         assert path in text, path
 
 
+def _start_example_agents(group: ServiceGroup, ports: dict[str, int]) -> None:
+    """The README's two example agents, echo (its port 8001) and researcher (8002), on ``ports``."""
+    for name, target, readme_port in (("echo", "echo.py:agent", "8001"), ("researcher", "researcher.py:agent", "8002")):
+        port = ports[readme_port]
+        group.start(
+            name,
+            ["serve", f"{ROOT / 'examples' / target}", "--port", str(port)],
+            f"http://127.0.0.1:{port}",
+            "/.well-known/agent.json",
+        )
+
+
 def test_every_readme_curl_example_works_against_live_servers(tmp_path: Path) -> None:
     ports = {"8001": free_port(), "8002": free_port(), "8080": free_port()}
     with service_group(tmp_path, tmp_path) as group:
-        for name, target, readme_port in (
-            ("echo", "echo.py:agent", "8001"),
-            ("researcher", "researcher.py:agent", "8002"),
-        ):
-            port = ports[readme_port]
-            group.start(
-                name,
-                ["serve", f"{ROOT / 'examples' / target}", "--port", str(port)],
-                f"http://127.0.0.1:{port}",
-                "/.well-known/agent.json",
-            )
+        _start_example_agents(group, ports)
         group.start(
             "gateway", ["gateway", "--port", str(ports["8080"])], f"http://127.0.0.1:{ports['8080']}", "/health"
         )
@@ -141,17 +143,7 @@ def test_every_readme_python_snippet_runs_as_written(tmp_path: Path) -> None:
     assert len(blocks) >= 3
     ports = {"8001": free_port(), "8002": free_port()}
     with service_group(tmp_path, tmp_path) as group:
-        for name, target, readme_port in (
-            ("echo", "echo.py:agent", "8001"),
-            ("researcher", "researcher.py:agent", "8002"),
-        ):
-            port = ports[readme_port]
-            group.start(
-                name,
-                ["serve", f"{ROOT / 'examples' / target}", "--port", str(port)],
-                f"http://127.0.0.1:{port}",
-                "/.well-known/agent.json",
-            )
+        _start_example_agents(group, ports)
         group.wait_ready()
         outputs = []
         for index, block in enumerate(blocks):
