@@ -219,7 +219,6 @@ def _process(
         yield process
     finally:
         stop(process)
-        time.sleep(0.05)
 
 
 def _placement() -> tuple[set[int] | None, set[int] | None]:
