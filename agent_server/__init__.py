@@ -1,7 +1,7 @@
 """Host an agent as its own HTTP service speaking the A2A-NDJSON binding.
 
 An agent is an async function or async generator taking a ``TaskContext``; see
-``agent_server.agent`` for what it may yield or return. ``create_app`` wraps it in a
+``agent_server.hosted`` for what it may yield or return. ``create_app`` wraps it in a
 Starlette app, ``serve`` runs that with uvicorn, and ``TaskManager`` is the same engine
 without HTTP, for in-process (``local://``) use. ``build_server`` is how any ASGI app here is
 run with uvicorn, behind ``ServerLimits`` (read timeouts, a connection cap, heard refusals).
@@ -14,22 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-# Imported now, not on first use: the submodule ``agent_server.agent`` shares the name,
-# and importing it would otherwise leave the module where the decorator belongs.
-from agent_server.agent import agent as agent
 from protocol.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from agent_server.agent import (
-        AgentHandler as AgentHandler,
-        DataChunk as DataChunk,
-        Handoff as Handoff,
-        HostedAgent as HostedAgent,
-        InputRequired as InputRequired,
-        TaskContext as TaskContext,
-        TextChunk as TextChunk,
-        as_hosted_agent as as_hosted_agent,
-    )
     from agent_server.app import (
         DEFAULT_MAX_BODY_BYTES as DEFAULT_MAX_BODY_BYTES,
         create_app as create_app,
@@ -41,6 +28,17 @@ if TYPE_CHECKING:
         TokenTable as TokenTable,
         principal_of as principal_of,
         require_scope as require_scope,
+    )
+    from agent_server.hosted import (
+        AgentHandler as AgentHandler,
+        DataChunk as DataChunk,
+        Handoff as Handoff,
+        HostedAgent as HostedAgent,
+        InputRequired as InputRequired,
+        TaskContext as TaskContext,
+        TextChunk as TextChunk,
+        agent as agent,
+        as_hosted_agent as as_hosted_agent,
     )
     from agent_server.limits import ServerLimits as ServerLimits
     from agent_server.server import build_server as build_server, run_server as run_server
@@ -60,12 +58,12 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "ANONYMOUS": "agent_server.auth",
-    "AgentHandler": "agent_server.agent",
+    "AgentHandler": "agent_server.hosted",
     "DEFAULT_MAX_BODY_BYTES": "agent_server.app",
-    "DataChunk": "agent_server.agent",
-    "Handoff": "agent_server.agent",
-    "HostedAgent": "agent_server.agent",
-    "InputRequired": "agent_server.agent",
+    "DataChunk": "agent_server.hosted",
+    "Handoff": "agent_server.hosted",
+    "HostedAgent": "agent_server.hosted",
+    "InputRequired": "agent_server.hosted",
     "MemoryTaskStore": "agent_server.stores",
     "Principal": "agent_server.auth",
     "RedisSettings": "agent_server.stores.redis_settings",
@@ -75,12 +73,13 @@ _EXPORTS = {
     "StoreFull": "agent_server.stores",
     "StoreSpec": "agent_server.stores",
     "StoreUnavailable": "agent_server.stores",
-    "TaskContext": "agent_server.agent",
+    "TaskContext": "agent_server.hosted",
     "TaskManager": "agent_server.task_manager",
     "TaskStore": "agent_server.stores",
-    "TextChunk": "agent_server.agent",
+    "TextChunk": "agent_server.hosted",
+    "agent": "agent_server.hosted",
     "TokenTable": "agent_server.auth",
-    "as_hosted_agent": "agent_server.agent",
+    "as_hosted_agent": "agent_server.hosted",
     "build_server": "agent_server.server",
     "create_app": "agent_server.app",
     "open_store": "agent_server.stores",
@@ -91,6 +90,6 @@ _EXPORTS = {
     "serve": "agent_server.app",
 }
 
-__all__ = sorted([*_EXPORTS, "agent"])  # noqa: PLE0605 - the names are listed once, above
+__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names are listed once, above
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -18,7 +18,7 @@ from protocol import (
     json_depth,
 )
 
-from .agent import DataChunk, Handoff, InputRequired, TextChunk
+from .hosted import DataChunk, Handoff, InputRequired, TextChunk
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,9 @@ from protocol import (
 )
 
 from .a2a_jsonrpc import JsonRpcBinding
-from .agent import AgentHandler, HostedAgent, as_hosted_agent
 from .auth import BearerAuth, Principal, TokenTable, principal_of
 from .browsers import browser_middleware
+from .hosted import AgentHandler, HostedAgent, as_hosted_agent
 from .http import (
     JSON_MEDIA_TYPE,
     NDJSONStreamResponse,

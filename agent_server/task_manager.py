@@ -50,8 +50,8 @@ from protocol import (
 )
 
 from ._outputs import Outcome, interpret, reply_message
-from .agent import HostedAgent, TaskContext
 from .auth import Principal
+from .hosted import HostedAgent, TaskContext
 from .stores.base import StoreFull, TaskFilter, TaskPage, TaskStore, is_running
 from .telemetry import metrics
 from .telemetry.tasks import handler_span

@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 import orjson
 
-from .agent import DataChunk, Handoff, HostedAgent, InputRequired, TaskContext, TextChunk
+from .hosted import DataChunk, Handoff, HostedAgent, InputRequired, TaskContext, TextChunk
 
 
 class Probe:

@@ -31,11 +31,10 @@ if TYPE_CHECKING:
         AgentSkill as AgentSkill,
         major_minor as major_minor,
     )
+    from protocol.error_body import ErrorBody as ErrorBody, ErrorDetail as ErrorDetail
     from protocol.errors import (
         MAX_LISTED_PROBLEMS as MAX_LISTED_PROBLEMS,
-        ErrorBody as ErrorBody,
         ErrorCode as ErrorCode,
-        ErrorDetail as ErrorDetail,
         ProtocolError as ProtocolError,
         SwitchboardError as SwitchboardError,
         dotted_path as dotted_path,
@@ -119,9 +118,9 @@ _EXPORTS = {
     "DecodedLine": ("protocol.ndjson", "DecodedLine"),
     "Envelope": ("protocol.jsonrpc", "Envelope"),
     "EnvelopedProtocolError": ("protocol.jsonrpc", "EnvelopedProtocolError"),
-    "ErrorBody": ("protocol.errors", "ErrorBody"),
+    "ErrorBody": ("protocol.error_body", "ErrorBody"),
     "ErrorCode": ("protocol.errors", "ErrorCode"),
-    "ErrorDetail": ("protocol.errors", "ErrorDetail"),
+    "ErrorDetail": ("protocol.error_body", "ErrorDetail"),
     "FileContent": ("protocol.task", "FileContent"),
     "FilePart": ("protocol.task", "FilePart"),
     "HandoffEvent": ("protocol.events", "HandoffEvent"),

@@ -1,13 +1,18 @@
-"""A2A error codes, the error body, the root of the project's errors and the one exception for protocol failures."""
+"""A2A error codes, the root of the project's errors and the one exception for protocol failures.
+
+No pydantic at import (the error body's model is error_body.py): a command that only prints
+its help, and raises these, does not load it.
+"""
 
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
-from ._wire import WireModel
+    from .error_body import ErrorBody
 
 
 class ErrorCode(enum.IntEnum):
@@ -45,18 +50,6 @@ _DEFAULT_HTTP_STATUS = {
 }
 
 
-class ErrorDetail(WireModel):
-    code: int
-    message: str
-    data: Any = None
-
-
-class ErrorBody(WireModel):
-    """``{"error": {"code", "message", "data"?}}``, the body of every error response."""
-
-    error: ErrorDetail
-
-
 class SwitchboardError(Exception):
     """The root of every error the project raises on purpose (the tree: gateway/errors.py)."""
 
@@ -72,6 +65,8 @@ class ProtocolError(SwitchboardError):
         self.http_status = http_status or _DEFAULT_HTTP_STATUS.get(self.code, 400)  # type: ignore[call-overload]
 
     def to_body(self) -> ErrorBody:
+        from .error_body import ErrorBody, ErrorDetail
+
         return ErrorBody(error=ErrorDetail(code=self.code, message=self.message, data=self.data))
 
     @classmethod

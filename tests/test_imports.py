@@ -5,7 +5,7 @@ agent_server imports gateway. Every import counts, also one inside a function or
 ``TYPE_CHECKING`` (a cycle hidden there is still a cycle a reader has to hold in mind).
 An import of ``package.module`` depends on that module, not on the packages around it.
 And what an import costs: a program that drives a ``Gateway`` does not load the HTTP clients
-and SDKs it has not used yet.
+and SDKs it has not used yet, and ``switchboard --help`` loads none of the libraries a command runs on.
 """
 
 from __future__ import annotations
@@ -116,3 +116,20 @@ def test_a_program_that_drives_a_gateway_loads_no_http_client_or_sdk_it_has_not_
     script = "import sys; from gateway import Gateway; Gateway(); print('aiohttp' in sys.modules)"
     made = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
     assert made.stdout.strip() == "True"
+
+
+def test_the_help_of_switchboard_and_of_each_command_loads_no_library_a_command_runs_on() -> None:
+    """pydantic, starlette and the rest come with the command that runs, not with its help."""
+    heavy = ("aiohttp", "anyio", "httpx", "mcp", "pydantic", "starlette", "uvicorn")
+    helps = [["--help"], *([command, "--help"] for command in ("serve", "gateway", "call", "chat", "events"))]
+    script = (
+        "import contextlib, io, sys\n"
+        "from gateway.cli import main\n"
+        f"for argv in {helps!r}:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
+        "        main(argv)\n"
+        "    assert 'usage: switchboard' in out.getvalue(), argv\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+    assert loaded.stdout.strip() == "[]"
