@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,18 @@ def test_a_copy_of_a_trusted_event_renumbered_has_its_own_json() -> None:
     copy = trusted.with_seq(8)
     assert copy is not trusted and orjson.loads(copy.to_json())["seq"] == 8
     assert orjson.loads(trusted.to_json())["seq"] == 7
+
+
+def test_the_json_an_event_keeps_takes_the_memory_of_its_bytes_only() -> None:
+    """The memory log keeps every event and each event its JSON: orjson's bytes alone would keep its 4 KiB buffer."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [event.to_json() for _ in range(100) for event in _pair(_FIELDS[0])]  # the events are dropped
+        per_json = (tracemalloc.get_traced_memory()[0] - before) / len(kept)
+    finally:
+        tracemalloc.stop()
+    assert per_json < 2 * len(kept[0]), f"{per_json:.0f} bytes kept for {len(kept[0])} bytes of JSON"
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
