@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from agent_server.hosted import DataChunk, Handoff, InputRequired, TextChunk
 from protocol import (
     MAX_JSON_DEPTH,
     Artifact,
@@ -17,8 +18,6 @@ from protocol import (
     join_text_parts,
     json_depth,
 )
-
-from .hosted import DataChunk, Handoff, InputRequired, TextChunk
 
 
 @dataclass(frozen=True)

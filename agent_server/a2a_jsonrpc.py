@@ -33,6 +33,10 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from agent_server.auth import principal_of
+from agent_server.http import SSEStreamResponse, check_content_type, json_response, read_body
+from agent_server.stores import TaskFilter
+from agent_server.task_manager import TaskManager
 from protocol import (
     A2A_V1,
     Call,
@@ -59,11 +63,6 @@ from protocol.a2a import (
     v1,
 )
 from protocol.a2a.mapping import STATE_FROM_V1
-
-from .auth import principal_of
-from .http import SSEStreamResponse, check_content_type, json_response, read_body
-from .stores import TaskFilter
-from .task_manager import TaskManager
 
 logger = logging.getLogger("agent_server")
 

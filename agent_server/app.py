@@ -21,6 +21,29 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_server.a2a_jsonrpc import JsonRpcBinding
+from agent_server.auth import BearerAuth, Principal, TokenTable, principal_of
+from agent_server.browsers import browser_middleware
+from agent_server.hosted import AgentHandler, HostedAgent, as_hosted_agent
+from agent_server.http import (
+    JSON_MEDIA_TYPE,
+    NDJSONStreamResponse,
+    card_response,
+    check_content_type,
+    guarded,
+    internal_error,
+    json_response,
+    read_body,
+)
+from agent_server.limits import ServerLimits
+from agent_server.server import build_server, run_server
+from agent_server.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
+from agent_server.stores import TaskStore, open_store
+from agent_server.task_manager import TaskManager
+from agent_server.telemetry import tracing
+from agent_server.telemetry.logs import uvicorn_logging
+from agent_server.telemetry.metrics import metrics_endpoint
+from agent_server.telemetry.middleware import ObservedRequests
 from protocol import (
     Envelope,
     EnvelopedProtocolError,
@@ -36,30 +59,6 @@ from protocol import (
     encode_line,
     parse_request,
 )
-
-from .a2a_jsonrpc import JsonRpcBinding
-from .auth import BearerAuth, Principal, TokenTable, principal_of
-from .browsers import browser_middleware
-from .hosted import AgentHandler, HostedAgent, as_hosted_agent
-from .http import (
-    JSON_MEDIA_TYPE,
-    NDJSONStreamResponse,
-    card_response,
-    check_content_type,
-    guarded,
-    internal_error,
-    json_response,
-    read_body,
-)
-from .limits import ServerLimits
-from .server import build_server, run_server
-from .speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
-from .stores import TaskStore, open_store
-from .task_manager import TaskManager
-from .telemetry import tracing
-from .telemetry.logs import uvicorn_logging
-from .telemetry.metrics import metrics_endpoint
-from .telemetry.middleware import ObservedRequests
 
 logger = logging.getLogger("agent_server")
 

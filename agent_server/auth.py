@@ -24,9 +24,8 @@ from starlette.requests import HTTPConnection
 from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent_server.http import error_response
 from protocol import ErrorCode, ProtocolError
-
-from .http import error_response
 
 ScopeName = Literal["admin", "chat"]
 SCOPES: tuple[ScopeName, ...] = ("admin", "chat")

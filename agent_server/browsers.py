@@ -25,9 +25,8 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agent_server.http import error_response
 from protocol import ErrorCode, ProtocolError
-
-from .http import error_response
 
 _ALLOWED_HEADERS = ("authorization", "content-type", "a2a-version", "traceparent", "tracestate")
 

@@ -21,10 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from agent_server.auth import Principal
 from protocol import AgentCard, AgentSkill, FilePart, Message
 from protocol.card import DEFAULT_INPUT_MODES
-
-from .auth import Principal
 
 AgentHandler = Callable[["TaskContext"], Any]
 

@@ -16,11 +16,10 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from agent_server.limits import CARD_MAX_AGE_S
 from protocol import Envelope, EnvelopedProtocolError, ErrorCode, ProtocolError
 from protocol.ndjson import MEDIA_TYPE as NDJSON_MEDIA_TYPE
 from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
-
-from .limits import CARD_MAX_AGE_S
 
 JSON_MEDIA_TYPE = "application/json"
 

@@ -47,10 +47,8 @@ try:
 except ImportError:  # httptools is not installed: build_server refuses http='httptools'
     _HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
 
-from protocol import ErrorCode, ProtocolError
-
-from .limits import ServerLimits
-from .speedups import (
+from agent_server.limits import ServerLimits
+from agent_server.speedups import (
     DEFAULT_HTTP,
     DEFAULT_LOOP,
     EVENT_LOOPS,
@@ -60,6 +58,7 @@ from .speedups import (
     not_installed,
     on_uvloop,
 )
+from protocol import ErrorCode, ProtocolError
 
 try:
     import resource

@@ -33,6 +33,13 @@ import anyio.lowlevel
 import orjson
 from anyio.abc import TaskGroup
 
+from agent_server._outputs import Outcome, interpret, reply_message
+from agent_server.auth import Principal
+from agent_server.hosted import HostedAgent, TaskContext
+from agent_server.stores.base import StoreFull, TaskFilter, TaskPage, TaskStore, is_running
+from agent_server.telemetry import metrics
+from agent_server.telemetry.tasks import handler_span
+from agent_server.wakeup import Wakeup
 from protocol import (
     ArtifactEvent,
     ArtifactFold,
@@ -48,14 +55,6 @@ from protocol import (
     TaskStatus,
     parse_stream_event,
 )
-
-from ._outputs import Outcome, interpret, reply_message
-from .auth import Principal
-from .hosted import HostedAgent, TaskContext
-from .stores.base import StoreFull, TaskFilter, TaskPage, TaskStore, is_running
-from .telemetry import metrics
-from .telemetry.tasks import handler_span
-from .wakeup import Wakeup
 
 logger = logging.getLogger("agent_server")
 

@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 import orjson
 
-from .hosted import DataChunk, Handoff, HostedAgent, InputRequired, TaskContext, TextChunk
+from agent_server.hosted import DataChunk, Handoff, HostedAgent, InputRequired, TaskContext, TextChunk
 
 
 class Probe:

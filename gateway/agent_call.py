@@ -38,6 +38,15 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from pydantic import ValidationError
 
+from gateway.agent_result import AgentToolResult
+from gateway.agent_tool import AgentTool, Mode
+from gateway.budget import Budget
+from gateway.errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, PeerProtocolError
+from gateway.events import EventType
+from gateway.idle_timeout import IdleTimeout, with_idle_timeout
+from gateway.peers.base import UNRESOLVED, Peer, RawLine, StreamItem, StreamTooLarge, TextChunk, items_of
+from gateway.recorder import RunRecorder
+from gateway.telemetry import spans
 from protocol import (
     Artifact,
     ArtifactEvent,
@@ -55,16 +64,6 @@ from protocol import (
     TextPart,
     parts_text,
 )
-
-from .agent_result import AgentToolResult
-from .agent_tool import AgentTool, Mode
-from .budget import Budget
-from .errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, PeerProtocolError
-from .events import EventType
-from .idle_timeout import IdleTimeout, with_idle_timeout
-from .peers.base import UNRESOLVED, Peer, RawLine, StreamItem, StreamTooLarge, TextChunk, items_of
-from .recorder import RunRecorder
-from .telemetry import spans
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span

@@ -14,15 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from agent_server.auth import token_problem
+from gateway import defaults
+from gateway.agent_result import AgentToolResult
+from gateway.budget import Budget
+from gateway.errors import AgentToolError
+from gateway.models.base import ToolSpec
+from gateway.tools import TOOL_NAME_PATTERN, TOOL_NAME_RULE
+from gateway.uri import AgentTarget, parse_agent_uri
 from protocol import DataPart, Message, TextPart
-
-from . import defaults
-from .agent_result import AgentToolResult
-from .budget import Budget
-from .errors import AgentToolError
-from .models.base import ToolSpec
-from .tools import TOOL_NAME_PATTERN, TOOL_NAME_RULE
-from .uri import AgentTarget, parse_agent_uri
 
 NextInput = Callable[[str, AgentToolResult], str | Message | Awaitable[str | Message | None] | None]
 ToolInput = str | Message | Mapping[str, Any]

@@ -17,8 +17,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .cli_commands import add_call, add_chat, add_events, add_gateway, add_serve
-from .cli_commands.client import CommandFailed, UsageError
+from gateway.cli_commands import add_call, add_chat, add_events, add_gateway, add_serve
+from gateway.cli_commands.client import CommandFailed, UsageError
 
 Subparsers = Any  # argparse's _SubParsersAction, which is private
 Command = Callable[[Subparsers], None]

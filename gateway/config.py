@@ -26,19 +26,18 @@ from agent_server.limits import ServerLimits
 from agent_server.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
 from agent_server.stores.redis_settings import RedisSettings, parse_redis_spec
 from agent_server.stores.spec import REDIS_SCHEMES
+from gateway import defaults
+from gateway.agent_tool import AgentTool, Mode
+from gateway.allowed_hosts import parse_host_pattern
+from gateway.budget import Budget
+from gateway.config_env import Overrides, apply_environment
+from gateway.errors import ConfigError, InvalidAgentURI, Problem
+from gateway.models.providers import OFFLINE, OPENAI, PROVIDER_NAME, ProviderSettings, parse_model_name
+from gateway.peers.limits import PeerLimits
+from gateway.python_refs import is_python_ref
+from gateway.tools import TOOL_NAME_PATTERN, TOOL_NAME_RULE
+from gateway.uri import parse_agent_uri
 from protocol import dotted_path
-
-from . import defaults
-from .agent_tool import AgentTool, Mode
-from .allowed_hosts import parse_host_pattern
-from .budget import Budget
-from .config_env import Overrides, apply_environment
-from .errors import ConfigError, InvalidAgentURI, Problem
-from .models.providers import OFFLINE, OPENAI, PROVIDER_NAME, ProviderSettings, parse_model_name
-from .peers.limits import PeerLimits
-from .python_refs import is_python_ref
-from .tools import TOOL_NAME_PATTERN, TOOL_NAME_RULE
-from .uri import parse_agent_uri
 
 MODES = ("sync", "streaming", "conversational")
 BLACKBOARD_TOOLS = ("blackboard_read", "blackboard_write")

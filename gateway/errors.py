@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import SwitchboardError
 
 if TYPE_CHECKING:
-    from .agent_result import AgentToolResult
+    from gateway.agent_result import AgentToolResult
 
 EXPECTED_URI_FORMS = (
     "http(s)://HOST[:PORT][/BASE] (A2A agent), local://NAME (in-process agent), "

@@ -20,22 +20,21 @@ import anyio
 from anyio.abc import TaskGroup
 
 from agent_server.auth import token_problem
-
-from .agent_call import AgentCall, CallSpec
-from .agent_result import AgentToolResult
-from .agent_tool import AgentTool, AgentToolFunction, AgentToolOptions, ToolInput, as_message
-from .allowed_hosts import HostAllowlist
-from .errors import PeerConnectionError, UnknownAgentTool
-from .event_log import EventLog, MemoryEventLog
-from .peers.base import Peer
-from .peers.limits import PeerLimits
-from .peers.local import LocalAgentHost, LocalPeer
-from .recorder import RunRecorder, current_recorder
+from gateway.agent_call import AgentCall, CallSpec
+from gateway.agent_result import AgentToolResult
+from gateway.agent_tool import AgentTool, AgentToolFunction, AgentToolOptions, ToolInput, as_message
+from gateway.allowed_hosts import HostAllowlist
+from gateway.errors import PeerConnectionError, UnknownAgentTool
+from gateway.event_log import EventLog, MemoryEventLog
+from gateway.peers.base import Peer
+from gateway.peers.limits import PeerLimits
+from gateway.peers.local import LocalAgentHost, LocalPeer
+from gateway.recorder import RunRecorder, current_recorder
 
 if TYPE_CHECKING:
-    from .peers.http_client import PeerHttpClient
-    from .peers.mcp import MCPConnection
-from .uri import (
+    from gateway.peers.http_client import PeerHttpClient
+    from gateway.peers.mcp import MCPConnection
+from gateway.uri import (
     A2AHttpTarget,
     AgentTarget,
     LocalTarget,
@@ -69,7 +68,9 @@ class Gateway:
         self.allowed_hosts = allowed_hosts or HostAllowlist()
         self._owns_client = http_client is None
         if http_client is None:
-            from .peers.http_client import PeerHttpClient  # aiohttp loads with the first Gateway, not with the module
+            from gateway.peers.http_client import (
+                PeerHttpClient,  # aiohttp loads with the first Gateway, not with the module
+            )
 
             http_client = PeerHttpClient(self.limits)
         self.http_client = http_client
@@ -209,7 +210,7 @@ class Gateway:
     def _make_peer(self, target: AgentTarget, token: str | None) -> Peer:
         uri = target.uri
         if isinstance(target, A2AHttpTarget):
-            from .peers.discovery import HttpAgentPeer
+            from gateway.peers.discovery import HttpAgentPeer
 
             return HttpAgentPeer(target, self.http_client, self.limits, token=token)
         if isinstance(target, LocalTarget):
@@ -222,7 +223,7 @@ class Gateway:
             self._require_started(uri)
             return LocalPeer(target, host)
         assert isinstance(target, MCPStdioTarget | MCPHttpTarget)
-        from .peers.mcp import MCPConnection, MCPPeer  # the MCP SDK loads with the first MCP target
+        from gateway.peers.mcp import MCPConnection, MCPPeer  # the MCP SDK loads with the first MCP target
 
         task_group = self._require_started(uri)
         key = (*target.server_key, token)

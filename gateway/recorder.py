@@ -17,13 +17,12 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from agent_server.telemetry import tracing
-
-from .events import Event, EventType
-from .telemetry import metrics
-from .usage import RunUsage
+from gateway.events import Event, EventType
+from gateway.telemetry import metrics
+from gateway.usage import RunUsage
 
 if TYPE_CHECKING:
-    from .event_log import EventLog
+    from gateway.event_log import EventLog
 
 
 logger = logging.getLogger("gateway.events")

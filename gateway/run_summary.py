@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import defaults
-from .events import Event, EventType
-from .usage import RunUsage
+from gateway import defaults
+from gateway.events import Event, EventType
+from gateway.usage import RunUsage
 
 _CALL_ENDS = frozenset(
     {EventType.AGENT_TOOL_COMPLETED.value, EventType.AGENT_TOOL_TERMINATED.value, EventType.AGENT_TOOL_ERROR.value}

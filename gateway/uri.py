@@ -16,7 +16,7 @@ import shlex
 from dataclasses import dataclass
 from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit, urlunsplit
 
-from .errors import InvalidAgentURI
+from gateway.errors import InvalidAgentURI
 
 _STDIO_KEYS = frozenset({"args", "cwd", "env"})
 LOCAL_NAME = re.compile(r"^[A-Za-z0-9_.~-]{1,128}\Z")

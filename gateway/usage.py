@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .events import Event, EventType
+from gateway.events import Event, EventType
 
 _MODEL_CALL = EventType.MODEL_CALL.value  # read once: an enum's value is a property, and every event is added
 _MESSAGE = EventType.MESSAGE.value

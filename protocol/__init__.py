@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .lazy import lazy_exports
+from protocol.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from protocol._wire import WireModel as WireModel

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 
-from .task import Artifact, Part, TextPart
+from protocol.task import Artifact, Part, TextPart
 
 
 def merge_artifact(artifacts: list[Artifact], chunk: Artifact) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ._wire import WireModel
+from protocol._wire import WireModel
 
 NDJSON_BINDING = "urn:switchboard:a2a-ndjson"
 """The ``protocolBinding`` naming Switchboard's own binding (per-method paths, NDJSON streams)."""

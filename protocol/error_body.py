@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._wire import WireModel
+from protocol._wire import WireModel
 
 
 class ErrorDetail(WireModel):

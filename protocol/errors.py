@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
-    from .error_body import ErrorBody
+    from protocol.error_body import ErrorBody
 
 
 class ErrorCode(enum.IntEnum):
@@ -65,7 +65,7 @@ class ProtocolError(SwitchboardError):
         self.http_status = http_status or _DEFAULT_HTTP_STATUS.get(self.code, 400)  # type: ignore[call-overload]
 
     def to_body(self) -> ErrorBody:
-        from .error_body import ErrorBody, ErrorDetail
+        from protocol.error_body import ErrorBody, ErrorDetail
 
         return ErrorBody(error=ErrorDetail(code=self.code, message=self.message, data=self.data))
 

@@ -10,8 +10,8 @@ from typing import Annotated, Any, ClassVar, Literal, overload
 
 from pydantic import Field, TypeAdapter
 
-from ._wire import WireModel
-from .task import Artifact, TaskStatus
+from protocol._wire import WireModel
+from protocol.task import Artifact, TaskStatus
 
 
 class HandoffRequest(WireModel):

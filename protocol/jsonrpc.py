@@ -8,7 +8,7 @@ from typing import Any, Generic, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from .errors import ErrorCode, ProtocolError
+from protocol.errors import ErrorCode, ProtocolError
 
 P = TypeVar("P", bound=BaseModel)
 

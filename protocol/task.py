@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
-from ._wire import WireModel
+from protocol._wire import WireModel
 
 
 class TaskState(str, enum.Enum):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import sqlite3
 
-from .base import StoreFull, StoreUnavailable, TaskFilter, TaskPage, TaskStore
-from .memory import MemoryTaskStore
-from .spec import StoreKind, StoreSpec, parse_store_spec
-from .sqlite import SQLiteTaskStore
-from .sqlite_db import SQLiteDatabase, write_transaction
+from agent_server.stores.base import StoreFull, StoreUnavailable, TaskFilter, TaskPage, TaskStore
+from agent_server.stores.memory import MemoryTaskStore
+from agent_server.stores.spec import StoreKind, StoreSpec, parse_store_spec
+from agent_server.stores.sqlite import SQLiteTaskStore
+from agent_server.stores.sqlite_db import SQLiteDatabase, write_transaction
 
 
 def open_store(spec: str) -> TaskStore:
@@ -22,7 +22,7 @@ def open_store(spec: str) -> TaskStore:
     if kind == "memory":
         return MemoryTaskStore()
     if kind == "redis":
-        from .redis import RedisTaskStore
+        from agent_server.stores.redis import RedisTaskStore
 
         return RedisTaskStore(spec)
     assert path is not None

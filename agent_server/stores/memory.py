@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from protocol import StreamEvent, Task, TaskState, parse_stream_event
-
-from .base import (
+from agent_server.stores.base import (
     RUNNING_STATES,
     StoreFull,
     TaskFilter,
@@ -23,6 +21,7 @@ from .base import (
     decode_cursor,
     encode_cursor,
 )
+from protocol import StreamEvent, Task, TaskState, parse_stream_event
 
 
 @dataclass

@@ -24,9 +24,7 @@ from typing import Any
 import anyio
 import orjson
 
-from protocol import StreamEvent, Task, parse_stream_event
-
-from .base import (
+from agent_server.stores.base import (
     RUNNING_STATES,
     CancelRequested,
     TaskFilter,
@@ -36,9 +34,10 @@ from .base import (
     decode_cursor,
     encode_cursor,
 )
-from .redis_client import UNREACHABLE, connect, unavailable_as
-from .redis_leases import Liveness, renew_forever
-from .redis_settings import RedisSettings, RedisTarget, parse_redis_spec
+from agent_server.stores.redis_client import UNREACHABLE, connect, unavailable_as
+from agent_server.stores.redis_leases import Liveness, renew_forever
+from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
+from protocol import StreamEvent, Task, parse_stream_event
 
 logger = logging.getLogger("agent_server")
 

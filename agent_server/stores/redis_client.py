@@ -17,8 +17,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.maint_notifications import MaintNotificationsConfig
 
-from .base import StoreUnavailable
-from .redis_settings import RedisSettings, RedisTarget
+from agent_server.stores.base import StoreUnavailable
+from agent_server.stores.redis_settings import RedisSettings, RedisTarget
 
 UNREACHABLE = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, OSError)
 """What a lost or refused connection raises (``BusyLoadingError``, Redis reading its files after a restart, is one)."""

@@ -15,9 +15,9 @@ from contextlib import suppress
 import anyio
 import redis.asyncio
 
-from .base import StoreUnavailable
-from .redis_client import UNREACHABLE
-from .redis_settings import RedisSettings
+from agent_server.stores.base import StoreUnavailable
+from agent_server.stores.redis_client import UNREACHABLE
+from agent_server.stores.redis_settings import RedisSettings
 
 logger = logging.getLogger("switchboard.redis")
 

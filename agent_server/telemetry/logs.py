@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from . import tracing
+from agent_server.telemetry import tracing
 
 LOG_FORMATS = ("text", "json")
 _TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -12,9 +12,8 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agent_server.telemetry import metrics, tracing
 from protocol.ndjson import MEDIA_TYPE as NDJSON_MEDIA_TYPE
-
-from . import metrics, tracing
 
 _SEEN = "switchboard.observed"
 _NDJSON = NDJSON_MEDIA_TYPE.encode()

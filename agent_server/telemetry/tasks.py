@@ -7,7 +7,7 @@ from types import TracebackType
 
 from prometheus_client import Gauge
 
-from . import metrics, tracing
+from agent_server.telemetry import metrics, tracing
 
 
 class handler_span:

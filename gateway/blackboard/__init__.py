@@ -5,12 +5,11 @@ from __future__ import annotations
 import sqlite3
 
 from agent_server.stores import parse_store_spec
-
-from .base import Board, BoardStore
-from .memory import MemoryBoardStore
-from .shared import Blackboard, check_board_name, session_board
-from .sqlite import SQLiteBoardStore
-from .tools import blackboard_tools
+from gateway.blackboard.base import Board, BoardStore
+from gateway.blackboard.memory import MemoryBoardStore
+from gateway.blackboard.shared import Blackboard, check_board_name, session_board
+from gateway.blackboard.sqlite import SQLiteBoardStore
+from gateway.blackboard.tools import blackboard_tools
 
 
 def open_board_store(spec: str) -> BoardStore:

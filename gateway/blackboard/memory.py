@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import copy
 
+from gateway.blackboard.base import Board, BoardStore
 from gateway.errors import BoardConflict
-
-from .base import Board, BoardStore
 
 
 class MemoryBoardStore(BoardStore):

@@ -22,10 +22,9 @@ import orjson
 
 from agent_server.auth import Principal
 from gateway import defaults
+from gateway.blackboard.base import Board, BoardStore
+from gateway.blackboard.memory import MemoryBoardStore
 from gateway.errors import BoardNotFound, BoardTooLarge
-
-from .base import Board, BoardStore
-from .memory import MemoryBoardStore
 
 BOARD_NAME = re.compile(r"^[A-Za-z0-9._~-]{1,128}\Z")
 """A named board's name (no ``:``, so it can never be a session's board)."""

@@ -16,9 +16,8 @@ from typing import Any
 import orjson
 
 from agent_server.stores import SQLiteDatabase
+from gateway.blackboard.base import Board, BoardStore
 from gateway.errors import BoardConflict
-
-from .base import Board, BoardStore
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS boards (

@@ -12,11 +12,10 @@ from typing import Any
 
 import orjson
 
+from gateway.blackboard.shared import Blackboard, check_board_name, session_board
 from gateway.errors import BoardConflict, BoardError
 from gateway.swarm.turn import TurnScope, current_turn
 from gateway.tools import FunctionTool
-
-from .shared import Blackboard, check_board_name, session_board
 
 
 def blackboard_tools(blackboard: Blackboard) -> list[FunctionTool]:

@@ -13,16 +13,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from gateway.cli_commands.client import CommandFailed, UsageError
 from gateway.defaults import IDLE_TIMEOUT_S, TOOL_TIMEOUT_MS
-
-from .client import CommandFailed, UsageError
 
 if TYPE_CHECKING:
     from gateway.agent_result import AgentToolResult
+    from gateway.cli_commands.progress import NDJSONRenderer, ProgressRenderer
     from gateway.errors import AgentToolError
     from gateway.event_log import EventLog
-
-    from .progress import NDJSONRenderer, ProgressRenderer
 
     Renderer = NDJSONRenderer | ProgressRenderer
 
@@ -72,7 +70,7 @@ def run_call(args: argparse.Namespace) -> int:
         raise UsageError("--max-turns applies to --mode conversational only")
     import anyio
 
-    from .progress import NDJSONRenderer, ProgressRenderer
+    from gateway.cli_commands.progress import NDJSONRenderer, ProgressRenderer
 
     out = sys.stdout
     renderer: Renderer = ProgressRenderer(out, args.uri, args.mode) if out.isatty() else NDJSONRenderer(out)

@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import orjson
 
-from .client import (
+from gateway.cli_commands.client import (
     GATEWAY_URL_HELP,
     CommandFailed,
     GatewayRefused,
@@ -35,7 +35,7 @@ from .client import (
 if TYPE_CHECKING:
     import httpx
 
-    from .progress import CallLine
+    from gateway.cli_commands.progress import CallLine
 
 QUIT_COMMANDS = frozenset({"/quit", "/exit"})
 HELP = """\
@@ -197,7 +197,7 @@ class ChatView:
 
     def _call(self, kind: str, event: dict[str, Any]) -> None:
         """A tool call's progress; a remote member's own call is its speech, shown as such."""
-        from .progress import CallLine
+        from gateway.cli_commands.progress import CallLine
 
         call_id = str(event.get("call_id"))
         if event.get("member"):

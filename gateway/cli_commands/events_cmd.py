@@ -19,7 +19,14 @@ from urllib.parse import quote
 
 import orjson
 
-from .client import GATEWAY_URL_HELP, CommandFailed, default_gateway_url, gateway_client, refused, unreachable
+from gateway.cli_commands.client import (
+    GATEWAY_URL_HELP,
+    CommandFailed,
+    default_gateway_url,
+    gateway_client,
+    refused,
+    unreachable,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -59,7 +66,7 @@ def run_events(args: argparse.Namespace) -> int:
         else:
             import anyio
 
-            from .follow_runs import show_runs
+            from gateway.cli_commands.follow_runs import show_runs
 
             session = args.session
 
@@ -78,7 +85,7 @@ def run_events(args: argparse.Namespace) -> int:
 def _printer(*, readable: bool, label: bool) -> Callable[[bytes], None]:
     """Each event line as it comes: rendered (run_view.py), or as the line itself."""
     if readable:
-        from .run_view import RunView
+        from gateway.cli_commands.run_view import RunView
 
         view = RunView(sys.stdout, label=label)
         return lambda line: view.show(orjson.loads(line))

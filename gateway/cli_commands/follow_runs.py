@@ -19,8 +19,7 @@ import orjson
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from gateway import defaults
-
-from .client import refused, unreachable
+from gateway.cli_commands.client import refused, unreachable
 
 if TYPE_CHECKING:
     import httpx

@@ -20,8 +20,8 @@ import sys
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from .client import CommandFailed
-from .startup import bind, quiet_startup
+from gateway.cli_commands.client import CommandFailed
+from gateway.cli_commands.startup import bind, quiet_startup
 
 if TYPE_CHECKING:
     from gateway.config import GatewayConfig

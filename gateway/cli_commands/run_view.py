@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from gateway.cli_commands.progress import CallLine, usd
 from gateway.events import EventType
-
-from .progress import CallLine, usd
 
 _CLEAR_LINE = "\r\x1b[2K"
 _TRANSFER_PREFIX = "transfer_to_"

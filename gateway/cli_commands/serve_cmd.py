@@ -13,9 +13,8 @@ from agent_server.limits import ServerLimits
 from agent_server.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EVENT_LOOPS, HTTP_PARSERS, not_installed
 from agent_server.telemetry import tracing
 from agent_server.telemetry.logs import configure_logging, uvicorn_logging
+from gateway.cli_commands.client import CommandFailed, UsageError
 from gateway.python_refs import import_from_cwd
-
-from .client import CommandFailed, UsageError
 
 AGENT_TOKEN_ENV = "SWITCHBOARD_AGENT_TOKEN"
 """The environment variable whose value, when set, every call to ``switchboard serve`` must carry as bearer token."""
@@ -176,8 +175,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     import anyio
 
     from agent_server import as_hosted_agent, build_server, create_app, open_store, run_server
-
-    from .startup import bind, quiet_startup
+    from gateway.cli_commands.startup import bind, quiet_startup
 
     token = os.environ.get(args.token_env, "").strip() or None
     if args.token_env != AGENT_TOKEN_ENV and token is None:

@@ -15,7 +15,7 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .client import CommandFailed
+from gateway.cli_commands.client import CommandFailed
 
 _UVICORN_ERRORS = "uvicorn.error"
 _NOISE = ("Traceback (most recent call last)", "Exception in 'lifespan' protocol", "Application startup failed")

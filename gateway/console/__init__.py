@@ -8,6 +8,6 @@ as the CLI does over HTTP: it has no source of truth of its own. The files are p
 token the user typed, when the gateway has tokens (docs/console.md).
 """
 
-from .assets import CONSOLE_PATH, console_routes, is_console_path
+from gateway.console.assets import CONSOLE_PATH, console_routes, is_console_path
 
 __all__ = ["CONSOLE_PATH", "console_routes", "is_console_path"]

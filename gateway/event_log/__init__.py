@@ -8,10 +8,9 @@ import sqlite3
 from typing import TYPE_CHECKING, Literal
 
 from agent_server.stores import parse_store_spec
-
-from .base import EventLog
-from .memory import MemoryEventLog
-from .sqlite import SQLiteEventLog
+from gateway.event_log.base import EventLog
+from gateway.event_log.memory import MemoryEventLog
+from gateway.event_log.sqlite import SQLiteEventLog
 
 if TYPE_CHECKING:
     from agent_server.stores.redis_settings import RedisSettings
@@ -30,7 +29,7 @@ def open_event_log(
     if kind == "memory":
         return MemoryEventLog()
     if kind == "redis":
-        from .redis import RedisEventLog
+        from gateway.event_log.redis import RedisEventLog
 
         return RedisEventLog(spec, settings=redis)
     assert path is not None

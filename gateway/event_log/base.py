@@ -13,9 +13,8 @@ from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from gateway.event_log.wakeup import RunWakeup
 from gateway.events import Event
-
-from .wakeup import RunWakeup
 
 P = TypeVar("P")
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import itertools
 
+from gateway.event_log.base import EventLog
 from gateway.events import Event
-
-from .base import EventLog
 
 
 class MemoryEventLog(EventLog):

@@ -37,9 +37,8 @@ from agent_server.stores.redis_client import connect, unavailable_as
 from agent_server.stores.redis_leases import Liveness
 from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
 from gateway.errors import RunClosedError
+from gateway.event_log.base import INTERRUPTED, EventLog
 from gateway.events import Event, EventType, now_ms
-
-from .base import INTERRUPTED, EventLog
 
 logger = logging.getLogger("gateway.events")
 

@@ -36,6 +36,19 @@ from pydantic import ValidationError
 
 from agent_server.telemetry import metrics
 from gateway.errors import AgentToolError, PeerConnectionError, PeerHTTPError, PeerProtocolError
+from gateway.peers.base import (
+    OnSent,
+    OnTask,
+    Peer,
+    RawLine,
+    Resubscribed,
+    StreamItem,
+    StreamRead,
+    StreamTooLarge,
+    TextChunk,
+)
+from gateway.peers.http_client import PeerHttpClient, PeerResponse
+from gateway.peers.limits import PeerLimits
 from gateway.uri import A2AHttpTarget
 from protocol import (
     AgentCard,
@@ -53,10 +66,6 @@ from protocol import (
     parse_stream_event,
 )
 from protocol.ndjson import MEDIA_TYPE as NDJSON_MEDIA_TYPE
-
-from .base import OnSent, OnTask, Peer, RawLine, Resubscribed, StreamItem, StreamRead, StreamTooLarge, TextChunk
-from .http_client import PeerHttpClient, PeerResponse
-from .limits import PeerLimits
 
 _JSON_HEADERS = {"content-type": "application/json", "accept": "application/json"}
 _STREAM_HEADERS = {"content-type": "application/json", "accept": NDJSON_MEDIA_TYPE}

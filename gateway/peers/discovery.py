@@ -21,14 +21,13 @@ from contextlib import asynccontextmanager
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from gateway.errors import AgentToolError, PeerHTTPError, PeerProtocolError
+from gateway.peers.a2a_http import A2AHttpPeer
+from gateway.peers.base import UNRESOLVED, OnSent, OnTask, Peer, StreamRead
+from gateway.peers.http_client import PeerHttpClient
+from gateway.peers.jsonrpc import JsonRpcPeer
+from gateway.peers.limits import PeerLimits
 from gateway.uri import A2AHttpTarget
 from protocol import A2A_V03, A2A_V1, JSONRPC_BINDING, NDJSON_BINDING, AgentCard, Task, TaskSendParams, major_minor
-
-from .a2a_http import A2AHttpPeer
-from .base import UNRESOLVED, OnSent, OnTask, Peer, StreamRead
-from .http_client import PeerHttpClient
-from .jsonrpc import JsonRpcPeer
-from .limits import PeerLimits
 
 
 class HttpAgentPeer(Peer):

@@ -37,10 +37,9 @@ import aiohttp.payload
 import anyio
 
 from gateway.errors import AgentToolError, AgentToolTimeout, PeerConnectionError, PeerRedirect, PoolExhausted
+from gateway.peers.base import OnSent
+from gateway.peers.limits import PeerLimits
 from gateway.telemetry import spans
-
-from .base import OnSent
-from .limits import PeerLimits
 
 _KEEPALIVE_S = 30.0
 

@@ -30,6 +30,10 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from gateway.errors import AgentToolError, PeerProtocolError, PeerRPCError
+from gateway.peers.a2a_http import Budget, HttpPeer, Segment
+from gateway.peers.base import OnSent, OnTask, RawLine, StreamItem, StreamRead, StreamTooLarge, items_of
+from gateway.peers.http_client import PeerHttpClient, PeerResponse
+from gateway.peers.limits import PeerLimits
 from protocol import (
     A2A_V1,
     AgentCard,
@@ -49,11 +53,6 @@ from protocol import (
 )
 from protocol.a2a import VERSION_HEADER, StreamDecoder, reply_task, send_request_to_v1, task_from_v1, v03, v1
 from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
-
-from .a2a_http import Budget, HttpPeer, Segment
-from .base import OnSent, OnTask, RawLine, StreamItem, StreamRead, StreamTooLarge, items_of
-from .http_client import PeerHttpClient, PeerResponse
-from .limits import PeerLimits
 
 _METHODS = {
     A2A_V1: {

@@ -15,10 +15,9 @@ from anyio.abc import TaskStatus
 
 from agent_server import HostedAgent, MemoryTaskStore, TaskManager, as_hosted_agent
 from gateway.errors import PeerHTTPError
+from gateway.peers.base import OnSent, OnTask, Peer, StreamItem
 from gateway.uri import LocalTarget
 from protocol import AgentCard, ProtocolError, StreamEvent, Task, TaskSendParams, TaskState
-
-from .base import OnSent, OnTask, Peer, StreamItem
 
 
 class LocalAgentHost:

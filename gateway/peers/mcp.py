@@ -42,6 +42,7 @@ from mcp_types.jsonrpc import CONNECTION_CLOSED
 from pydantic import ValidationError
 
 from gateway.errors import AgentToolError, AgentToolTimeout, PeerConnectionError, PeerProtocolError
+from gateway.peers.base import OnSent, OnTask, Peer, StreamItem
 from gateway.uri import MCPStdioTarget, MCPTarget
 from protocol import (
     AgentCard,
@@ -61,8 +62,6 @@ from protocol import (
     TextPart,
     parts_text,
 )
-
-from .base import OnSent, OnTask, Peer, StreamItem
 
 logger = logging.getLogger(__name__)
 

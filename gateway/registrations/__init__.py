@@ -6,10 +6,9 @@ import sqlite3
 from typing import TYPE_CHECKING
 
 from agent_server.stores import parse_store_spec
-
-from .base import Kind, Registration, RegistryStore
-from .memory import MemoryRegistryStore
-from .sqlite import SQLiteRegistryStore
+from gateway.registrations.base import Kind, Registration, RegistryStore
+from gateway.registrations.memory import MemoryRegistryStore
+from gateway.registrations.sqlite import SQLiteRegistryStore
 
 if TYPE_CHECKING:
     from agent_server.stores.redis_settings import RedisSettings
@@ -21,7 +20,7 @@ def open_registry(spec: str, *, redis: RedisSettings | None = None) -> RegistryS
     if kind == "memory":
         return MemoryRegistryStore()
     if kind == "redis":
-        from .redis import RedisRegistryStore
+        from gateway.registrations.redis import RedisRegistryStore
 
         return RedisRegistryStore(spec, settings=redis)
     assert path is not None

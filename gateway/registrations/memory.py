@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from .base import Kind, Registration, RegistryStore
+from gateway.registrations.base import Kind, Registration, RegistryStore
 
 
 class MemoryRegistryStore(RegistryStore):

@@ -14,8 +14,7 @@ import orjson
 
 from agent_server.stores.redis_client import connect, unavailable_as
 from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
-
-from .base import Kind, Registration, RegistryStore
+from gateway.registrations.base import Kind, Registration, RegistryStore
 
 # KEYS: registry, order, version; ARGV: field, data (the removal script: field)
 _REGISTER = """

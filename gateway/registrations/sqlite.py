@@ -13,8 +13,7 @@ from typing import Any
 import orjson
 
 from agent_server.stores.sqlite_db import SQLiteDatabase, write_transaction
-
-from .base import Kind, Registration, RegistryStore
+from gateway.registrations.base import Kind, Registration, RegistryStore
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS registrations (

@@ -48,13 +48,12 @@ from agent_server.telemetry.metrics import metrics_endpoint
 from agent_server.telemetry.middleware import ObservedRequests
 from gateway.config import GatewayConfig
 from gateway.console import console_routes, is_console_path
+from gateway.service import routes_agents, routes_boards, routes_reachable, routes_runs, routes_sessions, routes_tools
+from gateway.service.binding import swarm_agent
+from gateway.service.build import build_service, gateway_tokens, task_store_spec
+from gateway.service.core import GatewayService
+from gateway.service.http import api_route, service_of
 from protocol import ErrorCode, ProtocolError
-
-from . import routes_agents, routes_boards, routes_reachable, routes_runs, routes_sessions, routes_tools
-from .binding import swarm_agent
-from .build import build_service, gateway_tokens, task_store_spec
-from .core import GatewayService
-from .http import api_route, service_of
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 ENDPOINTS = (

@@ -20,9 +20,8 @@ from typing import Any
 
 from agent_server import HostedAgent, InputRequired, TaskContext, TaskManager, TextChunk
 from gateway.events import EventType
+from gateway.service.core import GatewayService
 from protocol import AgentCard, AgentSkill, ProtocolError, TaskState
-
-from .core import GatewayService
 
 _INPUT_REQUIRED = TaskState.INPUT_REQUIRED.value
 

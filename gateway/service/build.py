@@ -29,6 +29,8 @@ from gateway.gateway import Gateway
 from gateway.models import ChatModel, Providers
 from gateway.python_refs import import_python_ref, is_python_ref
 from gateway.registrations import RegistryStore, open_registry
+from gateway.service.core import Closer, GatewayService
+from gateway.service.members import RemoteSpec
 from gateway.swarm import (
     Agent,
     FullHistory,
@@ -40,9 +42,6 @@ from gateway.swarm import (
     SummaryHistory,
 )
 from protocol import dotted_path
-
-from .core import Closer, GatewayService
-from .members import RemoteSpec
 
 _HISTORY: dict[str, type[Any]] = {"full": FullHistory, "summary": SummaryHistory, "structured": StructuredHistory}
 

@@ -42,6 +42,9 @@ from gateway.gateway import Gateway
 from gateway.models import Providers
 from gateway.recorder import new_run_id
 from gateway.registrations import Registration, RegistryStore
+from gateway.service.errors import Conflict, NotFound, ServiceError, ShuttingDown
+from gateway.service.members import Members, RemoteSpec
+from gateway.service.runs import SHUTDOWN_REASON, ServiceRuns
 from gateway.shared_read import SharedRead
 from gateway.swarm import (
     CURRENT,
@@ -57,10 +60,6 @@ from gateway.swarm import (
 )
 from gateway.swarm.member import SwarmMember
 from protocol.errors import SwitchboardError
-
-from .errors import Conflict, NotFound, ServiceError, ShuttingDown
-from .members import Members, RemoteSpec
-from .runs import SHUTDOWN_REASON, ServiceRuns
 
 logger = logging.getLogger("gateway.service")
 

@@ -20,9 +20,8 @@ from starlette.routing import Route
 from agent_server.auth import ScopeName, require_scope
 from agent_server.http import Endpoint, check_content_type, guarded, read_body as read_limited_body
 from gateway.config import describe_error
+from gateway.service.core import GatewayService
 from protocol import MAX_LISTED_PROBLEMS, ErrorCode, ProtocolError, dotted_path, more_problems, parse_json_object
-
-from .core import GatewayService
 
 M = TypeVar("M", bound=BaseModel)
 

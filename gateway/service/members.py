@@ -25,13 +25,12 @@ from gateway.config import check_agent_url
 from gateway.errors import AgentToolError, InvalidAgentURI, PeerHTTPError
 from gateway.gateway import Gateway
 from gateway.registrations import MemoryRegistryStore, Registration, RegistryStore
+from gateway.service.errors import AgentUnreachable, Conflict, Forbidden, NotFound, ServiceError
 from gateway.swarm import Agent, RemoteAgent, Runner
 from gateway.swarm.member import SwarmMember
 from gateway.swarm.registry import AgentRegistry
 from gateway.uri import MCPStdioTarget, parse_agent_uri
 from protocol import AgentCard
-
-from .errors import AgentUnreachable, Conflict, Forbidden, NotFound, ServiceError
 
 logger = logging.getLogger("gateway.service")
 

@@ -9,14 +9,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from agent_server.http import json_response
+from gateway.service.bodies import RegisterAgentBody
+from gateway.service.core import GatewayService
+from gateway.service.errors import NotFound
+from gateway.service.http import api_route, body_limit, read_body, service_of
+from gateway.service.members import check_api_target
 from gateway.swarm import Agent, RemoteAgent
 from gateway.swarm.member import SwarmMember
-
-from .bodies import RegisterAgentBody
-from .core import GatewayService
-from .errors import NotFound
-from .http import api_route, body_limit, read_body, service_of
-from .members import check_api_target
 
 
 def agent_info(service: GatewayService, member: SwarmMember) -> dict[str, Any]:

@@ -18,13 +18,12 @@ from agent_server.auth import principal_of
 from agent_server.http import json_response
 from gateway.blackboard import Board, check_board_name, session_board
 from gateway.errors import BoardConflict, BoardNotFound, BoardTooLarge
+from gateway.service.bodies import BoardBody
+from gateway.service.core import GatewayService
+from gateway.service.errors import Conflict, NotFound
+from gateway.service.http import api_route, body_limit, read_body, service_of
+from gateway.service.routes_sessions import session_id_of
 from protocol import ErrorCode, ProtocolError
-
-from .bodies import BoardBody
-from .core import GatewayService
-from .errors import Conflict, NotFound
-from .http import api_route, body_limit, read_body, service_of
-from .routes_sessions import session_id_of
 
 T = TypeVar("T")
 

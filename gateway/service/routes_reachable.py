@@ -14,10 +14,9 @@ from starlette.responses import Response
 
 from agent_server.http import json_response
 from gateway.errors import AgentToolError
+from gateway.service.errors import NotFound
+from gateway.service.http import api_route, service_of
 from gateway.swarm import RemoteAgent
-
-from .errors import NotFound
-from .http import api_route, service_of
 
 
 async def _reachable(request: Request) -> Response:

@@ -9,9 +9,8 @@ from agent_server.auth import principal_of
 from agent_server.http import NDJSONStreamResponse, json_response
 from gateway.defaults import MAX_SUMMARY_EVENTS
 from gateway.run_summary import summarize
-
-from .errors import NotFound
-from .http import api_route, query_bool, query_int, service_of
+from gateway.service.errors import NotFound
+from gateway.service.http import api_route, query_bool, query_int, service_of
 
 
 async def _list(request: Request) -> Response:

@@ -12,12 +12,11 @@ from agent_server.auth import principal_of
 from agent_server.http import NDJSONStreamResponse, error_response, json_response
 from gateway.errors import SessionConflictError
 from gateway.events import Event, EventType
+from gateway.service.bodies import MessageBody, SessionAgentBody
+from gateway.service.core import GatewayService
+from gateway.service.errors import ApiErrorCode, Conflict, NotFound
+from gateway.service.http import api_route, body_limit, query_int, read_body, service_of
 from protocol import ErrorCode, ProtocolError
-
-from .bodies import MessageBody, SessionAgentBody
-from .core import GatewayService
-from .errors import ApiErrorCode, Conflict, NotFound
-from .http import api_route, body_limit, query_int, read_body, service_of
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}\Z")
 """Ends in ``\\Z``, not ``$``: ``$`` also matches before a final newline, which the x-session-id header cannot carry."""

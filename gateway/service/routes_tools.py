@@ -10,13 +10,12 @@ from starlette.responses import Response
 from agent_server.auth import principal_of
 from agent_server.http import NDJSONStreamResponse, error_response, json_response
 from gateway.agent_tool import AgentTool
+from gateway.service.bodies import DefineToolBody, ToolCallBody
+from gateway.service.core import GatewayService
+from gateway.service.errors import ApiErrorCode
+from gateway.service.http import api_route, body_limit, read_body, service_of
+from gateway.service.members import check_api_target
 from protocol import ProtocolError
-
-from .bodies import DefineToolBody, ToolCallBody
-from .core import GatewayService
-from .errors import ApiErrorCode
-from .http import api_route, body_limit, read_body, service_of
-from .members import check_api_target
 
 
 def tool_info(service: GatewayService, tool: AgentTool) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from types import TracebackType
 import anyio
 from anyio.abc import TaskGroup
 
-from .errors import ShuttingDown
+from gateway.service.errors import ShuttingDown
 
 logger = logging.getLogger("gateway.service")
 

@@ -14,8 +14,7 @@ from starlette.applications import Starlette
 from agent_server.server import build_server
 from agent_server.telemetry.logs import uvicorn_logging
 from gateway.config import GatewayConfig
-
-from .core import GatewayService
+from gateway.service.core import GatewayService
 
 GRACEFUL_SHUTDOWN_S = 3
 

@@ -1,11 +1,10 @@
 """Swarm handoffs: agents that transfer a conversation to peers, in-process and across services."""
 
 from gateway.errors import AgentHandoffError, SessionConflictError, SessionNotFound, SwarmError
-
-from .agent import Agent
-from .fallback import CURRENT, ESCALATION_MESSAGE, HUMAN, Fallback
-from .handoff import Handoff, TransferTool, specialty_of, transfer_tools
-from .history_policy import (
+from gateway.swarm.agent import Agent
+from gateway.swarm.fallback import CURRENT, ESCALATION_MESSAGE, HUMAN, Fallback
+from gateway.swarm.handoff import Handoff, TransferTool, specialty_of, transfer_tools
+from gateway.swarm.history_policy import (
     FullHistory,
     HandoffPayload,
     HistoryPolicy,
@@ -13,13 +12,13 @@ from .history_policy import (
     SummaryHistory,
     handoff_payload,
 )
-from .member import SwarmMember
-from .registry import AgentRegistry
-from .remote import RemoteAgent, RemoteReply
-from .router import RouteDecision, SemanticRouter
-from .runner import HANDOFF_LIMIT_MESSAGE, NOT_RUN_MESSAGE, TOOL_LIMIT_MESSAGE, Runner
-from .sessions import HandoffRecord, MemorySessionStore, Session, SessionStore, SQLiteSessionStore
-from .turn import RunOptions, RunResponse, TurnScope, current_turn
+from gateway.swarm.member import SwarmMember
+from gateway.swarm.registry import AgentRegistry
+from gateway.swarm.remote import RemoteAgent, RemoteReply
+from gateway.swarm.router import RouteDecision, SemanticRouter
+from gateway.swarm.runner import HANDOFF_LIMIT_MESSAGE, NOT_RUN_MESSAGE, TOOL_LIMIT_MESSAGE, Runner
+from gateway.swarm.sessions import HandoffRecord, MemorySessionStore, Session, SessionStore, SQLiteSessionStore
+from gateway.swarm.turn import RunOptions, RunResponse, TurnScope, current_turn
 
 __all__ = [
     "CURRENT",

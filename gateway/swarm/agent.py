@@ -15,10 +15,9 @@ from typing import Any
 from gateway import defaults
 from gateway.models.base import ChatModel, ModelSettings, ToolChoice
 from gateway.models.providers import Providers
+from gateway.swarm.handoff import TransferTool, specialty_of, transfer_tools
+from gateway.swarm.member import SwarmMember
 from gateway.tools import Tool, as_tool
-
-from .handoff import TransferTool, specialty_of, transfer_tools
-from .member import SwarmMember
 
 Instructions = str | Callable[[dict[str, Any]], str]
 

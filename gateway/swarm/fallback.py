@@ -17,7 +17,7 @@ response, a target a remote agent may not name) never escalate.
 
 from __future__ import annotations
 
-from .member import SwarmMember
+from gateway.swarm.member import SwarmMember
 
 CURRENT = "current"
 HUMAN = "human"

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.models.base import ToolSpec, transfer_description
+from gateway.swarm.member import SwarmMember
 from protocol.handoff_names import transfer_tool_names
-
-from .member import SwarmMember
 
 SPECIALTY_MAX_CHARS = 160
 _WHITESPACE = re.compile(r"\s+")

@@ -20,8 +20,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.models.base import ChatMessage
-
-from .sessions.base import HandoffRecord
+from gateway.swarm.sessions.base import HandoffRecord
 
 Summarizer = Callable[[list[ChatMessage]], str | Awaitable[str]]
 

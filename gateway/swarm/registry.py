@@ -27,10 +27,9 @@ from collections.abc import Awaitable, Callable
 
 from gateway import defaults
 from gateway.errors import AgentHandoffError, AgentToolError, InvalidAgentURI
+from gateway.swarm.member import SwarmMember
 from gateway.uri import A2AHttpTarget, AgentTarget, LocalTarget, parse_agent_uri
 from protocol.handoff_names import sanitize_agent_name
-
-from .member import SwarmMember
 
 ConnectURI = Callable[[str], Awaitable[SwarmMember]]
 

@@ -30,10 +30,9 @@ from gateway.models.base import ChatMessage, TextDelta
 from gateway.peers.base import Peer
 from gateway.peers.limits import PeerLimits
 from gateway.recorder import RunRecorder
+from gateway.swarm.handoff import specialty_of
+from gateway.swarm.member import SwarmMember
 from protocol import AgentCard, DataPart, HandoffRequest, Message, TaskSendParams, TaskState, TextPart
-
-from .handoff import specialty_of
-from .member import SwarmMember
 
 if TYPE_CHECKING:
     from gateway.gateway import Gateway

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 
 from gateway import defaults
 from gateway.models.embeddings import Embedder
-
-from .member import SwarmMember
+from gateway.swarm.member import SwarmMember
 
 _DENSE_FRACTION = 0.25
 """Above this share of non-zero dimensions a vector set is scored row by row, not through the index."""

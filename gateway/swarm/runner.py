@@ -57,24 +57,23 @@ from gateway.models.base import (
 )
 from gateway.models.providers import Providers
 from gateway.recorder import RunRecorder
+from gateway.swarm.admission import ANSWER_NOW, HANDOFF_LIMIT_MESSAGE, Refusal, refusal
+from gateway.swarm.agent import Agent
+from gateway.swarm.failure import describe_failure
+from gateway.swarm.fallback import CURRENT, ESCALATION_MESSAGE, HUMAN, Fallback, escalates, supervisor_name
+from gateway.swarm.handoff import Handoff, TransferTool
+from gateway.swarm.history_policy import FullHistory, HistoryPolicy, handoff_payload, last_user_text
+from gateway.swarm.member import SwarmMember
+from gateway.swarm.registry import AgentRegistry, ConnectURI, find_by_name
+from gateway.swarm.remote import RemoteAgent, RemoteReply, task_params
+from gateway.swarm.router import SemanticRouter
+from gateway.swarm.sessions import HandoffRecord, MemorySessionStore, Session, SessionStore
+from gateway.swarm.trust import forbidden_for_remote
+from gateway.swarm.turn import RunOptions, RunResponse, Turn, in_turn, pending_calls_wire
 from gateway.telemetry import spans
 from gateway.tools import Tool, ToolResult
 from protocol import HandoffRequest, TaskState
 from protocol.handoff_names import sanitize_agent_name, transfer_tool_name
-
-from .admission import ANSWER_NOW, HANDOFF_LIMIT_MESSAGE, Refusal, refusal
-from .agent import Agent
-from .failure import describe_failure
-from .fallback import CURRENT, ESCALATION_MESSAGE, HUMAN, Fallback, escalates, supervisor_name
-from .handoff import Handoff, TransferTool
-from .history_policy import FullHistory, HistoryPolicy, handoff_payload, last_user_text
-from .member import SwarmMember
-from .registry import AgentRegistry, ConnectURI, find_by_name
-from .remote import RemoteAgent, RemoteReply, task_params
-from .router import SemanticRouter
-from .sessions import HandoffRecord, MemorySessionStore, Session, SessionStore
-from .trust import forbidden_for_remote
-from .turn import RunOptions, RunResponse, Turn, in_turn, pending_calls_wire
 
 if TYPE_CHECKING:
     from gateway.gateway import Gateway

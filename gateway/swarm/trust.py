@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gateway.errors import InvalidAgentURI
+from gateway.swarm.member import SwarmMember
+from gateway.swarm.registry import find_by_name
 from gateway.uri import LocalTarget, MCPStdioTarget, parse_agent_uri
-
-from .member import SwarmMember
-from .registry import find_by_name
 
 
 def forbidden_for_remote(

@@ -16,11 +16,10 @@ from agent_server.auth import Principal
 from gateway.events import Event, EventType
 from gateway.models.base import ChatMessage, ChatModel, ModelResponse, ToolCall
 from gateway.recorder import RunRecorder
+from gateway.swarm.handoff import Handoff
+from gateway.swarm.member import SwarmMember
+from gateway.swarm.sessions.base import HandoffRecord, Session
 from protocol import TaskState
-
-from .handoff import Handoff
-from .member import SwarmMember
-from .sessions.base import HandoffRecord, Session
 
 
 @dataclass(frozen=True)

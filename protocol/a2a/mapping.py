@@ -24,6 +24,7 @@ import binascii
 import uuid
 from typing import Any
 
+from protocol.a2a import v1
 from protocol.task import (
     Artifact,
     DataPart,
@@ -37,8 +38,6 @@ from protocol.task import (
     TaskStatus,
     TextPart,
 )
-
-from . import v1
 
 STATE_TO_V1: dict[TaskState, v1.TaskState] = {
     TaskState.SUBMITTED: "TASK_STATE_SUBMITTED",

@@ -20,11 +20,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from protocol.a2a import mapping, v1
 from protocol.artifacts import ArtifactFold
 from protocol.events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent
 from protocol.task import Artifact, Task, TaskState, TaskStatus, TextPart, parts_text
-
-from . import mapping, v1
 
 FINAL_STATES = frozenset({*v1.TERMINAL_STATES, *v1.INTERRUPTED_STATES})
 

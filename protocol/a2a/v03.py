@@ -14,8 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, Tag, model_validator
 
 from protocol._wire import WireModel
-
-from . import v1
+from protocol.a2a import v1
 
 Count = Annotated[int, Field(ge=0, strict=True)]
 TaskState = Literal[

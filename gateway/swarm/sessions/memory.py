@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from gateway.errors import SessionConflictError
-
-from .base import Session, SessionStore
+from gateway.swarm.sessions.base import Session, SessionStore
 
 
 class MemorySessionStore(SessionStore):

@@ -33,8 +33,7 @@ from agent_server.stores.redis_leases import renew_forever
 from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
 from gateway.errors import SessionBusy, SessionConflictError, SessionLockLost
 from gateway.events import now_ms
-
-from .base import Session, SessionStore
+from gateway.swarm.sessions.base import Session, SessionStore
 
 logger = logging.getLogger("gateway.swarm")
 

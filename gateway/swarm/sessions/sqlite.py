@@ -16,8 +16,7 @@ import orjson
 
 from agent_server.stores import SQLiteDatabase
 from gateway.errors import SessionConflictError
-
-from .base import Session, SessionStore
+from gateway.swarm.sessions.base import Session, SessionStore
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS swarm_sessions (
