@@ -22,13 +22,6 @@ if TYPE_CHECKING:
         create_app as create_app,
         serve as serve,
     )
-    from agent_server.auth import (
-        ANONYMOUS as ANONYMOUS,
-        Principal as Principal,
-        TokenTable as TokenTable,
-        principal_of as principal_of,
-        require_scope as require_scope,
-    )
     from agent_server.hosted import (
         AgentHandler as AgentHandler,
         DataChunk as DataChunk,
@@ -40,8 +33,15 @@ if TYPE_CHECKING:
         agent as agent,
         as_hosted_agent as as_hosted_agent,
     )
-    from agent_server.limits import ServerLimits as ServerLimits
-    from agent_server.server import build_server as build_server, run_server as run_server
+    from agent_server.http.auth import (
+        ANONYMOUS as ANONYMOUS,
+        Principal as Principal,
+        TokenTable as TokenTable,
+        principal_of as principal_of,
+        require_scope as require_scope,
+    )
+    from agent_server.http.limits import ServerLimits as ServerLimits
+    from agent_server.http.server import build_server as build_server, run_server as run_server
     from agent_server.stores import (
         MemoryTaskStore as MemoryTaskStore,
         SQLiteTaskStore as SQLiteTaskStore,
@@ -54,10 +54,10 @@ if TYPE_CHECKING:
     )
     from agent_server.stores.redis import RedisTaskStore as RedisTaskStore
     from agent_server.stores.redis_settings import RedisSettings as RedisSettings
-    from agent_server.task_manager import TaskManager as TaskManager
+    from agent_server.tasks.manager import TaskManager as TaskManager
 
 _EXPORTS = {
-    "ANONYMOUS": "agent_server.auth",
+    "ANONYMOUS": "agent_server.http.auth",
     "AgentHandler": "agent_server.hosted",
     "DEFAULT_MAX_BODY_BYTES": "agent_server.app",
     "DataChunk": "agent_server.hosted",
@@ -65,28 +65,28 @@ _EXPORTS = {
     "HostedAgent": "agent_server.hosted",
     "InputRequired": "agent_server.hosted",
     "MemoryTaskStore": "agent_server.stores",
-    "Principal": "agent_server.auth",
+    "Principal": "agent_server.http.auth",
     "RedisSettings": "agent_server.stores.redis_settings",
     "RedisTaskStore": "agent_server.stores.redis",
     "SQLiteTaskStore": "agent_server.stores",
-    "ServerLimits": "agent_server.limits",
+    "ServerLimits": "agent_server.http.limits",
     "StoreFull": "agent_server.stores",
     "StoreSpec": "agent_server.stores",
     "StoreUnavailable": "agent_server.stores",
     "TaskContext": "agent_server.hosted",
-    "TaskManager": "agent_server.task_manager",
+    "TaskManager": "agent_server.tasks.manager",
     "TaskStore": "agent_server.stores",
     "TextChunk": "agent_server.hosted",
-    "TokenTable": "agent_server.auth",
+    "TokenTable": "agent_server.http.auth",
     "agent": "agent_server.hosted",
     "as_hosted_agent": "agent_server.hosted",
-    "build_server": "agent_server.server",
+    "build_server": "agent_server.http.server",
     "create_app": "agent_server.app",
     "open_store": "agent_server.stores",
     "parse_store_spec": "agent_server.stores",
-    "principal_of": "agent_server.auth",
-    "require_scope": "agent_server.auth",
-    "run_server": "agent_server.server",
+    "principal_of": "agent_server.http.auth",
+    "require_scope": "agent_server.http.auth",
+    "run_server": "agent_server.http.server",
     "serve": "agent_server.app",
 }
 

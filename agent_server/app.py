@@ -21,11 +21,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agent_server.a2a_jsonrpc import JsonRpcBinding
-from agent_server.auth import BearerAuth, Principal, TokenTable, principal_of
-from agent_server.browsers import browser_middleware
+from agent_server.bindings.jsonrpc import JsonRpcBinding
 from agent_server.hosted import AgentHandler, HostedAgent, as_hosted_agent
-from agent_server.http import (
+from agent_server.http.auth import BearerAuth, Principal, TokenTable, principal_of
+from agent_server.http.browsers import browser_middleware
+from agent_server.http.limits import ServerLimits
+from agent_server.http.responses import (
     JSON_MEDIA_TYPE,
     NDJSONStreamResponse,
     card_response,
@@ -35,11 +36,10 @@ from agent_server.http import (
     json_response,
     read_body,
 )
-from agent_server.limits import ServerLimits
-from agent_server.server import build_server, run_server
-from agent_server.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
+from agent_server.http.server import build_server, run_server
+from agent_server.http.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
 from agent_server.stores import TaskStore, open_store
-from agent_server.task_manager import TaskManager
+from agent_server.tasks.manager import TaskManager
 from agent_server.telemetry import tracing
 from agent_server.telemetry.logs import uvicorn_logging
 from agent_server.telemetry.metrics import metrics_endpoint
@@ -164,7 +164,7 @@ def serve(
     ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
     ``log_format="json"``: uvicorn's lines go through the root logger (telemetry/logs.py).
     Traces go where the ``OTEL_*`` environment says (telemetry/tracing.py).
-    ``loop`` and ``http``: the event loop and the HTTP parser (agent_server/speedups.py).
+    ``loop`` and ``http``: the event loop and the HTTP parser (agent_server/http/speedups.py).
     """
     tracing.configure(f"switchboard-agent-{as_hosted_agent(agent).name}")
     app = create_app(

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from agent_server.auth import Principal
+from agent_server.http.auth import Principal
 from protocol import AgentCard, AgentSkill, FilePart, Message
 from protocol.card import DEFAULT_INPUT_MODES
 

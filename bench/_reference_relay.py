@@ -22,8 +22,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from agent_server.server import run_server
-from agent_server.speedups import DEFAULT_HTTP
+from agent_server.http.server import run_server
+from agent_server.http.speedups import DEFAULT_HTTP
 
 _JSON = {"content-type": "application/json"}
 

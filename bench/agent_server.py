@@ -29,7 +29,7 @@ import aiohttp
 import anyio
 import orjson
 
-from agent_server.speedups import EventLoop, HttpParser, not_installed
+from agent_server.http.speedups import EventLoop, HttpParser, not_installed
 from bench._support import client_core, median, pinning, python, rate, ratio, server_process
 
 STREAM_EVENTS = 2000

@@ -25,7 +25,7 @@ import anyio
 
 from bench._support import client_core, median, pinning, ratio
 from gateway.event_log.sqlite import _SCHEMA, SQLiteEventLog
-from gateway.events import Event, EventType
+from gateway.recording.events import Event, EventType
 
 WRITERS = 50
 

@@ -36,14 +36,14 @@ from pathlib import Path
 import orjson
 
 from bench._support import client_core, median
-from gateway.agent_call import AgentCall, CallSpec
-from gateway.agent_tool import Mode
+from gateway.calls.engine import AgentCall, CallSpec
+from gateway.calls.tool import Mode
 from gateway.event_log import MemoryEventLog
 from gateway.event_log.sqlite import _SCHEMA, _append_all
-from gateway.events import EventType
 from gateway.peers.a2a_http import _items, _Place
 from gateway.peers.base import Peer
-from gateway.recorder import RunRecorder
+from gateway.recording.events import EventType
+from gateway.recording.recorder import RunRecorder
 from protocol import Message, NDJSONDecoder, parse_stream_event
 
 PER_READ = 100

@@ -46,7 +46,7 @@ from examples._loopback import free_port
 from examples._redis import LocalRedis
 from gateway.event_log import EventLog, SQLiteEventLog
 from gateway.event_log.redis import RedisEventLog
-from gateway.events import Event, EventType
+from gateway.recording.events import Event, EventType
 
 SETUPS = ("sqlite x1", "redis x1", "redis x2", "redis x3")
 BASELINE = SETUPS[0]

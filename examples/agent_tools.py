@@ -33,7 +33,7 @@ from agent_server import HostedAgent, InputRequired, TaskContext
 from examples._loopback import serve_agent
 from examples.researcher import COST_PER_CHUNK_USD, make_researcher
 from gateway import Agent, AgentToolError, AgentToolResult, Gateway, Runner
-from gateway.events import Event
+from gateway.recording.events import Event
 
 NOTES = 6
 SLOW_INTERVAL_S = 1.0

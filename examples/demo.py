@@ -29,7 +29,7 @@ import orjson
 
 from examples._loopback import free_port
 from examples._processes import ServiceGroup, service_group
-from gateway.cli_commands.chat_cmd import ChatView
+from gateway.cli.chat import ChatView
 
 ROOT = Path(__file__).resolve().parent.parent
 SESSION = "customer-42"

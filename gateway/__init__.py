@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING
 from protocol.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from gateway.agent_result import AgentToolResult as AgentToolResult
-    from gateway.agent_tool import AgentTool as AgentTool, AgentToolFunction as AgentToolFunction
-    from gateway.allowed_hosts import HostAllowlist as HostAllowlist
-    from gateway.budget import Budget as Budget
-    from gateway.config import GatewayConfig as GatewayConfig, load_config as load_config
+    from gateway.calls.budget import Budget as Budget
+    from gateway.calls.coordinator import Gateway as Gateway
+    from gateway.calls.result import AgentToolResult as AgentToolResult
+    from gateway.calls.tool import AgentTool as AgentTool, AgentToolFunction as AgentToolFunction
+    from gateway.config.load import load_config as load_config
+    from gateway.config.model import GatewayConfig as GatewayConfig
     from gateway.errors import (
         AgentHandoffError as AgentHandoffError,
         AgentTaskFailed as AgentTaskFailed,
@@ -43,11 +44,11 @@ if TYPE_CHECKING:
         open_event_log as open_event_log,
     )
     from gateway.event_log.redis import RedisEventLog as RedisEventLog
-    from gateway.events import Event as Event, EventType as EventType
-    from gateway.gateway import Gateway as Gateway
+    from gateway.peers.allowed_hosts import HostAllowlist as HostAllowlist
     from gateway.peers.base import Peer as Peer
     from gateway.peers.http_client import PeerHttpClient as PeerHttpClient
     from gateway.peers.limits import PeerLimits as PeerLimits
+    from gateway.recording.events import Event as Event, EventType as EventType
     from gateway.registrations import (
         MemoryRegistryStore as MemoryRegistryStore,
         RegistryStore as RegistryStore,
@@ -77,23 +78,23 @@ _EXPORTS = {
     "Agent": "gateway.swarm",
     "AgentHandoffError": "gateway.errors",
     "AgentTaskFailed": "gateway.errors",
-    "AgentTool": "gateway.agent_tool",
+    "AgentTool": "gateway.calls.tool",
     "AgentToolError": "gateway.errors",
-    "AgentToolFunction": "gateway.agent_tool",
-    "AgentToolResult": "gateway.agent_result",
+    "AgentToolFunction": "gateway.calls.tool",
+    "AgentToolResult": "gateway.calls.result",
     "AgentToolTimeout": "gateway.errors",
-    "Budget": "gateway.budget",
+    "Budget": "gateway.calls.budget",
     "BudgetExceeded": "gateway.errors",
     "ConfigError": "gateway.errors",
     "Event": "gateway.events",
     "EventLog": "gateway.event_log",
     "EventType": "gateway.events",
     "FullHistory": "gateway.swarm",
-    "Gateway": "gateway.gateway",
-    "GatewayConfig": "gateway.config",
+    "Gateway": "gateway.calls.coordinator",
+    "GatewayConfig": "gateway.config.model",
     "GatewayService": "gateway.service",
     "Handoff": "gateway.swarm",
-    "HostAllowlist": "gateway.allowed_hosts",
+    "HostAllowlist": "gateway.peers.allowed_hosts",
     "InvalidAgentURI": "gateway.errors",
     "MemoryEventLog": "gateway.event_log",
     "MemoryRegistryStore": "gateway.registrations",
@@ -127,7 +128,7 @@ _EXPORTS = {
     "ToolResult": "gateway.tools",
     "UnknownAgentTool": "gateway.errors",
     "create_gateway_app": "gateway.service",
-    "load_config": "gateway.config",
+    "load_config": "gateway.config.load",
     "open_event_log": "gateway.event_log",
     "open_registry": "gateway.registrations",
     "parse_agent_uri": "gateway.uri",

@@ -1,7 +1,7 @@
 """The gateway's defaults, each defined once: the Python API, the configuration and the docs read them here.
 
 The limits of calls to peers live with them in ``peers/limits.py`` (``PeerLimits``), the
-limits of a server's connections in ``agent_server/server.py`` (``ServerLimits``).
+limits of a server's connections in ``agent_server/http/server.py`` (``ServerLimits``).
 """
 
 from __future__ import annotations

@@ -40,8 +40,8 @@
     │   └── ScriptExhaustedError          a ScriptedModel ran out of script
     ├── ToolArgumentError                 a model's arguments do not fit a function tool (also a ValueError)
     ├── ConfigError                       the configuration cannot be used; ``problems`` (also a ValueError)
-    ├── IdleTimeout                       gateway.idle_timeout: a stream fell silent (also a TimeoutError)
-    └── UsageError, CommandFailed         gateway.cli_commands: what the CLI prints in one line
+    ├── IdleTimeout                       gateway.calls.idle_timeout: a stream fell silent (also a TimeoutError)
+    └── UsageError, CommandFailed         gateway.cli: what the CLI prints in one line
         └── GatewayRefused                the gateway answered one request with an error
 
 Every ``AgentToolError`` has a ``reason`` (the word recorded in the event log, in the
@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any
 from protocol.errors import SwitchboardError
 
 if TYPE_CHECKING:
-    from gateway.agent_result import AgentToolResult
+    from gateway.calls.result import AgentToolResult
 
 EXPECTED_URI_FORMS = (
     "http(s)://HOST[:PORT][/BASE] (A2A agent), local://NAME (in-process agent), "

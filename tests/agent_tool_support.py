@@ -25,7 +25,7 @@ from starlette.routing import Route
 from agent_server import create_app
 from agent_server.testing import Probe, scripted_agent
 from gateway import Gateway
-from gateway.events import Event
+from gateway.recording.events import Event
 
 HUGE_LINE_BYTES = 50 * 1024 * 1024
 _PIECE = b"x" * (64 * 1024)

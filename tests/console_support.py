@@ -26,7 +26,7 @@ from servers import serve_app
 
 from agent_server import create_app
 from examples import demo_agents
-from gateway.config import load_config
+from gateway.config.load import load_config
 from gateway.service import create_gateway_app
 
 CHROMIUM_ENV = "SWITCHBOARD_CHROMIUM"

@@ -16,7 +16,7 @@ from servers import serve_app
 from waiting import PROCESS_S
 
 from agent_server import HostedAgent, ServerLimits, TaskContext, TextChunk, create_app
-from agent_server.speedups import DEFAULT_HTTP, HttpParser
+from agent_server.http.speedups import DEFAULT_HTTP, HttpParser
 from agent_server.testing import scripted_agent
 from gateway import Agent, MemoryEventLog, MemorySessionStore
 from gateway.service import GatewayService, RemoteSpec, create_gateway_app

@@ -11,7 +11,7 @@ from typing import Any
 from waiting import wait_until
 
 from agent_server import ServerLimits, build_server
-from agent_server.speedups import DEFAULT_HTTP, HttpParser
+from agent_server.http.speedups import DEFAULT_HTTP, HttpParser
 from examples._loopback import free_port
 
 __all__ = ["free_port", "serve_app"]

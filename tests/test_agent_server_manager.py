@@ -316,7 +316,7 @@ class _HangsOnEnds(MemoryTaskStore):
 async def test_recording_the_end_is_bounded_when_the_store_hangs(
     in_caller_task: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("agent_server.task_manager._FINISH_TIMEOUT_S", 0.2)
+    monkeypatch.setattr("agent_server.tasks.manager._FINISH_TIMEOUT_S", 0.2)
     with anyio.fail_after(10):
         async with _manager(store=_HangsOnEnds()) as manager:
             task = await manager.send(_send("echo hi", "hung"), in_caller_task=in_caller_task)

@@ -20,9 +20,9 @@ from gateway import (
     PeerConnectionError,
     UnknownAgentTool,
 )
-from gateway.events import EventType
 from gateway.models.base import ToolSpec
-from gateway.recorder import RunRecorder
+from gateway.recording.events import EventType
+from gateway.recording.recorder import RunRecorder
 from gateway.tools import Tool
 from protocol import Message
 

@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from agent_server import Principal, TokenTable, create_app
 from agent_server.testing import scripted_agent
-from gateway.config import load_config
+from gateway.config.load import load_config
 from gateway.service import create_gateway_app
 
 ADMIN, ALICE, BOB = "admin-secret", "alice-secret", "bob-secret"

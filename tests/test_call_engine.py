@@ -17,7 +17,7 @@ from servers import serve_app
 from agent_server import Handoff, HostedAgent, TaskContext, TextChunk, create_app
 from agent_server.testing import scripted_agent
 from gateway import AgentToolError, AgentToolTimeout, Gateway, HostAllowlist, PeerLimits, RemoteAgent, Runner
-from gateway.events import Event
+from gateway.recording.events import Event
 from protocol import AgentCard
 
 pytestmark = pytest.mark.anyio

@@ -16,11 +16,11 @@ from gateway_service_support import agent_server
 from lockstep import Lockstep
 from waiting import PROCESS_S
 
-from gateway.agent_result import AgentToolResult
-from gateway.cli import main
-from gateway.cli_commands.progress import ProgressRenderer
+from gateway.calls.result import AgentToolResult
+from gateway.cli.main import main
+from gateway.cli.progress import ProgressRenderer
 from gateway.errors import BudgetExceeded
-from gateway.events import Event
+from gateway.recording.events import Event
 
 ROOT = Path(__file__).resolve().parent.parent
 

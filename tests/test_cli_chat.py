@@ -13,8 +13,8 @@ import pytest
 from gateway_service_support import agent_server, billing_agent, gateway_server, triage_service
 from waiting import PROCESS_S
 
-from gateway.cli import main
-from gateway.cli_commands.chat_cmd import ChatView
+from gateway.cli.chat import ChatView
+from gateway.cli.main import main
 from gateway.service import RemoteSpec
 
 ROOT = Path(__file__).resolve().parent.parent

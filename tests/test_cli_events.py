@@ -14,7 +14,7 @@ from gateway_service_support import agent_server, client, gateway_server, lines_
 from lockstep import Lockstep
 from waiting import PROCESS_S
 
-from gateway.cli import main
+from gateway.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -25,7 +25,7 @@ from waiting import PROCESS_S, wait_until
 
 from agent_server import create_app
 from examples.researcher import make_researcher
-from gateway.config import validate_config
+from gateway.config.load import validate_config
 from gateway.service import create_gateway_app
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,8 +17,8 @@ from gateway_service_support import wait_for_health
 from servers import free_port
 from waiting import PROCESS_S
 
-from agent_server.speedups import HTTP_PARSERS
-from gateway.cli import main
+from agent_server.http.speedups import HTTP_PARSERS
+from gateway.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -160,7 +160,8 @@ def test_a_store_path_under_a_file_exits_2_naming_the_key(
 def test_a_store_that_cannot_be_opened_is_a_config_error_and_closes_what_was_opened(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gateway.config import ConfigError, validate_config
+    from gateway.config.load import validate_config
+    from gateway.errors import ConfigError
     from gateway.service import build, build_service
     from gateway.swarm import SQLiteSessionStore
 
@@ -213,8 +214,8 @@ def test_the_gateway_cuts_a_slow_client_by_its_configured_header_timeout_while_s
 def test_the_configured_parser_and_loop_build_the_server(tmp_path: Path) -> None:
     from starlette.applications import Starlette
 
-    from agent_server.server import LimitedH11Protocol, LimitedHttpToolsProtocol
-    from gateway.config import validate_config
+    from agent_server.http.server import LimitedH11Protocol, LimitedHttpToolsProtocol
+    from gateway.config.load import validate_config
     from gateway.service.server import build_gateway_server
 
     for settings, protocol, loop in [
@@ -231,7 +232,7 @@ def test_the_configured_parser_and_loop_build_the_server(tmp_path: Path) -> None
 def test_a_loop_or_parser_that_is_not_installed_exits_2_saying_how_to_install_it(
     key: str, module: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from agent_server import speedups
+    from agent_server.http import speedups
 
     monkeypatch.setattr(speedups, "_installed", lambda name: False)
     config = tmp_path / "gateway.toml"

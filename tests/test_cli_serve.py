@@ -19,8 +19,9 @@ from servers import free_port
 from waiting import PROCESS_S
 
 import agent_server
-from agent_server import ServerLimits, speedups
-from gateway.cli import main
+from agent_server import ServerLimits
+from agent_server.http import speedups
+from gateway.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 BODY = {

@@ -16,7 +16,7 @@ from lockstep import Lockstep
 from terminal import ROOT, Terminal
 from waiting import PROCESS_S
 
-from gateway.cli_commands.progress import CallLine, usd
+from gateway.cli.progress import CallLine, usd
 from gateway.service import RemoteSpec
 
 pytestmark = pytest.mark.timeout(60)

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from agent_server.stores.redis_settings import RedisSettings
-from gateway.agent_tool import Mode
-from gateway.config import ConfigError, load_config, validate_config
+from gateway.calls.tool import Mode
+from gateway.config.load import load_config, validate_config
+from gateway.errors import ConfigError
 from gateway.event_log import SQLiteEventLog
 from gateway.service import build_service
 

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from gateway.blackboard import SQLiteBoardStore
-from gateway.config import ConfigError, load_config, validate_config
+from gateway.config.load import load_config, validate_config
+from gateway.errors import ConfigError
 from gateway.models import OpenAIChatModel
 from gateway.service import build_service
 from gateway.swarm import Agent, SemanticRouter

@@ -10,7 +10,7 @@ import pytest
 from console_support import BUDGET_USD, MESSAGE, browser_page, chromium_path, support_desk
 from lockstep import Lockstep
 
-from gateway.config import ADMIN_TOKEN_ENV
+from gateway.config.model import ADMIN_TOKEN_ENV
 
 pytestmark = pytest.mark.timeout(90)
 CHUNKS = 5

@@ -55,7 +55,7 @@ def test_the_image_runs_switchboard_from_the_repository_layout() -> None:
     image = _dockerfile()
     assert image["ENTRYPOINT"] == ["switchboard"]
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["switchboard"] == "gateway.cli:main"
+    assert scripts["switchboard"] == "gateway.cli.main:main"
     assert image["CMD"][0] == "gateway" and (ROOT / image["CMD"][image["CMD"].index("--config") + 1]).is_file()
     for source in image["COPY"]:
         assert (ROOT / source).exists(), f"COPY {source}: not in the repository"

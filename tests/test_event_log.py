@@ -17,7 +17,7 @@ from waiting import until
 from gateway.event_log import EventLog, MemoryEventLog, SQLiteEventLog, open_event_log, sqlite as sqlite_module
 from gateway.event_log.redis import RedisEventLog
 from gateway.event_log.sqlite import _append_all
-from gateway.events import Event, EventType
+from gateway.recording.events import Event, EventType
 
 pytestmark = pytest.mark.anyio
 

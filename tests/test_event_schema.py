@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from gateway.events import Event, EventType, reference
+from gateway.recording.events import Event, EventType, reference
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "events.md"
-MARKER = "<!-- the tables below are generated from gateway/events.py: python -m gateway.events -->"
+MARKER = "<!-- the tables below are generated from gateway/recording/events.py: python -m gateway.recording.events -->"
 
 
 def test_the_docs_tables_are_the_schema() -> None:
     documented = DOCS.read_text(encoding="utf-8").split(MARKER, 1)[1]
-    assert documented.strip() == reference().strip(), "docs/events.md is stale: run python -m gateway.events"
+    assert documented.strip() == reference().strip(), "docs/events.md is stale: run python -m gateway.recording.events"
 
 
 def test_every_type_is_documented_with_its_own_fields() -> None:

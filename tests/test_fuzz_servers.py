@@ -40,9 +40,9 @@ from gateway_service_support import agent_server
 from servers import serve_app
 
 from agent_server import ServerLimits
-from agent_server.speedups import HTTP_PARSERS, HttpParser
+from agent_server.http.speedups import HTTP_PARSERS, HttpParser
 from gateway import Agent, Gateway, MemoryEventLog, MemorySessionStore
-from gateway.allowed_hosts import HostAllowlist
+from gateway.peers.allowed_hosts import HostAllowlist
 from gateway.service import GatewayService, RemoteSpec, create_gateway_app
 from protocol import MAX_JSON_DEPTH
 

@@ -16,7 +16,7 @@ from gateway_service_support import (
 )
 
 from agent_server import HostedAgent, TaskContext
-from gateway.config import validate_config
+from gateway.config.load import validate_config
 from gateway.service import ShuttingDown, create_gateway_app
 
 

@@ -22,7 +22,7 @@ from lockstep import Lockstep
 from servers import serve_app
 
 from gateway import Agent, MemoryEventLog, MemorySessionStore
-from gateway.config import validate_config
+from gateway.config.load import validate_config
 from gateway.service import GatewayService, create_gateway_app
 
 

@@ -8,7 +8,7 @@ from contextlib import aclosing
 import anyio
 import pytest
 
-from gateway.idle_timeout import IdleTimeout, with_idle_timeout
+from gateway.calls.idle_timeout import IdleTimeout, with_idle_timeout
 
 pytestmark = pytest.mark.anyio
 

@@ -124,7 +124,7 @@ def test_the_help_of_switchboard_and_of_each_command_loads_no_library_a_command_
     helps = [["--help"], *([command, "--help"] for command in ("serve", "gateway", "call", "chat", "events"))]
     script = (
         "import contextlib, io, sys\n"
-        "from gateway.cli import main\n"
+        "from gateway.cli.main import main\n"
         f"for argv in {helps!r}:\n"
         "    with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
         "        main(argv)\n"

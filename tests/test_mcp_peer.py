@@ -22,14 +22,14 @@ import anyio
 import mcp.client.stdio
 import pytest
 from agent_tool_support import call_events, finalized_async_generators, progress_texts, types_of
-from mcp_servers import tools as mcp_tools
-from mcp_servers.http_server import build_app
 from servers import serve_app
 from waiting import until
 
 from gateway import AgentTaskFailed, AgentToolTimeout, Gateway, PeerConnectionError, PeerLimits, PeerProtocolError
 from gateway.peers.mcp import STREAM_BUFFER
 from protocol import DataPart, FilePart, Message, StatusEvent, TaskSendParams
+from tests.mcp_servers import tools as mcp_tools
+from tests.mcp_servers.http_server import build_app
 
 pytestmark = pytest.mark.anyio
 

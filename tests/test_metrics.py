@@ -18,7 +18,7 @@ from servers import serve_app
 
 from agent_server import create_app
 from examples.demo_agents import billing, researcher, tech
-from gateway.config import validate_config
+from gateway.config.load import validate_config
 from gateway.service import create_gateway_app
 
 ADMIN = "metrics-admin-token"

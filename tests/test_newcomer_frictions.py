@@ -23,7 +23,7 @@ from starlette.routing import Route
 from waiting import PROCESS_S
 
 from agent_server import HostedAgent, TaskContext, create_app
-from gateway.config import load_config
+from gateway.config.load import load_config
 from gateway.service import create_gateway_app
 
 ROOT = Path(__file__).resolve().parent.parent

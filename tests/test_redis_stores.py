@@ -17,12 +17,12 @@ from agent_server.stores.redis_client import connect
 from agent_server.stores.redis_settings import RedisSettings, parse_redis_spec
 from agent_server.testing import scripted_agent
 from examples._redis import LocalRedis
-from gateway.config import ToolConfig
+from gateway.calls.coordinator import Gateway
+from gateway.config.model import ToolConfig
 from gateway.errors import RunClosedError, SessionBusy, SessionConflictError, SessionLockLost
 from gateway.event_log.base import INTERRUPTED
 from gateway.event_log.redis import RedisEventLog
-from gateway.events import Event, EventType
-from gateway.gateway import Gateway
+from gateway.recording.events import Event, EventType
 from gateway.registrations import MemoryRegistryStore, RegistryStore, SQLiteRegistryStore, open_registry
 from gateway.registrations.redis import RedisRegistryStore
 from gateway.service import GatewayService

@@ -19,17 +19,17 @@ import anyio
 import pytest
 from waiting import PROCESS_S
 
-from gateway.agent_call import AgentCall, CallSpec
-from gateway.agent_tool import Mode
-from gateway.budget import Budget
+from gateway.calls.budget import Budget
+from gateway.calls.engine import AgentCall, CallSpec
+from gateway.calls.tool import Mode
 from gateway.errors import AgentToolError, BudgetExceeded
 from gateway.event_log import SQLiteEventLog
-from gateway.events import Event
-from gateway.peers.a2a_http import A2AHttpPeer, Budget as StreamBudget, _Place
+from gateway.peers.a2a_http import A2AHttpPeer, ByteBudget, _Place
 from gateway.peers.base import Peer, StreamItem, StreamRead, items_of
 from gateway.peers.http_client import PeerHttpClient
 from gateway.peers.limits import PeerLimits
-from gateway.recorder import RunRecorder
+from gateway.recording.events import Event
+from gateway.recording.recorder import RunRecorder
 from gateway.uri import A2AHttpTarget
 from protocol import (
     AgentCard,
@@ -197,7 +197,7 @@ async def test_the_ndjson_peer_yields_the_lines_of_each_read_together_up_to_the_
     client = PeerHttpClient(limits)
     try:
         peer = A2AHttpPeer(A2AHttpTarget("http://127.0.0.1:9", "http://127.0.0.1:9"), client, limits)
-        reads = [read async for read in peer._lines(body, place, StreamBudget(1 << 20))]  # type: ignore[arg-type]
+        reads = [read async for read in peer._lines(body, place, ByteBudget(1 << 20))]  # type: ignore[arg-type]
     finally:
         await client.aclose()
     assert [[item.seq for item in items_of(read)] for read in reads] == [[0, 1], [2, 3]]  # type: ignore[union-attr]

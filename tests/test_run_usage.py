@@ -9,7 +9,7 @@ import pytest
 from servers import serve_app
 
 from gateway import Agent, Runner
-from gateway.config import validate_config
+from gateway.config.load import validate_config
 from gateway.errors import ConfigError
 from gateway.models import ModelResponse, ScriptedModel, TokenUsage, ToolCall
 from gateway.service import create_gateway_app

@@ -1,4 +1,4 @@
-"""The server edge (agent_server.server) against real sockets: slow clients are cut, a full
+"""The server edge (agent_server.http.server) against real sockets: slow clients are cut, a full
 server says so, and refusals are heard by clients that send their whole body first.
 
 Every server here runs once on each HTTP parser (h11, the default, and httptools): the limits
@@ -22,9 +22,9 @@ import orjson
 import pytest
 from servers import serve_app
 
-import agent_server.server
+import agent_server.http.server
 from agent_server import DEFAULT_MAX_BODY_BYTES, ServerLimits, build_server, create_app
-from agent_server.speedups import HTTP_PARSERS
+from agent_server.http.speedups import HTTP_PARSERS
 from agent_server.testing import scripted_agent
 
 SLOW_SOCKETS = 200
@@ -287,8 +287,8 @@ def test_building_a_server_raises_the_open_file_limit_and_warns_when_it_is_too_l
         getrlimit=lambda which: limits["now"],
         setrlimit=lambda which, value: limits.update(now=value),
     )
-    monkeypatch.setattr(agent_server.server, "resource", fake)
-    with caplog.at_level(logging.INFO, logger="agent_server.server"):
+    monkeypatch.setattr(agent_server.http.server, "resource", fake)
+    with caplog.at_level(logging.INFO, logger="agent_server.http.server"):
         build_server(create_app(scripted_agent()), limits=ServerLimits(max_connections=2048))
     assert limits["now"] == (1024, 1024)
     assert "open-file limit: 1024 (hard limit 1024)" in caplog.text

@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from gateway.shared_read import SharedRead
+from gateway.event_log.shared_read import SharedRead
 from tests.waiting import until
 
 pytestmark = pytest.mark.anyio

@@ -17,7 +17,7 @@ from waiting import PROCESS_S, until
 
 from gateway.event_log import SQLiteEventLog
 from gateway.event_log.base import INTERRUPTED
-from gateway.events import Event, EventType
+from gateway.recording.events import Event, EventType
 from gateway.service import GatewayService
 
 ROOT = Path(__file__).resolve().parents[1]

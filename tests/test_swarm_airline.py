@@ -10,8 +10,8 @@ import pytest
 
 from examples.airline import CUSTOMER, FLIGHT, build_swarm, context_variables
 from gateway import Runner
-from gateway.events import Event
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
+from gateway.recording.events import Event
 
 
 def _hops(events: list[Event]) -> list[str]:

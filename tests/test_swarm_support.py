@@ -12,8 +12,8 @@ import pytest
 
 from examples.support_swarm import build_swarm
 from gateway import Runner
-from gateway.events import Event
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
+from gateway.recording.events import Event
 
 
 def _hops(events: list[Event]) -> list[tuple[str, str]]:

@@ -33,7 +33,7 @@ def test_the_standard_environment_says_whether_spans_are_exported(environ: dict[
 def test_off_a_served_turn_imports_nothing_of_the_sdk_and_spans_are_one_shared_no_op() -> None:
     script = (
         "import sys, httpx\n"
-        "from gateway.config import validate_config\n"
+        "from gateway.config.load import validate_config\n"
         "from gateway.service import create_gateway_app\n"
         "from agent_server.telemetry import tracing\n"
         "app = create_gateway_app(validate_config({'stores': {'sessions': 'memory', 'events': 'memory', "

@@ -1,4 +1,4 @@
-"""The NDJSON peer reads an artifact line of one plain text part by hand (``TextChunk``), as pydantic reads it."""
+"""The NDJSON peer reads an artifact line of one plain text part by hand (``TextLine``), as pydantic reads it."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 import orjson
 from hypothesis import given, settings, strategies as st
 
-from gateway.agent_result import AgentToolResult
+from gateway.calls.result import AgentToolResult
 from gateway.peers.a2a_http import _text_chunk
-from gateway.peers.base import TextChunk
+from gateway.peers.base import TextLine
 from protocol import Artifact, ArtifactEvent, ArtifactFold, TextPart, parse_stream_event
 
 _LINE = {"seq": 3, "id": "t1", "cost_usd": 0.0, "final": False, "type": "artifact"}
@@ -49,7 +49,7 @@ def _lines(draw: st.DrawFn) -> dict[str, Any]:
     return _maybe(draw, {**_LINE, "artifact": artifact}, ["costUsd", "extra"])
 
 
-def _same(chunk: TextChunk, line: dict[str, Any]) -> None:
+def _same(chunk: TextLine, line: dict[str, Any]) -> None:
     event = parse_stream_event(line)
     assert isinstance(event, ArtifactEvent)
     assert (chunk.seq, chunk.id, chunk.cost_usd, chunk.final) == (event.seq, event.id, event.cost_usd, event.final)

@@ -15,7 +15,7 @@ from agent_server import create_app
 from agent_server.testing import scripted_agent
 from gateway import Gateway, MemoryEventLog, SQLiteEventLog
 from gateway.event_log import EventLog
-from gateway.events import Event, EventType
+from gateway.recording.events import Event, EventType
 
 pytestmark = pytest.mark.anyio
 

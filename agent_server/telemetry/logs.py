@@ -2,7 +2,7 @@
 
 A JSON line has ``time``, ``level``, ``logger`` and ``message``, plus the ids of what the
 line is about when there are any: ``run_id`` and ``session_id`` (the event log's lines,
-gateway/recorder.py) and ``trace_id``/``span_id`` (the current span, when tracing is on).
+gateway/recording/recorder.py) and ``trace_id``/``span_id`` (the current span, when tracing is on).
 A traceback, when a line has one, is the ``exception`` string of the same line. A text
 line ends with ``trace=<id>`` when a span is current.
 """

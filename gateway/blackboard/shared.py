@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from agent_server.auth import Principal
+from agent_server.http.auth import Principal
 from gateway import defaults
 from gateway.blackboard.base import Board, BoardStore
 from gateway.blackboard.memory import MemoryBoardStore

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from gateway.event_log.wakeup import RunWakeup
-from gateway.events import Event
+from gateway.recording.events import Event
 
 P = TypeVar("P")
 

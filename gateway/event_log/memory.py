@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from gateway.event_log.base import EventLog
-from gateway.events import Event
+from gateway.recording.events import Event
 
 
 class MemoryEventLog(EventLog):

@@ -38,7 +38,7 @@ from agent_server.stores.redis_leases import Liveness
 from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
 from gateway.errors import RunClosedError
 from gateway.event_log.base import INTERRUPTED, EventLog
-from gateway.events import Event, EventType, now_ms
+from gateway.recording.events import Event, EventType, now_ms
 
 logger = logging.getLogger("gateway.events")
 

@@ -41,9 +41,9 @@ import orjson
 
 from agent_server.stores.sqlite_db import SQLiteDatabase, write_transaction
 from gateway.event_log.base import INTERRUPTED, EventLog, _Page
+from gateway.event_log.shared_read import SharedRead
 from gateway.event_log.wakeup import RunWakeup
-from gateway.events import Event, EventType, now_ms
-from gateway.shared_read import SharedRead
+from gateway.recording.events import Event, EventType, now_ms
 
 _MAX_INTEGER = 2**63 - 1
 RECENT_LINES = 4

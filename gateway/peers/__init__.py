@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         Resubscribed as Resubscribed,
         StreamItem as StreamItem,
         StreamTooLarge as StreamTooLarge,
-        TextChunk as TextChunk,
+        TextLine as TextLine,
     )
     from gateway.peers.discovery import HttpAgentPeer as HttpAgentPeer
     from gateway.peers.http_client import PeerHttpClient as PeerHttpClient, PeerResponse as PeerResponse
@@ -46,7 +46,7 @@ _EXPORTS = {
     "Resubscribed": "gateway.peers.base",
     "StreamItem": "gateway.peers.base",
     "StreamTooLarge": "gateway.peers.base",
-    "TextChunk": "gateway.peers.base",
+    "TextLine": "gateway.peers.base",
 }
 
 __all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names are listed once, above

@@ -45,7 +45,7 @@ from gateway.peers.base import (
     StreamItem,
     StreamRead,
     StreamTooLarge,
-    TextChunk,
+    TextLine,
 )
 from gateway.peers.http_client import PeerHttpClient, PeerResponse
 from gateway.peers.limits import PeerLimits
@@ -81,7 +81,7 @@ Resume = Callable[[AsyncExitStack], Awaitable[Segment | None]]
 ``_resumed`` closes once the segment is read), or None when there is nothing to resume by yet."""
 
 
-_EVENTS = (TextChunk, StatusEvent, ArtifactEvent, HandoffEvent)
+_EVENTS = (TextLine, StatusEvent, ArtifactEvent, HandoffEvent)
 _TEXT_CHUNK_KEYS = frozenset({"seq", "id", "cost_usd", "final", "type", "artifact"})
 _TEXT_ARTIFACT_KEYS = frozenset({"parts", "index", "append"})
 
@@ -102,7 +102,7 @@ class _Place:
 
 
 @dataclass
-class Budget:
+class ByteBudget:
     """The bytes one call's stream may still send, across its resubscribes."""
 
     limit: int
@@ -268,7 +268,7 @@ class A2AHttpPeer(HttpPeer):
     @asynccontextmanager
     async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamRead]]:
         place = _Place(task_id=params.id)
-        budget = Budget(self.limits.max_stream_bytes)
+        budget = ByteBudget(self.limits.max_stream_bytes)
 
         async def resume(held: AsyncExitStack) -> Segment | None:
             if place.task_id is None:
@@ -309,7 +309,7 @@ class A2AHttpPeer(HttpPeer):
     async def _card_at(self, path: str) -> bytearray:
         return await self._exchange("GET", path, None, short=True, limit=self.limits.max_card_bytes)
 
-    async def _lines(self, response: PeerResponse, place: _Place, budget: Budget) -> Segment:
+    async def _lines(self, response: PeerResponse, place: _Place, budget: ByteBudget) -> Segment:
         """Decode one response's body as it arrives, the lines of each read in one list; an oversized line, or a
         stream past its limit, ends it."""
         decoder = NDJSONDecoder(self.limits.max_line_bytes)
@@ -367,8 +367,8 @@ def _item(decoded: DecodedLine) -> StreamItem:
     return RawLine(decoded.text)
 
 
-def _text_chunk(line: dict[str, Any]) -> TextChunk | None:
-    """The line as a ``TextChunk`` when it is an artifact line of one plain text part with no other field; None
+def _text_chunk(line: dict[str, Any]) -> TextLine | None:
+    """The line as a ``TextLine`` when it is an artifact line of one plain text part with no other field; None
     for any other line, left to ``parse_stream_event``.
 
     Every value is checked for its exact JSON type, stricter than pydantic (an integer cost, say, is left to
@@ -395,7 +395,7 @@ def _text_chunk(line: dict[str, Any]) -> TextChunk | None:
         or type(text := part.get("text")) is not str
     ):
         return None
-    return TextChunk(seq, task_id, cost, index, append, text)
+    return TextLine(seq, task_id, cost, index, append, text)
 
 
 def _task(content: bytearray, uri: str) -> Task:

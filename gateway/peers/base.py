@@ -5,7 +5,7 @@ transport holds open (an HTTP response, an MCP call running in a task) is closed
 caller's block ends, in the caller's task. It yields items one by one, or in lists: the
 items that one network read brought (the A2A-NDJSON peer), which the caller records together
 (one commit of the event log for all of them). Its items are parsed A2A stream events (an
-artifact line of one plain text part, from the NDJSON peer, as a ``TextChunk``), plus
+artifact line of one plain text part, from the NDJSON peer, as a ``TextLine``), plus
 ``RawLine`` for a line that is not one, ``OversizedLine`` for a line over the limit,
 ``SkippedBytes`` for bytes that are not UTF-8 dropped from the next line,
 ``StreamTooLarge`` when the whole stream grew past its limit (the last item), and
@@ -67,7 +67,7 @@ class Resubscribed:
 
 
 @dataclass(slots=True)
-class TextChunk:
+class TextLine:
     """An artifact line of the most common shape, one plain text part, as the NDJSON peer reads it: its fields
     checked by hand (``a2a_http._text_chunk``) rather than built into three models (``ArtifactEvent``,
     ``Artifact``, ``TextPart``: 2.3 us a line, and objects for the cyclic GC to walk while a read is relayed).
@@ -95,7 +95,7 @@ class TextChunk:
 StreamItem = (
     StatusEvent
     | ArtifactEvent
-    | TextChunk
+    | TextLine
     | HandoffEvent
     | RawLine
     | OversizedLine

@@ -30,7 +30,7 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from gateway.errors import AgentToolError, PeerProtocolError, PeerRPCError
-from gateway.peers.a2a_http import Budget, HttpPeer, Segment
+from gateway.peers.a2a_http import ByteBudget, HttpPeer, Segment
 from gateway.peers.base import OnSent, OnTask, RawLine, StreamItem, StreamRead, StreamTooLarge, items_of
 from gateway.peers.http_client import PeerHttpClient, PeerResponse
 from gateway.peers.limits import PeerLimits
@@ -128,7 +128,7 @@ class JsonRpcPeer(HttpPeer):
     async def _stream(
         self, params: TaskSendParams, decoder: StreamDecoder, on_sent: OnSent | None = None
     ) -> AsyncIterator[AsyncIterator[StreamRead]]:
-        budget = Budget(self.limits.max_stream_bytes)
+        budget = ByteBudget(self.limits.max_stream_bytes)
 
         async def resume(held: AsyncExitStack) -> Segment | None:
             if decoder.task_id is None:
@@ -160,7 +160,7 @@ class JsonRpcPeer(HttpPeer):
         self._result(content)
         raise PeerProtocolError(f"{self.uri} answered {self._methods[method]} without a stream", reason="bad_answer")
 
-    async def _events(self, response: PeerResponse, decoder: StreamDecoder, budget: Budget) -> Segment:
+    async def _events(self, response: PeerResponse, decoder: StreamDecoder, budget: ByteBudget) -> Segment:
         """One response's events, decoded as they arrive; the stream's last event, or a limit, ends it."""
         sse = SSEDecoder(self.limits.max_line_bytes)
         async with aclosing(response.chunks()) as chunks:

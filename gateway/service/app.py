@@ -40,13 +40,13 @@ from starlette.routing import Route
 
 from agent_server import create_app
 from agent_server.app import CARD_PATHS
-from agent_server.auth import BearerAuth, TokenTable
-from agent_server.browsers import browser_middleware
-from agent_server.http import error_response, guarded, json_response
+from agent_server.http.auth import BearerAuth, TokenTable
+from agent_server.http.browsers import browser_middleware
+from agent_server.http.responses import error_response, guarded, json_response
 from agent_server.telemetry import tracing
 from agent_server.telemetry.metrics import metrics_endpoint
 from agent_server.telemetry.middleware import ObservedRequests
-from gateway.config import GatewayConfig
+from gateway.config.model import GatewayConfig
 from gateway.console import console_routes, is_console_path
 from gateway.service import routes_agents, routes_boards, routes_reachable, routes_runs, routes_sessions, routes_tools
 from gateway.service.binding import swarm_agent

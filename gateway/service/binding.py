@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_server import HostedAgent, InputRequired, TaskContext, TaskManager, TextChunk
-from gateway.events import EventType
+from gateway.recording.events import EventType
 from gateway.service.core import GatewayService
 from protocol import AgentCard, AgentSkill, ProtocolError, TaskState
 

@@ -6,8 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from agent_server.auth import token_problem
-from gateway.config import ToolConfig
+from agent_server.http.auth import token_problem
+from gateway.config.model import ToolConfig
 
 
 def _checked_token(value: str) -> str:

@@ -16,18 +16,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agent_server.auth import Principal, TokenTable, token_problem
-from agent_server.speedups import not_installed
+from agent_server.http.auth import Principal, TokenTable, token_problem
+from agent_server.http.speedups import not_installed
 from agent_server.stores import parse_store_spec
 from agent_server.stores.spec import REDIS_SCHEMES
-from gateway.allowed_hosts import HostAllowlist
 from gateway.blackboard import Blackboard, blackboard_tools, open_board_store
-from gateway.config import ADMIN_TOKEN_ENV, BLACKBOARD_TOOLS, AgentConfig, GatewayConfig
+from gateway.calls.coordinator import Gateway
+from gateway.config.model import ADMIN_TOKEN_ENV, BLACKBOARD_TOOLS, AgentConfig, GatewayConfig
+from gateway.config.python_refs import import_python_ref, is_python_ref
 from gateway.errors import ConfigError, Problem
 from gateway.event_log import EventLog, open_event_log
-from gateway.gateway import Gateway
 from gateway.models import ChatModel, Providers
-from gateway.python_refs import import_python_ref, is_python_ref
+from gateway.peers.allowed_hosts import HostAllowlist
 from gateway.registrations import RegistryStore, open_registry
 from gateway.service.core import Closer, GatewayService
 from gateway.service.members import RemoteSpec

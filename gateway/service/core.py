@@ -14,7 +14,7 @@ what the API registered on any replica, or before a restart, is applied from the
 registry store whenever its version moved (``sync_registrations``, before each request).
 
 Sessions and runs belong to the caller that started them (a ``Principal``; see
-agent_server/auth.py): methods that take a ``caller`` answer another caller that is not
+agent_server/http/auth.py): methods that take a ``caller`` answer another caller that is not
 an admin as if the session or run did not exist.
 """
 
@@ -30,22 +30,22 @@ from typing import Any
 import anyio
 from anyio.abc import TaskStatus
 
-from agent_server.auth import Principal
+from agent_server.http.auth import Principal
 from gateway import defaults
-from gateway.agent_result import AgentToolResult
-from gateway.agent_tool import AgentTool, AgentToolFunction, ToolInput
 from gateway.blackboard import Blackboard
-from gateway.config import ToolConfig
+from gateway.calls.coordinator import Gateway
+from gateway.calls.result import AgentToolResult
+from gateway.calls.tool import AgentTool, AgentToolFunction, ToolInput
+from gateway.config.model import ToolConfig
 from gateway.errors import AgentToolError, SessionBusy, SessionConflictError, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
-from gateway.gateway import Gateway
+from gateway.event_log.shared_read import SharedRead
 from gateway.models import Providers
-from gateway.recorder import new_run_id
+from gateway.recording.recorder import new_run_id
 from gateway.registrations import Registration, RegistryStore
 from gateway.service.errors import Conflict, NotFound, ServiceError, ShuttingDown
 from gateway.service.members import Members, RemoteSpec
 from gateway.service.runs import SHUTDOWN_REASON, ServiceRuns
-from gateway.shared_read import SharedRead
 from gateway.swarm import (
     CURRENT,
     Agent,
@@ -255,7 +255,7 @@ class GatewayService:
         """Apply what the API registered or removed on any replica (or before a restart), when anything changed.
 
         The version is read after the call began, in one read shared by the requests that arrive
-        together (gateway/shared_read.py).
+        together (gateway/event_log/shared_read.py).
         """
         if await self._registry_version_now() == self._registry_version:
             return

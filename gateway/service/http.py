@@ -1,6 +1,6 @@
 """Request parsing of the gateway API: typed JSON bodies, query parameters, the running service.
 
-Responses and errors use the agent server's HTTP plumbing (``agent_server.http``), so both
+Responses and errors use the agent server's HTTP plumbing (``agent_server.http.responses``), so both
 services answer alike: errors are ``{"error": {"code", "message", "data"?}}`` with the
 binding's codes (protocol.ErrorCode) or the service's own (core.ServiceError subclasses,
 themselves ProtocolErrors), and the HTTP status always says the same as the code.
@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agent_server.auth import ScopeName, require_scope
-from agent_server.http import Endpoint, check_content_type, guarded, read_body as read_limited_body
-from gateway.config import describe_error
+from agent_server.http.auth import ScopeName, require_scope
+from agent_server.http.responses import Endpoint, check_content_type, guarded, read_body as read_limited_body
+from gateway.config.load import describe_error
 from gateway.service.core import GatewayService
 from protocol import MAX_LISTED_PROBLEMS, ErrorCode, ProtocolError, dotted_path, more_problems, parse_json_object
 

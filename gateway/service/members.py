@@ -21,9 +21,9 @@ from typing import Any
 
 import anyio
 
-from gateway.config import check_agent_url
+from gateway.calls.coordinator import Gateway
+from gateway.config.model import check_agent_url
 from gateway.errors import AgentToolError, InvalidAgentURI, PeerHTTPError
-from gateway.gateway import Gateway
 from gateway.registrations import MemoryRegistryStore, Registration, RegistryStore
 from gateway.service.errors import AgentUnreachable, Conflict, Forbidden, NotFound, ServiceError
 from gateway.swarm import Agent, RemoteAgent, Runner

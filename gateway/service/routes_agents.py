@@ -8,7 +8,7 @@ from urllib.parse import quote
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_server.http import json_response
+from agent_server.http.responses import json_response
 from gateway.service.bodies import RegisterAgentBody
 from gateway.service.core import GatewayService
 from gateway.service.errors import NotFound

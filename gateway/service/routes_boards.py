@@ -14,8 +14,8 @@ from typing import TypeVar
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_server.auth import principal_of
-from agent_server.http import json_response
+from agent_server.http.auth import principal_of
+from agent_server.http.responses import json_response
 from gateway.blackboard import Board, check_board_name, session_board
 from gateway.errors import BoardConflict, BoardNotFound, BoardTooLarge
 from gateway.service.bodies import BoardBody

@@ -12,7 +12,7 @@ import time
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_server.http import json_response
+from agent_server.http.responses import json_response
 from gateway.errors import AgentToolError
 from gateway.service.errors import NotFound
 from gateway.service.http import api_route, service_of

@@ -5,10 +5,10 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_server.auth import principal_of
-from agent_server.http import NDJSONStreamResponse, json_response
+from agent_server.http.auth import principal_of
+from agent_server.http.responses import NDJSONStreamResponse, json_response
 from gateway.defaults import MAX_SUMMARY_EVENTS
-from gateway.run_summary import summarize
+from gateway.recording.summary import summarize
 from gateway.service.errors import NotFound
 from gateway.service.http import api_route, query_bool, query_int, service_of
 
@@ -37,7 +37,7 @@ async def _list(request: Request) -> Response:
 
 
 async def _summary(request: Request) -> Response:
-    """Agents visited, hops, tools, tokens, cost and duration (gateway/run_summary.py)."""
+    """Agents visited, hops, tools, tokens, cost and duration (gateway/recording/summary.py)."""
     service = service_of(request)
     run_id = request.path_params["run_id"]
     if not await service.run_known(run_id, principal_of(request)):

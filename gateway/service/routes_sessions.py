@@ -8,10 +8,10 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_server.auth import principal_of
-from agent_server.http import NDJSONStreamResponse, error_response, json_response
+from agent_server.http.auth import principal_of
+from agent_server.http.responses import NDJSONStreamResponse, error_response, json_response
 from gateway.errors import SessionConflictError
-from gateway.events import Event, EventType
+from gateway.recording.events import Event, EventType
 from gateway.service.bodies import MessageBody, SessionAgentBody
 from gateway.service.core import GatewayService
 from gateway.service.errors import ApiErrorCode, Conflict, NotFound

@@ -7,9 +7,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_server.auth import principal_of
-from agent_server.http import NDJSONStreamResponse, error_response, json_response
-from gateway.agent_tool import AgentTool
+from agent_server.http.auth import principal_of
+from agent_server.http.responses import NDJSONStreamResponse, error_response, json_response
+from gateway.calls.tool import AgentTool
 from gateway.service.bodies import DefineToolBody, ToolCallBody
 from gateway.service.core import GatewayService
 from gateway.service.errors import ApiErrorCode

@@ -11,9 +11,9 @@ import socket
 import uvicorn
 from starlette.applications import Starlette
 
-from agent_server.server import build_server
+from agent_server.http.server import build_server
 from agent_server.telemetry.logs import uvicorn_logging
-from gateway.config import GatewayConfig
+from gateway.config.model import GatewayConfig
 from gateway.service.core import GatewayService
 
 GRACEFUL_SHUTDOWN_S = 3

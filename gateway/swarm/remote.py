@@ -7,7 +7,7 @@ text deltas; a ``handoff`` line (or ``metadata.handoff`` on a non-streamed task)
 the coordinator to transfer the conversation, which the Runner resolves and counts like
 any other hop.
 
-Each turn is one call of the engine agent tools use (gateway/agent_call.py), recorded in
+Each turn is one call of the engine agent tools use (gateway/calls/engine.py), recorded in
 the run with ``member`` naming the agent: the same deadlines (``timeout_s`` for a
 ``tasks/send``, ``idle_timeout_s`` for a stream's silence), the same checks of what the
 peer sends, the same best-effort ``tasks/cancel`` under the gateway's cancel deadline, and
@@ -24,18 +24,18 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gateway import defaults
-from gateway.agent_call import AgentCall, CallSpec
-from gateway.agent_tool import Mode
+from gateway.calls.engine import AgentCall, CallSpec
+from gateway.calls.tool import Mode
 from gateway.models.base import ChatMessage, TextDelta
 from gateway.peers.base import Peer
 from gateway.peers.limits import PeerLimits
-from gateway.recorder import RunRecorder
+from gateway.recording.recorder import RunRecorder
 from gateway.swarm.handoff import specialty_of
 from gateway.swarm.member import SwarmMember
 from protocol import AgentCard, DataPart, HandoffRequest, Message, TaskSendParams, TaskState, TextPart
 
 if TYPE_CHECKING:
-    from gateway.gateway import Gateway
+    from gateway.calls.coordinator import Gateway
 
 
 @dataclass(frozen=True)

@@ -41,11 +41,10 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import orjson
 
-from agent_server.auth import Principal
+from agent_server.http.auth import Principal
 from gateway import defaults
 from gateway.errors import AgentHandoffError, ModelNotConfigured, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
-from gateway.events import Event, EventType
 from gateway.models.base import (
     HANDOFF_SUCCESS,
     ChatMessage,
@@ -56,7 +55,8 @@ from gateway.models.base import (
     model_identity,
 )
 from gateway.models.providers import Providers
-from gateway.recorder import RunRecorder
+from gateway.recording.events import Event, EventType
+from gateway.recording.recorder import RunRecorder
 from gateway.swarm.admission import ANSWER_NOW, HANDOFF_LIMIT_MESSAGE, Refusal, refusal
 from gateway.swarm.agent import Agent
 from gateway.swarm.failure import describe_failure
@@ -76,7 +76,7 @@ from protocol import HandoffRequest, TaskState
 from protocol.handoff_names import sanitize_agent_name, transfer_tool_name
 
 if TYPE_CHECKING:
-    from gateway.gateway import Gateway
+    from gateway.calls.coordinator import Gateway
 
 __all__ = ["HANDOFF_LIMIT_MESSAGE", "TOOL_LIMIT_MESSAGE", "Runner"]
 

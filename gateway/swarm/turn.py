@@ -12,10 +12,10 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_server.auth import Principal
-from gateway.events import Event, EventType
+from agent_server.http.auth import Principal
 from gateway.models.base import ChatMessage, ChatModel, ModelResponse, ToolCall
-from gateway.recorder import RunRecorder
+from gateway.recording.events import Event, EventType
+from gateway.recording.recorder import RunRecorder
 from gateway.swarm.handoff import Handoff
 from gateway.swarm.member import SwarmMember
 from gateway.swarm.sessions.base import HandoffRecord, Session

@@ -18,7 +18,7 @@ import threading
 from prometheus_client import Counter, Gauge, Histogram
 
 from agent_server.telemetry.metrics import ENABLED, LATENCY_BUCKETS, REGISTRY
-from gateway.events import Event, EventType
+from gateway.recording.events import Event, EventType
 
 TOOL_OUTCOMES = ("completed", "budget_exceeded", "idle_timeout", "answer_too_large", "timeout", "cancelled", "error")
 """The ``outcome`` label of agent-tool calls; every other failure reason counts as ``error``."""

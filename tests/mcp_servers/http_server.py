@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from starlette.applications import Starlette
 
-from mcp_servers.tools import build_server
+from tests.mcp_servers.tools import build_server
 
 
 def build_app() -> Starlette:

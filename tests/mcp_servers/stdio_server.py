@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mcp_servers.tools import build_server
+from tests.mcp_servers.tools import build_server
 
 if __name__ == "__main__":
     build_server().run("stdio")

@@ -32,7 +32,7 @@ from agent_server.stores.redis_client import connect, unavailable_as
 from agent_server.stores.redis_leases import renew_forever
 from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
 from gateway.errors import SessionBusy, SessionConflictError, SessionLockLost
-from gateway.events import now_ms
+from gateway.recording.events import now_ms
 from gateway.swarm.sessions.base import Session, SessionStore
 
 logger = logging.getLogger("gateway.swarm")

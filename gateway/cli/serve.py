@@ -1,0 +1,245 @@
+"""``switchboard serve MODULE:ATTR``: serve one agent (a HostedAgent or an async function) over HTTP."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from agent_server.http.limits import ServerLimits
+from agent_server.http.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EVENT_LOOPS, HTTP_PARSERS, not_installed
+from agent_server.telemetry import tracing
+from agent_server.telemetry.logs import configure_logging, uvicorn_logging
+from gateway.cli.client import CommandFailed, UsageError
+from gateway.config.python_refs import import_from_cwd
+
+AGENT_TOKEN_ENV = "SWITCHBOARD_AGENT_TOKEN"
+"""The environment variable whose value, when set, every call to ``switchboard serve`` must carry as bearer token."""
+_LIMITS = ServerLimits()
+
+
+def load_target(spec: str, default_attr: str | None = None) -> Any:
+    """The object named by ``MODULE:ATTR``; MODULE is dotted (``examples.echo``) or a file (``examples/echo.py``)."""
+    module_ref, sep, attr = spec.partition(":")
+    if not sep:
+        if default_attr is None:
+            raise UsageError(f"{spec!r} is not MODULE:ATTR (e.g. examples.echo:agent or examples/echo.py:agent)")
+        attr = default_attr
+    if not module_ref or not attr:
+        raise UsageError(f"{spec!r} is not MODULE:ATTR (e.g. examples.echo:agent or examples/echo.py:agent)")
+    module = _import_module(module_ref)
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            public = sorted(name for name in vars(module) if not name.startswith("_"))
+            raise UsageError(f"{module_ref} has no attribute {attr!r}; it defines: {', '.join(public) or 'nothing'}")
+        target = getattr(target, part)
+    return target
+
+
+def _import_module(ref: str) -> Any:
+    if ref.endswith(".py") or "/" in ref or "\\" in ref:
+        return _import_file(Path(ref))
+    try:
+        return import_from_cwd(ref)
+    except ModuleNotFoundError as exc:
+        if exc.name and ref.startswith(exc.name):
+            raise UsageError(
+                f"cannot import module {ref!r}: {exc} (run from the project folder, or give a file path)"
+            ) from None
+        raise
+
+
+def _import_file(path: Path) -> Any:
+    """Import a file as a module; under the working directory, by its dotted name (examples/echo.py: examples.echo)."""
+    if not path.is_file():
+        raise UsageError(f"no such file: {path}")
+    resolved = path.resolve()
+    try:
+        relative = resolved.relative_to(Path.cwd().resolve())
+    except ValueError:
+        relative = None
+    if relative is not None and all(part.isidentifier() for part in relative.with_suffix("").parts):
+        return _import_module(".".join(relative.with_suffix("").parts))
+    name = resolved.stem if resolved.stem.isidentifier() else "_switchboard_target"
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"cannot import {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(resolved.parent))
+    spec.loader.exec_module(module)
+    return module
+
+
+def add_serve(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve one agent over HTTP (A2A-NDJSON)",
+        description="Serve an agent (a HostedAgent or an async function) as its own HTTP service.",
+    )
+    parser.add_argument("target", metavar="MODULE:ATTR", help="e.g. examples/echo.py:agent or examples.echo:agent")
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
+    parser.add_argument(
+        "--store",
+        default="memory",
+        help='task store: "memory" (default), "sqlite:PATH" or "redis://HOST:PORT/DB" (shared by replicas)',
+    )
+    parser.add_argument(
+        "--cancel-on-disconnect", action="store_true", help="cancel a task when its stream's client goes away"
+    )
+    parser.add_argument("--public-url", default=None, help="the URL the agent card advertises")
+    parser.add_argument(
+        "--token-env",
+        default=AGENT_TOKEN_ENV,
+        metavar="NAME",
+        help=f"the environment variable holding the token every call must carry (default: {AGENT_TOKEN_ENV})",
+    )
+    parser.add_argument("--insecure", action="store_true", help="serve on a non-loopback --host even without a token")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument(
+        "--log-format", default="text", choices=["text", "json"], help="text lines, or one JSON object per line"
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=_LIMITS.max_connections,
+        metavar="N",
+        help="connections held at once; one more is answered 503 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--header-timeout",
+        type=_positive_seconds,
+        default=_LIMITS.header_timeout_s,
+        metavar="SECONDS",
+        help="time a request has to complete its headers (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--body-timeout",
+        type=_positive_seconds,
+        default=_LIMITS.body_timeout_s,
+        metavar="SECONDS",
+        help="time a request has, after its headers, to complete its body (default: %(default)g)",
+    )
+    parser.add_argument(
+        "--loop",
+        choices=EVENT_LOOPS,
+        default=DEFAULT_LOOP,
+        help="the event loop: auto is uvloop when installed (the speed extra), else asyncio (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--http",
+        choices=HTTP_PARSERS,
+        default=DEFAULT_HTTP,
+        help="the HTTP parser; httptools needs the speed extra (default: %(default)s)",
+    )
+    parser.set_defaults(run=_run_serve)
+
+
+def _port(text: str) -> int:
+    """A TCP port number, 0 (any free port) to 65535; anything else is a usage error (exit 2)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535, got {text!r}")
+    return port
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds greater than 0, got {text!r}")
+    return value
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from agent_server import as_hosted_agent, build_server, create_app, open_store, run_server
+    from gateway.cli.startup import bind, quiet_startup
+
+    token = os.environ.get(args.token_env, "").strip() or None
+    if args.token_env != AGENT_TOKEN_ENV and token is None:
+        raise UsageError(f"--token-env {args.token_env}: the environment variable {args.token_env} is not set")
+    hint = f"set {AGENT_TOKEN_ENV} (or --token-env NAME) to the token callers must send"
+    from agent_server.http.auth import open_binding_problem
+
+    problem = open_binding_problem(args.host, token is not None, "an agent", hint)
+    if problem is not None and not args.insecure:
+        raise UsageError(problem)
+    missing = not_installed(args.loop, args.http)
+    if missing is not None:
+        raise UsageError(f"--loop {args.loop} --http {args.http}: {missing}")
+    hosted = as_hosted_agent(_agent_at(args.target))
+    try:
+        store = open_store(args.store)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    configure_logging(args.log_level, args.log_format)
+    tracing.configure(f"switchboard-agent-{hosted.name}")
+    app = create_app(
+        hosted, store=store, cancel_on_disconnect=args.cancel_on_disconnect, public_url=args.public_url, token=token
+    )
+    limits = ServerLimits(
+        max_connections=args.max_connections, header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout
+    )
+    try:
+        listener = bind(args.host, args.port)
+        server = build_server(
+            app,
+            host=args.host,
+            port=args.port,
+            limits=limits,
+            loop=args.loop,
+            http=args.http,
+            log_level=args.log_level,
+            timeout_graceful_shutdown=5,
+            **uvicorn_logging(args.log_format),
+        )
+        try:
+            with quiet_startup():
+                run_server(server, sockets=[listener])
+        except SystemExit as exc:
+            if exc.code not in (0, None) and not server.started:
+                raise CommandFailed("could not start: see the log above") from None
+        finally:
+            listener.close()
+    finally:
+        anyio.run(store.aclose)
+    return 0
+
+
+def _agent_at(spec: str) -> Any:
+    """The agent named by ``spec``, refusing things that are clearly not agents."""
+    from agent_server import HostedAgent
+
+    target = load_target(spec, default_attr="agent")
+    if isinstance(target, HostedAgent):
+        return target
+    if hasattr(target, "router") and hasattr(target, "middleware_stack"):
+        raise UsageError(f"{spec} is an ASGI app, not an agent; point at the agent instead (e.g. examples.echo:agent)")
+    if isinstance(target, type) or not callable(target):
+        raise UsageError(
+            f"{spec} is a {type(target).__name__}, not an agent; "
+            "point at a HostedAgent or an async function (e.g. examples.echo:agent)"
+        )
+    return target

@@ -1,0 +1,520 @@
+"""The one event schema of the gateway: every step of a run is an Event in the event log.
+
+An event is flat on the wire: ``{"type", "run_id", "seq", "timestamp_ms", ...fields}``;
+``seq`` is assigned by the event log when the event is appended and counts from 0 per run.
+Each type is declared once below, a pydantic model naming its fields with their types and
+meaning; ``Event.create`` builds the model of the type asked for, so a misspelt or
+mistyped field fails where it is emitted. A field left out is left out on the wire too.
+docs/events.md is rendered from these models (``reference()``).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+
+class EventType(str, enum.Enum):
+    # agent-as-tool calls (and the calls of remote swarm members)
+    AGENT_TOOL_INVOKED = "agent_tool_invoked"
+    AGENT_TOOL_PROGRESS = "agent_tool_progress"
+    AGENT_TOOL_COMPLETED = "agent_tool_completed"
+    AGENT_TOOL_TERMINATED = "agent_tool_terminated"
+    AGENT_TOOL_ERROR = "agent_tool_error"
+    # swarm runs
+    RUN_STARTED = "run_started"
+    RUN_COMPLETED = "run_completed"
+    RUN_FAILED = "run_failed"
+    MESSAGE = "message"
+    TEXT_DELTA = "text_delta"
+    MODEL_CALL = "model_call"
+    TOOL_CALL = "tool_call"
+    TOOL_RESULT = "tool_result"
+    HANDOFF = "handoff"
+    AGENT_CHANGED = "agent_changed"
+    HANDOFF_REFUSED = "handoff_refused"
+    CYCLE_DETECTED = "cycle_detected"
+    LIMIT_REACHED = "limit_reached"
+    ESCALATED = "escalated"
+    ROUTER_DECISION = "router_decision"
+
+
+_BASE_FIELDS = frozenset({"type", "run_id", "seq", "timestamp_ms"})
+_EXCLUDED = set(_BASE_FIELDS)
+_JSON_TYPES_ONLY = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+"""orjson refuses what is not a plain JSON type (str, int, float, bool, None, list, dict), whose JSON is pydantic's."""
+_set = object.__setattr__  # an event is frozen for everyone but its maker and the log that numbers it
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _right_sized(encoded: bytes) -> bytes:
+    """A copy of orjson's output that holds only its bytes. orjson's own keeps its whole write buffer
+    allocated (4 KiB for the shortest event, 64 KiB for one of 5 KB) and an event keeps its JSON as long
+    as it lives: the memory log keeps every event. The copy costs 0.07 us."""
+    return b"".join((encoded, b""))
+
+
+class Event(BaseModel):
+    """One recorded step: the fields every event has. Its type's own fields are declared by its subclass.
+
+    An event of a type this version does not know (read from a newer log) keeps its
+    fields as extra fields.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    type: str
+    run_id: str
+    seq: int = -1
+    timestamp_ms: int
+
+    event_type: ClassVar[EventType | None] = None
+    __slots__ = ("_given", "_json")
+    """``_json``: the JSON once numbered (``to_json``): a slot, not a pydantic private attribute, whose set-up and
+    lookups cost more than building the rest of an event (``bench.gateway``'s relay: 7 % of the gateway's time);
+    unset in an event made by validation, None in one made by ``trusted`` until then (an unset slot's
+    AttributeError goes through pydantic's ``__getattr__``: 1 us). ``_given``: ``trusted``'s fields, until then."""
+    if TYPE_CHECKING:
+        _json: bytes | None
+        _given: dict[str, Any] | None
+
+    @classmethod
+    def create(cls, type: EventType | str, run_id: str, **fields: Any) -> Event:
+        """The event of ``type``, its fields checked against its declaration (ValidationError if wrong)."""
+        kind = type.value if isinstance(type, EventType) else type
+        model = _MODELS.get(kind, Event)
+        return model(type=kind, run_id=run_id, seq=-1, timestamp_ms=now_ms(), **fields)  # every base field is set
+
+    @classmethod
+    def trusted(cls, type: EventType, run_id: str, fields: dict[str, Any]) -> Event:
+        """``create`` for fields that have their declared types already, not validated again: the gateway's own
+        values, and values read from a stream line once checked (its models, or a ``TextLine``). One is made
+        per relayed chunk: 2 us against ``create``'s 3.7, and its JSON written by orjson from ``fields`` (0.7 us
+        against pydantic's 1.3).
+
+        ``fields`` leaves out the None ones, as ``create`` would, and is kept as it is (not to be changed
+        after); a field its type does not declare is still refused (ValueError).
+        """
+        kind = _KINDS[type]
+        model = _MODELS[kind]
+        if not fields.keys() <= _DECLARED[model]:
+            raise ValueError(f"{kind} has no field {sorted(fields.keys() - _DECLARED[model])}")
+        event = model.__new__(model)
+        values = {**_DEFAULTS[model], "type": kind, "run_id": run_id, "seq": -1, "timestamp_ms": now_ms(), **fields}
+        _set(event, "__dict__", values)
+        _set(event, "__pydantic_fields_set__", {*_BASE_FIELDS, *fields})
+        _set(event, "__pydantic_extra__", None)
+        _set(event, "__pydantic_private__", None)
+        _set(event, "_json", None)
+        _set(event, "_given", fields)
+        return event
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The type-specific fields that were given."""
+        given = self.model_fields_set
+        declared = {
+            name: getattr(self, name) for name in type(self).model_fields if name in given and name not in _BASE_FIELDS
+        }
+        return {**declared, **(self.model_extra or {})}
+
+    def with_seq(self, seq: int) -> Event:
+        """The event numbered ``seq``: an event not numbered yet is numbered in place (a log appends it once,
+        so it is built once); one already numbered is copied."""
+        if self.seq == -1:
+            _set(self, "seq", seq)  # frozen for everyone else: the log numbers it, once
+            return self
+        return self.model_copy(update={"seq": seq})  # a copy has no JSON kept (slots are not copied)
+
+    def to_dict(self) -> dict[str, Any]:
+        base = {"type": self.type, "run_id": self.run_id, "seq": self.seq, "timestamp_ms": self.timestamp_ms}
+        return {**base, **self.model_dump(mode="json", exclude_unset=True, exclude=_EXCLUDED)}
+
+    def to_json(self) -> bytes:
+        """The event as JSON; serialized once when numbered (it no longer changes then), shared by every reader."""
+        try:
+            encoded = self._json
+        except AttributeError:  # made by validation, not serialized yet
+            encoded = self._model_json()
+        else:
+            if encoded is not None:
+                return encoded
+            encoded = self._trusted_json()
+        if self.seq != -1:
+            _set(self, "_json", encoded)  # frozen for everyone else
+            _set(self, "_given", None)
+        return encoded
+
+    def _trusted_json(self) -> bytes:
+        """The JSON of an event made by ``trusted``: orjson writes its fields as pydantic would, for the JSON
+        types (the rest, a datetime or a model inside ``Any``, is left to pydantic)."""
+        values = self.__dict__
+        wire = {
+            "type": values["type"],
+            "run_id": values["run_id"],
+            "seq": values["seq"],
+            "timestamp_ms": values["timestamp_ms"],
+            **(self._given or {}),
+        }
+        try:
+            return _right_sized(orjson.dumps(wire, option=_JSON_TYPES_ONLY))
+        except TypeError:
+            return self._model_json()
+
+    def _model_json(self) -> bytes:
+        if self.__pydantic_fields_set__ >= _BASE_FIELDS:  # as to_dict, by pydantic's serializer: 1.3 us against 3.0
+            return self.__pydantic_serializer__.to_json(self, exclude_unset=True)
+        return _right_sized(orjson.dumps(self.to_dict()))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields make equal events, whether or not one of them has its JSON kept."""
+        if not isinstance(other, Event):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self.__dict__ == other.__dict__
+            and self.__pydantic_extra__ == other.__pydantic_extra__
+        )
+
+    __hash__ = BaseModel.__hash__
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Event:
+        """An event read back: its type's model, or a plain Event when it does not fit (a log of another version)."""
+        model = _MODELS.get(str(data.get("type")), Event)
+        try:
+            return model.model_validate(data)
+        except ValidationError:
+            return Event.model_validate(data)
+
+
+class _Typed(Event):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# -- agent-tool calls ---------------------------------------------------------------------
+
+
+class _Call(_Typed):
+    call_id: str | None = Field(None, description="Identifies the call; every event of one call has it.")
+    agent: str | None = Field(None, description="The URI of the agent called.")
+    tool: str | None = Field(None, description="The agent tool, when a tool was called.")
+    member: str | None = Field(None, description="The swarm member, when a remote member's turn was the call.")
+
+
+class _CallTotals(_Call):
+    task_id: str | None = Field(None, description="The peer's task id.")
+    session_id: str | None = Field(None, description="The peer's session id.")
+    accumulated_cost_usd: float | None = Field(None, description="Cost reported by the peer so far, in dollars.")
+    chunks: int | None = Field(None, description="Stream lines or conversational turns passed on.")
+    turns: int | None = Field(None, description="Conversational turns taken.")
+    skipped_bytes: int | None = Field(None, description="Bytes that were not UTF-8, dropped from stream lines.")
+    duration_ms: float | None = Field(None, description="Time since the call began.")
+
+
+class _CallFailure(_CallTotals):
+    reason: str | None = Field(
+        None, description="Why the call ended: the error's reason (timeout, budget_exceeded, ...)."
+    )
+    message: str | None = Field(None, description="What happened, for a person.")
+    timeout_s: float | None = Field(None, description="The deadline that passed.")
+    max_cost_usd: float | None = Field(None, description="The budget that was crossed.")
+    status: int | None = Field(None, description="The peer's HTTP status.")
+    code: int | None = Field(None, description="The peer's error code.")
+    body: Any = Field(None, description="The peer's error body.")
+    location: str | None = Field(None, description="Where a redirect pointed (not followed).")
+    max_connections: int | None = Field(None, description="The pool size, when the pool was exhausted.")
+    state: str | None = Field(None, description="The peer's task state, when its task ended failed or canceled.")
+
+
+class AgentToolInvokedEvent(_Call):
+    event_type = EventType.AGENT_TOOL_INVOKED
+    mode: str | None = Field(None, description="sync, streaming or conversational.")
+    binding: str | None = Field(
+        None,
+        description="How the agent is spoken to: a2a-ndjson, jsonrpc-1.0, jsonrpc-0.3 (from its card), local or mcp; "
+        "absent when the agent could not be reached to learn it.",
+    )
+    input: str | None = Field(None, description="The text sent.")
+    input_data: list[dict[str, Any]] | None = Field(None, description="The data parts sent.")
+    task_id: str | None = Field(None, description="The task id the call uses.")
+    session_id: str | None = Field(None, description="The session id it uses.")
+    timeout_ms: int | None = Field(None, description="The per-request deadline.")
+    max_cost_usd: float | None = Field(None, description="The budget.")
+    idle_timeout_secs: float | None = Field(None, description="Streaming: the longest silence allowed.")
+    trace_id: str | None = Field(None, description="The OpenTelemetry trace of the call, when tracing is on.")
+
+
+class AgentToolProgressEvent(_Call):
+    event_type = EventType.AGENT_TOOL_PROGRESS
+    chunk_index: int | None = Field(None, description="Counts the chunks passed on, from 0.")
+    kind: str | None = Field(
+        None,
+        description="artifact, status, handoff, raw (a line that is no event), turn, or resubscribed "
+        "(the stream broke and was picked up again where it broke).",
+    )
+    accumulated_cost_usd: float | None = Field(None, description="Cost so far, this chunk included.")
+    cost_usd: float | None = Field(None, description="This chunk's own cost.")
+    text: str | None = Field(None, description="The chunk's text.")
+    data: list[dict[str, Any]] | None = Field(None, description="The chunk's data parts.")
+    state: str | None = Field(None, description="A status line's (or a turn's) task state.")
+    handoff: dict[str, Any] | None = Field(None, description="A handoff line's request.")
+    raw: Any = Field(None, description="A line that is not an event, as received.")
+    turn: int | None = Field(None, description="Conversational: the turn number, from 1.")
+    skipped_bytes: int | None = Field(None, description="Bytes that were not UTF-8, dropped before this chunk.")
+    attempt: int | None = Field(None, description="Resubscribed: which resubscribe of the call, from 1.")
+    message: str | None = Field(None, description="Resubscribed: how the stream broke.")
+
+
+class AgentToolCompletedEvent(_CallTotals):
+    event_type = EventType.AGENT_TOOL_COMPLETED
+    state: str | None = Field(None, description="The task's last state.")
+    text: str | None = Field(None, description="All text received.")
+    artifacts: int | None = Field(None, description="How many artifacts were received.")
+    handoff: dict[str, Any] | None = Field(None, description="The transfer the agent asked for.")
+
+
+class AgentToolTerminatedEvent(_CallFailure):
+    """This gateway ended the call and sent a best-effort ``tasks/cancel``."""
+
+    event_type = EventType.AGENT_TOOL_TERMINATED
+    cancel_sent: bool | None = Field(None, description="Whether a tasks/cancel was sent.")
+    cancel_acknowledged: bool | None = Field(None, description="Whether the peer answered it with a canceled task.")
+    rejected_chunk: dict[str, Any] | None = Field(None, description="The stream line that crossed the budget.")
+    rejected_reply: str | None = Field(None, description="The reply that crossed the budget.")
+    line_bytes: int | None = Field(None, description="The size seen of a line over the limit.")
+    max_line_bytes: int | None = Field(None, description="The line limit.")
+    stream_bytes: int | None = Field(None, description="The size seen of a stream over the limit.")
+    max_stream_bytes: int | None = Field(None, description="The stream limit.")
+
+
+class AgentToolErrorEvent(_CallFailure):
+    """The peer or the network failed the call."""
+
+    event_type = EventType.AGENT_TOOL_ERROR
+    error: str | None = Field(None, description="The error's class.")
+
+
+# -- swarm runs ---------------------------------------------------------------------------
+
+
+class RunStartedEvent(_Typed):
+    event_type = EventType.RUN_STARTED
+    session_id: str | None = Field(None, description="The session of the turn.")
+    agent: str | None = Field(None, description="The agent that answers first.")
+    user_message: str | None = Field(None, description="What the user said.")
+    interrupted_run: str | None = Field(None, description="The run of the session's previous turn, if it never ended.")
+    trace_id: str | None = Field(None, description="The OpenTelemetry trace of the run, when tracing is on.")
+
+
+class RunCompletedEvent(_Typed):
+    event_type = EventType.RUN_COMPLETED
+    agent: str | None = Field(None, description="The agent that answered last.")
+    active_agent_name: str | None = Field(None, description="The agent that holds the conversation now.")
+    content: str | None = Field(None, description="The answer.")
+    handoffs: int | None = Field(None, description="Transfers in the turn.")
+    tool_calls: int | None = Field(None, description="Tool executions in the turn.")
+    session_version: int | None = Field(None, description="The session's version once saved.")
+    state: str | None = Field(None, description="completed, or input-required when the turn was escalated to a human.")
+    pending_tool_calls: list[dict[str, Any]] | None = Field(
+        None, description="With execute_tools=False: the tool calls returned instead of run (OpenAI shape)."
+    )
+    usage_by_agent: dict[str, dict[str, float]] | None = Field(
+        None,
+        description="Per agent that spoke: prompt_tokens, completion_tokens, model_calls and cost_usd "
+        "(its models' cost, or a remote agent's reported cost).",
+    )
+
+
+class RunFailedEvent(_Typed):
+    event_type = EventType.RUN_FAILED
+    agent: str | None = Field(None, description="The agent holding the conversation when it failed.")
+    error: str | None = Field(None, description='Why, for a person ("cancelled: ..." when cancelled).')
+    error_type: str | None = Field(None, description="The error's class; Interrupted for a run whose process stopped.")
+
+
+class _Speech(_Typed):
+    agent: str | None = Field(None, description="The agent speaking.")
+    remote: bool | None = Field(None, description="Whether the agent runs elsewhere.")
+
+
+class MessageEvent(_Speech):
+    event_type = EventType.MESSAGE
+    role: str | None = Field(None, description="assistant.")
+    content: str | None = Field(None, description="The message's text.")
+    tool_calls: list[dict[str, Any]] | None = Field(None, description="The tool calls it makes (OpenAI shape).")
+    state: str | None = Field(None, description="A remote agent's task state.")
+    cost_usd: float | None = Field(None, description="A remote agent's reported cost.")
+
+
+class TextDeltaEvent(_Speech):
+    event_type = EventType.TEXT_DELTA
+    text: str | None = Field(None, description="A piece of the answer as it streams.")
+
+
+class ModelCallEvent(_Speech):
+    """One model generation of a local agent, with the usage its provider reported."""
+
+    event_type = EventType.MODEL_CALL
+    system: str | None = Field(None, description="The provider: openai (any OpenAI-compatible endpoint) or offline.")
+    model: str | None = Field(None, description="The model's name.")
+    prompt_tokens: int | None = Field(None, description="Input tokens, as the provider counted them.")
+    completion_tokens: int | None = Field(None, description="Output tokens, as the provider counted them.")
+    cost_usd: float | None = Field(None, description="The call's cost, where a price is configured.")
+    duration_ms: float | None = Field(None, description="Time from the request to the whole response.")
+
+
+class ToolCallEvent(_Speech):
+    event_type = EventType.TOOL_CALL
+    tool: str | None = Field(None, description="The tool called.")
+    call_id: str | None = Field(None, description="Pairs the call with its result.")
+    arguments: dict[str, Any] | None = Field(None, description="The arguments.")
+
+
+class ToolResultEvent(_Speech):
+    event_type = EventType.TOOL_RESULT
+    tool: str | None = Field(None, description="The tool.")
+    call_id: str | None = Field(None, description="The call answered.")
+    content: str | None = Field(None, description="The result as the model reads it.")
+
+
+class HandoffEvent(_Typed):
+    event_type = EventType.HANDOFF
+    source: str | None = Field(None, description="The agent handing over.")
+    target: str | None = Field(None, description="The agent taking over.")
+    reason: str | None = Field(None, description="Why, as the source said.")
+    hop: int | None = Field(None, description="Transfers in the turn, this one included.")
+    remote: bool | None = Field(None, description="Whether either side runs elsewhere.")
+
+
+class AgentChangedEvent(_Typed):
+    event_type = EventType.AGENT_CHANGED
+    previous: str | None = Field(None, description="Who held the conversation.")
+    agent: str | None = Field(None, description="Who holds it now.")
+    cause: str | None = Field(
+        None,
+        description="At a turn's start: not_registered or removed (the previous one is gone); router (the semantic "
+        "router routed the message); fallback (the supervisor took over after a limit or a cycle).",
+    )
+
+
+class HandoffRefusedEvent(_Typed):
+    event_type = EventType.HANDOFF_REFUSED
+    source: str | None = Field(None, description="The agent that asked.")
+    target: str | None = Field(None, description="The target it named.")
+    cause: str | None = Field(
+        None,
+        description="self, transfers_blocked, max_handoffs_per_turn, cycle, one_per_response, forbidden_target, "
+        "spawns_process or host_not_allowed.",
+    )
+    reason: str | None = Field(None, description="The reason the agent gave.")
+    detail: str | None = Field(None, description="Why a remote agent's target may not be resolved.")
+    remote: bool | None = Field(None, description="Whether a remote agent asked.")
+
+
+class CycleDetectedEvent(_Typed):
+    event_type = EventType.CYCLE_DETECTED
+    agent: str | None = Field(None, description="The agent that asked for the transfer.")
+    source: str | None = Field(None, description="The same agent.")
+    target: str | None = Field(None, description="The target that would repeat the cycle.")
+    path: list[str] | None = Field(None, description="The agents of the repeated cycle, in order.")
+
+
+class LimitReachedEvent(_Typed):
+    event_type = EventType.LIMIT_REACHED
+    agent: str | None = Field(None, description="The agent at the limit.")
+    limit: str | None = Field(None, description="max_handoffs_per_turn, max_tool_iterations or max_turns.")
+    value: int | None = Field(None, description="The limit's value.")
+
+
+class EscalatedEvent(_Typed):
+    """A limit or a cycle tripped and the runner's fallback took the conversation: a supervisor, or a human."""
+
+    event_type = EventType.ESCALATED
+    agent: str | None = Field(None, description="The agent holding the conversation when it tripped.")
+    reason: str | None = Field(None, description="max_handoffs_per_turn or cycle.")
+    target: str | None = Field(None, description="The transfer that was refused.")
+    path: list[str] | None = Field(None, description="The agents that held the conversation in the turn, in order.")
+    fallback: str | None = Field(None, description="human (the turn ends input-required), or the supervisor's name.")
+
+
+class RouterDecisionEvent(_Typed):
+    """The semantic router compared the user's message with the agents' example utterances."""
+
+    event_type = EventType.ROUTER_DECISION
+    agent: str | None = Field(None, description="The agent holding the conversation before the decision.")
+    candidate: str | None = Field(None, description="The agent with the closest example utterance.")
+    example: str | None = Field(None, description="That utterance.")
+    score: float | None = Field(None, description="Its cosine similarity with the message.")
+    threshold: float | None = Field(None, description="The score a route needs.")
+    decision: str | None = Field(
+        None,
+        description="route (the candidate answers), stay (the candidate already holds the conversation), "
+        "abstain (below the threshold: the active agent decides) or refused (the turn allows no transfer).",
+    )
+
+
+_MODELS: dict[str, type[Event]] = {
+    model.event_type.value: model
+    for model in (
+        AgentToolInvokedEvent,
+        AgentToolProgressEvent,
+        AgentToolCompletedEvent,
+        AgentToolTerminatedEvent,
+        AgentToolErrorEvent,
+        RunStartedEvent,
+        RunCompletedEvent,
+        RunFailedEvent,
+        MessageEvent,
+        TextDeltaEvent,
+        ModelCallEvent,
+        ToolCallEvent,
+        ToolResultEvent,
+        HandoffEvent,
+        AgentChangedEvent,
+        HandoffRefusedEvent,
+        CycleDetectedEvent,
+        LimitReachedEvent,
+        EscalatedEvent,
+        RouterDecisionEvent,
+    )
+    if model.event_type is not None
+}
+assert set(_MODELS) == {kind.value for kind in EventType}, "every event type has its model"
+_KINDS = {kind: kind.value for kind in EventType}  # an enum's value is a property, slow to read once per chunk
+_DECLARED = {model: frozenset(model.model_fields) - _BASE_FIELDS for model in _MODELS.values()}
+"""Per model, the fields its type declares (``trusted`` refuses others)."""
+_DEFAULTS = {
+    model: {name: None if info.is_required() else info.default for name, info in model.model_fields.items()}
+    for model in _MODELS.values()
+}
+"""Per model, what a field not given holds (every default is a constant), in the declared order."""
+
+
+def reference() -> str:
+    """docs/events.md's tables: every event type with its fields, types and meaning (from the models above)."""
+    lines: list[str] = []
+    for kind in EventType:
+        model = _MODELS[kind.value]
+        lines += [f"### `{kind.value}`", ""]
+        if model.__doc__ and not model.__doc__.startswith(model.__name__):
+            lines += [model.__doc__.strip().splitlines()[0], ""]
+        lines += ["| field | type | meaning |", "|---|---|---|"]
+        for name, info in model.model_fields.items():
+            if name in _BASE_FIELDS:
+                continue
+            annotation = str(info.annotation).replace("typing.", "").replace(" | None", "").replace("NoneType", "")
+            lines.append(f"| `{name}` | `{annotation}` | {info.description or ''} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(reference())
