@@ -201,7 +201,7 @@ class _Handlers:
     async def send(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/send")
         with _enveloped(parsed.envelope):
-            task = await _manager(request).send(parsed.params, principal_of(request), in_caller_task=True)
+            task = await _manager(request).send_in_caller_task(parsed.params, principal_of(request))
         return _answer(task, parsed.envelope)
 
     async def send_subscribe(self, request: Request) -> Response:
