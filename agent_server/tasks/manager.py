@@ -32,7 +32,8 @@ from agent_server.hosted import HostedAgent, TaskContext
 from agent_server.http.auth import Principal
 from agent_server.stores.base import StoreFull, TaskFilter, TaskPage, TaskStore, is_running
 from agent_server.tasks.outputs import Outcome
-from agent_server.tasks.run import CANCELED_ON_SHUTDOWN, Run, Runs
+from agent_server.tasks.run import CANCELED_ON_SHUTDOWN, Run
+from agent_server.tasks.runs import Runs
 from protocol import (
     ErrorCode,
     Message,
@@ -62,7 +63,7 @@ class TaskManager:
         self.store = store
         self.cancel_on_disconnect = cancel_on_disconnect
         self._task_group: TaskGroup | None = None
-        self._runs = Runs()
+        self._runs: Runs[Run] = Runs()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TaskManager]:
@@ -373,7 +374,7 @@ class TaskManager:
                     ErrorCode.INTERNAL_ERROR, f"the server is at its task limit ({exc}); retry later", http_status=503
                 ) from None
             await run.append(run.status_line())
-            self._runs.add(run)
+            self._runs.add(task_id, run)
             task_group = self._task_group
             if task_group is None:
                 await run.record_end(Outcome(TaskState.CANCELED, Message.agent(CANCELED_ON_SHUTDOWN)))

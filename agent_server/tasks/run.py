@@ -11,8 +11,8 @@ A run moves through its phases one way only, all in ``Run._move``:
 A run that never got to work (the manager stopped as it started) goes from ``WORKING``
 straight to ``FINISHED``. Either way its final status is set once, by ``record_end``.
 
-Per task there is at most one run at a time (``Runs``): one writer, so ``seq`` has no gaps
-and no duplicates.
+Per task there is at most one run at a time (``tasks.runs``): one writer, so ``seq`` has no
+gaps and no duplicates.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import logging
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
-from types import TracebackType
 from typing import Any
 
 import anyio
@@ -31,16 +30,15 @@ import orjson
 from agent_server.hosted import HostedAgent, TaskContext
 from agent_server.stores.base import TaskStore
 from agent_server.tasks.outputs import Outcome, interpret, reply_message
+from agent_server.tasks.runs import Runs
 from agent_server.tasks.wakeup import Wakeup
 from agent_server.telemetry import metrics
 from agent_server.telemetry.tasks import handler_span
 from protocol import (
     ArtifactEvent,
     ArtifactFold,
-    ErrorCode,
     HandoffEvent,
     Message,
-    ProtocolError,
     StatusEvent,
     StreamEvent,
     Task,
@@ -91,7 +89,7 @@ class Run:
     scope: anyio.CancelScope
     agent: HostedAgent
     store: TaskStore
-    runs: Runs
+    runs: Runs[Run]
     owner: str | None = None
     phase: Phase = Phase.WORKING
     cancel_reason: str | None = None
@@ -271,61 +269,3 @@ class Run:
                 self.publish(self.status_line(final=True))
         finally:
             self._move(Phase.FINISHED)
-
-
-class Runs:
-    """One manager's live runs, and the task ids claimed by a writer: a run, or a repair of the stored task."""
-
-    def __init__(self) -> None:
-        self._live: dict[str, Run] = {}
-        self._claimed: set[str] = set()
-        self._ended = Wakeup()
-
-    def get(self, task_id: str) -> Run | None:
-        return self._live.get(task_id)
-
-    def all(self) -> list[Run]:
-        return list(self._live.values())
-
-    def add(self, run: Run) -> None:
-        self._live[run.task.id] = run
-
-    def is_claimed(self, task_id: str) -> bool:
-        return task_id in self._claimed
-
-    def reserve(self, task_id: str, *, keep: bool = False) -> _Reservation:
-        """Claim ``task_id`` for one writer (a second claim gets 409); ``keep`` hands it to the run."""
-        return _Reservation(self._claimed, task_id, keep)
-
-    def release(self, task_id: str) -> None:
-        """The run on ``task_id`` is over: the id is free for the next send."""
-        self._live.pop(task_id, None)
-        self._claimed.discard(task_id)
-        self._ended.notify()
-
-    async def wait_all_finished(self) -> None:
-        while self._live:
-            await self._ended.wait()
-
-
-class _Reservation:
-    """``Runs.reserve``: a class, not a generator context manager, as it is entered once per send.
-    The claim is let go on leaving, unless ``keep`` and the block went well."""
-
-    def __init__(self, claimed: set[str], task_id: str, keep: bool) -> None:
-        self.claimed, self.task_id, self.keep = claimed, task_id, keep
-
-    def __enter__(self) -> None:
-        if self.task_id in self.claimed:
-            raise ProtocolError(
-                ErrorCode.INVALID_REQUEST,
-                f"task {self.task_id!r} is still working; wait for its final event or cancel it",
-                http_status=409,
-            )
-        self.claimed.add(self.task_id)
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        if kind is not None or not self.keep:
-            self.claimed.discard(self.task_id)
