@@ -21,19 +21,19 @@ passed on to that process (``_elsewhere``); it is never taken for one a stopped 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AbstractContextManager, aclosing, asynccontextmanager, nullcontext
 
 import anyio
 from anyio.abc import TaskGroup
 
-from agent_server.hosted import HostedAgent, TaskContext
+from agent_server.hosted import HostedAgent
 from agent_server.http.auth import Principal
 from agent_server.stores.base import StoreFull, TaskFilter, TaskPage, TaskStore, is_running
 from agent_server.tasks.outputs import Outcome
 from agent_server.tasks.run import CANCELED_ON_SHUTDOWN, Run
 from agent_server.tasks.runs import Runs
+from agent_server.tasks.turns import handed_to_agent, new_id, next_turn
 from protocol import (
     ErrorCode,
     Message,
@@ -142,7 +142,7 @@ class TaskManager:
         try:
             if on_start is not None:
                 on_start(_trimmed(run.current(), params.history_length))
-            async with aclosing(self._follow(run, pending)) as batches:
+            async with aclosing(run.follow(pending)) as batches:
                 async for batch in batches:
                     delivered_final = batch[-1].final
                     yield batch
@@ -204,7 +204,7 @@ class TaskManager:
                         async for event in events:
                             yield [event]  # each as another process's store hands it on
                 return
-        async with aclosing(self._follow(run, run.join(seen))) as batches:
+        async with aclosing(run.follow(run.join(seen))) as batches:
             async for batch in batches:
                 yield batch
 
@@ -334,7 +334,7 @@ class TaskManager:
         self._task_group_or_fail()
         if params.id == "":
             raise ProtocolError(ErrorCode.INVALID_PARAMS, "invalid params: id: must not be empty (omit it to get one)")
-        task_id = params.id or _new_id()
+        task_id = params.id or new_id()
         owner = caller.name if caller is not None else None
         refused = self.agent.refused_media_type(params.message)
         if refused is not None:
@@ -353,12 +353,11 @@ class TaskManager:
                     f"task id {task_id!r} is taken; send without an id to start a new task",
                     http_status=409,
                 )
-            task, first_seq = await self._next_task(existing, task_id, params)
-            context = _context(task, params, caller)
+            task = next_turn(existing, task_id, params)
             run = Run(
                 task=task,
-                context=context,
-                first_seq=first_seq,
+                context=handed_to_agent(task, params, caller),
+                first_seq=0 if existing is None else await self.store.last_seq(task_id) + 1,
                 scope=scope or anyio.CancelScope(),
                 agent=self.agent,
                 store=self.store,
@@ -393,57 +392,10 @@ class TaskManager:
             )
         return self._task_group
 
-    async def _next_task(self, existing: Task | None, task_id: str, params: TaskSendParams) -> tuple[Task, int]:
-        """The task snapshot for a new send, and the seq its first event gets."""
-        if existing is None:
-            task = Task(
-                id=task_id,
-                session_id=params.session_id or _new_id(),
-                status=TaskStatus(state=TaskState.WORKING),
-                history=[params.message],
-                metadata={"cost_usd": 0.0},
-            )
-            return task, 0
-        state = existing.status.state
-        if state is not TaskState.INPUT_REQUIRED:
-            raise ProtocolError(
-                ErrorCode.INVALID_REQUEST,
-                f"task {task_id!r} is {state.value} and takes no more messages; "
-                "send without an id to start a new task (same sessionId to stay in the session)",
-                http_status=409,
-            )
-        if params.session_id is not None and params.session_id != existing.session_id:
-            raise ProtocolError(
-                ErrorCode.INVALID_PARAMS,
-                f"invalid params: sessionId: task {task_id!r} is in session {existing.session_id!r}, "
-                f"not {params.session_id!r}; leave sessionId out to continue the task",
-                data=[{"field": "sessionId", "problem": "not the session of the task"}],
-            )
-        task = existing.copied()
-        task.status = TaskStatus(state=TaskState.WORKING)
-        task.artifacts = []
-        task.history = [*(task.history or []), params.message]
-        return task, await self.store.last_seq(task_id) + 1
-
     async def _execute(self, run: Run) -> None:
         """A run in the manager's task group, in its own scope."""
         with run.scope:
             await run.execute(_FINISH_TIMEOUT_S)
-
-    async def _follow(self, run: Run, pending: list[StreamEvent]) -> AsyncGenerator[list[StreamEvent], None]:
-        """The events a joined follower (``pending``) gets, as they come, through the final one; a list per wake-up."""
-        try:
-            while True:
-                if pending:
-                    batch = pending.copy()
-                    pending.clear()
-                    yield batch
-                    if batch[-1].final:
-                        return
-                    continue
-                await run.changed.wait()
-        finally:
-            run.leave(pending)
 
     async def _check_visible(self, task_id: str, caller: Principal | None) -> None:
         """Another caller's task is not found, exactly like an unknown one."""
@@ -483,23 +435,6 @@ class TaskManager:
         await self.store.save_task(task)
         await self.store.append_event(task.id, event)
         return task
-
-
-def _context(task: Task, params: TaskSendParams, caller: Principal | None) -> TaskContext:
-    history = task.history or []
-    return TaskContext(
-        task_id=task.id,
-        session_id=task.session_id or task.id,
-        message=params.message,
-        history=list(history[:-1]),
-        metadata=dict(params.metadata or {}),
-        caller=caller,
-    )
-
-
-def _new_id() -> str:
-    """32 random hex digits, as ``uuid4().hex`` but cheaper (no UUID object, no version bits)."""
-    return os.urandom(16).hex()
 
 
 def _not_found(task_id: str) -> ProtocolError:

@@ -18,6 +18,7 @@ gaps and no duplicates.
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncGenerator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
@@ -135,6 +136,21 @@ class Run:
         """Publish ``event`` and store it."""
         self.publish(event)
         await self.store.append_event(self.task.id, event)
+
+    async def follow(self, pending: list[StreamEvent]) -> AsyncGenerator[list[StreamEvent], None]:
+        """The events a joined follower (``pending``) gets, as they come, through the final one; a list per wake-up."""
+        try:
+            while True:
+                if pending:
+                    batch = pending.copy()
+                    pending.clear()
+                    yield batch
+                    if batch[-1].final:
+                        return
+                    continue
+                await self.changed.wait()
+        finally:
+            self.leave(pending)
 
     def status_line(self, *, final: bool = False) -> StatusEvent:
         """The run's next line: the task's status now (the one it was made with, or the one set at its end)."""
