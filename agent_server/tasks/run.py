@@ -92,7 +92,7 @@ class Run:
     store: TaskStore
     runs: Runs[Run]
     owner: str | None = None
-    phase: Phase = Phase.WORKING
+    phase: Phase = field(default=Phase.WORKING, init=False)
     cancel_reason: str | None = None
     closing_message: Message | None = None
     encoded: list[bytes] = field(default_factory=list)
