@@ -201,7 +201,7 @@ class _Handlers:
     async def send(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/send")
         with _enveloped(parsed.envelope):
-            task = await _manager(request).send(parsed.params, principal_of(request), in_caller_task=True)
+            task = await _manager(request).send_in_caller_task(parsed.params, principal_of(request))
         return _answer(task, parsed.envelope)
 
     async def send_subscribe(self, request: Request) -> Response:
@@ -269,7 +269,7 @@ def _manager(request: Request) -> TaskManager:
 class _enveloped:
     """Errors after parsing go back in the envelope the request came in.
 
-    A class, not a generator context manager: entered once per request (1.2 us less).
+    A class, not a generator context manager: entered once per request, whose whole cost counts.
     """
 
     def __init__(self, envelope: Envelope | None) -> None:

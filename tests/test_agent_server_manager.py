@@ -255,7 +255,7 @@ async def test_a_send_in_its_callers_task_runs_on_when_the_caller_is_cancelled()
     async with _manager(probe=probe) as manager:
 
         async def send() -> None:
-            await manager.send(_send("stream 3 0.05", "ic"), in_caller_task=True)
+            await manager.send_in_caller_task(_send("stream 3 0.05", "ic"))
 
         with anyio.fail_after(10):
             async with anyio.create_task_group() as group:
@@ -285,7 +285,7 @@ async def test_cancel_and_leaving_running_end_sends_in_their_callers_tasks() -> 
             async with _manager(probe=probe, store=store) as manager:
 
                 async def send(task_id: str) -> None:
-                    answers[task_id] = await manager.send(_send("sleep 30", task_id), in_caller_task=True)
+                    answers[task_id] = await manager.send_in_caller_task(_send("sleep 30", task_id))
 
                 group.start_soon(send, "by-request")
                 group.start_soon(send, "by-shutdown")
@@ -319,7 +319,8 @@ async def test_recording_the_end_is_bounded_when_the_store_hangs(
     monkeypatch.setattr("agent_server.tasks.manager._FINISH_TIMEOUT_S", 0.2)
     with anyio.fail_after(10):
         async with _manager(store=_HangsOnEnds()) as manager:
-            task = await manager.send(_send("echo hi", "hung"), in_caller_task=in_caller_task)
+            send = manager.send_in_caller_task if in_caller_task else manager.send
+            task = await send(_send("echo hi", "hung"))
     assert task.output_text == "hi" and task.status.state is TaskState.COMPLETED
 
 
@@ -345,7 +346,7 @@ async def test_a_cancel_while_the_end_is_recorded_does_not_cut_the_recording_sho
         async with _manager(store=store) as manager, anyio.create_task_group() as group:
 
             async def send() -> None:
-                answers.append(await manager.send(_send("echo hi", "late"), in_caller_task=True))
+                answers.append(await manager.send_in_caller_task(_send("echo hi", "late")))
 
             async def cancel() -> None:
                 answers.append(await manager.cancel("late"))

@@ -170,7 +170,7 @@ async def _send(exchange: _Exchange) -> Response:
     if config is not None and config.return_immediately:
         task = await exchange.manager.start(params, exchange.caller)
     else:
-        task = await exchange.manager.send(params, exchange.caller, in_caller_task=True)
+        task = await exchange.manager.send_in_caller_task(params, exchange.caller)
     return exchange.answer({"task": exchange.task(task)} if exchange.is_v1 else exchange.task(task))
 
 

@@ -121,11 +121,9 @@ GC_YOUNG_THRESHOLD = 50_000
 (Python's default: 700). A server with many requests open allocates thousands of objects per
 request that live across its awaits (coroutines, futures, cancel scopes, buffers' dicts): at 700,
 each was examined again by young and middle collections, and every tenth middle one could start a
-full collection of everything open. During 1,000 concurrent streams through the gateway
-(``python -m bench.concurrent_streams``) the collector took 2.4 of the gateway's 8.1 s of CPU
-(1,324 young, 119 middle, 11 full collections); at 50,000 it takes 0.2 s (159, 13, 2), and
-first progress p99 went 2.4 -> 1.6 s. Cycles are still collected; at most this many young
-objects wait for it."""
+full collection of everything open, so with many concurrent streams the collector took a large
+share of the process's CPU and delayed first progress. Cycles are still collected; at most this
+many young objects wait for it."""
 
 
 def run_server(server: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
@@ -312,7 +310,7 @@ class _ConnectionLimits:
 
         A property, not an attribute: uvicorn's protocol already sets 25 attributes, this class 4,
         and at 30 an instance's attributes no longer share their keys with the other instances'
-        (2 KiB more per connection: tracemalloc, 300 streams open through the gateway).
+        (a dict of its own per connection).
         """
         return cast(_LingeringClose, self.transport)._transport
 
@@ -329,7 +327,7 @@ class _LingeringClose:
     """The connection's transport as uvicorn sees it: a close while the request body is still owed lingers.
 
     What uvicorn calls on every request is bound here once (``write``, ``is_closing``): reached
-    through ``__getattr__`` each call cost 0.4 us, a few times per request.
+    through ``__getattr__`` each call paid for the lookup, a few times per request.
     """
 
     __slots__ = ("_limits", "_transport", "is_closing", "write")
@@ -427,7 +425,7 @@ class _BodyTracked:
     """One request's ``receive`` and ``send`` for ``_DrainUnreadBody``.
 
     An object with slots, not two closures and their cells, as every open stream holds one
-    (with ``_LingeringClose``'s slots, 0.3 KiB less per stream: tracemalloc, 300 open streams).
+    (as ``_LingeringClose`` has slots: less memory per open stream).
     """
 
     __slots__ = ("_asked", "_body_done", "_limit", "_receive", "_scope", "_send")

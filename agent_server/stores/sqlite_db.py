@@ -3,8 +3,8 @@
 Blocking sqlite3 calls run in the database's own thread so the event loop never waits on
 the disk. The thread takes the calls one at a time, in the order they were made, from a
 queue: a busy store parks no threads of anyio's shared pool (which sync tools and
-everything else calling ``to_thread`` use), and a call costs one hand-over each way (about
-80 us of CPU here, where ``anyio.to_thread`` with a limiter of one cost 123). A call that
+everything else calling ``to_thread`` use), and a call costs one hand-over each way, less
+than ``anyio.to_thread`` with a limiter of one. A call that
 has started finishes even if its caller is cancelled: the caller waits for it, then is
 cancelled, and the result is dropped. Callers run on asyncio (as everything here does: uvicorn,
 aiohttp), whose loop the thread wakes when a call is done.

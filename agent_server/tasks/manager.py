@@ -3,12 +3,12 @@
 The HTTP app is a thin layer over this; the gateway uses it in-process for ``local://``
 agents. Runs live in the manager's task group (``async with manager.running()``), so a run
 outlives the request that started it; a sync send of the HTTP bindings runs shielded in the
-request's own task instead (``send(..., in_caller_task=True)``: no task to start per send),
-which a client that goes away does not cancel. Leaving ``running()`` cancels every run and
-waits for its end to be recorded. Per task there is at most one run at a time: one
-writer, so ``seq`` has no gaps and no duplicates. Each send on a task is one run and one
-stream; it ends with exactly one ``final`` status line (a terminal state, or
-``input-required``).
+request's own task instead (``send_in_caller_task``: no task to start per send), which a
+client that goes away does not cancel. Leaving ``running()`` cancels every run and waits
+for its end to be recorded. Per task there is at most one run at a time: one writer, so
+``seq`` has no gaps and no duplicates. Each send on a task is one run (``tasks.run``, its
+phases and steps) and one stream; it ends with exactly one ``final`` status line (a
+terminal state, or ``input-required``).
 
 A task belongs to the caller that created it (``caller``, a ``Principal``; None where
 nobody is authenticated): another caller that is not an admin is told it does not exist.
@@ -21,30 +21,21 @@ passed on to that process (``_elsewhere``); it is never taken for one a stopped 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AbstractContextManager, aclosing, asynccontextmanager, nullcontext
-from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any
 
 import anyio
-import anyio.lowlevel
-import orjson
 from anyio.abc import TaskGroup
 
-from agent_server.hosted import HostedAgent, TaskContext
+from agent_server.hosted import HostedAgent
 from agent_server.http.auth import Principal
 from agent_server.stores.base import StoreFull, TaskFilter, TaskPage, TaskStore, is_running
-from agent_server.tasks.outputs import Outcome, interpret, reply_message
-from agent_server.tasks.wakeup import Wakeup
-from agent_server.telemetry import metrics
-from agent_server.telemetry.tasks import handler_span
+from agent_server.tasks.outputs import Outcome
+from agent_server.tasks.run import CANCELED_ON_SHUTDOWN, Run
+from agent_server.tasks.runs import Runs
+from agent_server.tasks.turns import handed_to_agent, new_id, next_turn
 from protocol import (
-    ArtifactEvent,
-    ArtifactFold,
     ErrorCode,
-    HandoffEvent,
     Message,
     ProtocolError,
     StatusEvent,
@@ -53,7 +44,6 @@ from protocol import (
     TaskSendParams,
     TaskState,
     TaskStatus,
-    parse_stream_event,
 )
 
 logger = logging.getLogger("agent_server")
@@ -62,94 +52,7 @@ _FINISH_TIMEOUT_S = 5.0
 _CANCEL_ELSEWHERE_TIMEOUT_S = 2 * _FINISH_TIMEOUT_S
 _CANCELED_BY_REQUEST = "canceled by request"
 _CANCELED_ON_DISCONNECT = "canceled: the client disconnected"
-_CANCELED_ON_SHUTDOWN = "canceled: the server is shutting down"
 _INTERRUPTED = "failed: the server stopped while this task was running"
-
-
-@dataclass(eq=False)
-class _Run:
-    """One send on one task: the live task snapshot and the events of this send.
-
-    Events are never changed once published: followers, the store and the HTTP stream share them.
-    The run keeps each event as its JSON (``encoded``) and hands the event itself to the
-    followers there are (``followers``, what each has not taken yet): models kept for the
-    whole run were tracked objects that every garbage collection of a long stream walked
-    again (2.2 us of the agent server's ~13 us per streamed event). A follower that starts
-    late reads the events before it back from their JSON.
-    The artifact chunks of the send go through an ``ArtifactFold`` into ``task``, folded in
-    when someone looks (``current``): the text of a long answer is joined once.
-    """
-
-    task: Task
-    context: TaskContext
-    first_seq: int
-    scope: anyio.CancelScope
-    owner: str | None = None
-    encoded: list[bytes] = field(default_factory=list)
-    ended: bool = False
-    followers: list[list[StreamEvent]] = field(default_factory=list)
-    changed: Wakeup = field(default_factory=Wakeup)
-    finished: bool = False
-    cancel_reason: str | None = None
-    recording_end: bool = False
-    closing_message: Message | None = None
-    fold: ArtifactFold = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.fold = ArtifactFold(self.task.artifacts)
-
-    @property
-    def next_seq(self) -> int:
-        return self.first_seq + len(self.encoded)
-
-    def current(self) -> Task:
-        """The live task with every artifact chunk published so far."""
-        self.fold.artifacts  # noqa: B018 - reading it folds in what was published since
-        return self.task
-
-    def join(self, after_seq: int) -> list[StreamEvent]:
-        """A new follower's list: the events after ``after_seq`` read back from their JSON, then each one published."""
-        missed = self.encoded[max(after_seq + 1 - self.first_seq, 0) :]
-        pending = [parse_stream_event(orjson.loads(body)) for body in missed]
-        self.followers.append(pending)
-        return pending
-
-    def leave(self, pending: list[StreamEvent]) -> None:
-        """Stop handing events to ``pending`` (found by identity: lists compare by content)."""
-        self.followers = [other for other in self.followers if other is not pending]
-
-    def publish(self, event: StreamEvent) -> None:
-        self.encoded.append(event.encoded)
-        self.ended = event.final
-        for pending in self.followers:
-            pending.append(event)
-        self.changed.notify()
-
-    def cancel(self, reason: str) -> None:
-        if self.recording_end:
-            return  # too late: the outcome is decided, and its recording is not to be cut short
-        if self.cancel_reason is None:
-            self.cancel_reason = reason
-        self.scope.cancel()
-
-    def end_recording(self) -> AbstractContextManager[object]:
-        """Where the run's end is recorded: shielded from every cancel, bounded by ``_FINISH_TIMEOUT_S``.
-
-        A run that was not canceled records it in its own scope, from now on shielded, given
-        the deadline and no longer canceled by ``cancel``: one cancel scope fewer per send
-        (7 us of the app's send in-process). A canceled scope cannot be undone: a new one then.
-        """
-        if self.scope.cancel_called:
-            return anyio.move_on_after(_FINISH_TIMEOUT_S, shield=True)
-        self.recording_end = True
-        self.scope.shield = True
-        self.scope.deadline = anyio.current_time() + _FINISH_TIMEOUT_S
-        return nullcontext()
-
-    async def wait_finished(self) -> None:
-        """Until the run's end is recorded (its final line stored, its task id free again)."""
-        while not self.finished:
-            await self.changed.wait()
 
 
 class TaskManager:
@@ -160,9 +63,7 @@ class TaskManager:
         self.store = store
         self.cancel_on_disconnect = cancel_on_disconnect
         self._task_group: TaskGroup | None = None
-        self._runs: dict[str, _Run] = {}
-        self._busy: set[str] = set()
-        self._run_ended = Wakeup()
+        self._runs: Runs[Run] = Runs()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TaskManager]:
@@ -175,31 +76,33 @@ class TaskManager:
                 yield self
             finally:
                 self._task_group = None
-                for run in list(self._runs.values()):
-                    run.cancel(_CANCELED_ON_SHUTDOWN)
+                for run in self._runs.all():
+                    run.cancel(CANCELED_ON_SHUTDOWN)
                 task_group.cancel_scope.cancel()
                 with anyio.CancelScope(shield=True):
-                    while self._runs:  # the task group waits for its own; these are in their callers' tasks too
-                        await self._run_ended.wait()
+                    # the task group waits for its own; these are in their callers' tasks too
+                    await self._runs.wait_all_finished()
 
-    async def send(
-        self, params: TaskSendParams, caller: Principal | None = None, *, in_caller_task: bool = False
-    ) -> Task:
+    async def send(self, params: TaskSendParams, caller: Principal | None = None) -> Task:
         """Run the agent on a new message; returns once the task is terminal or ``input-required``.
 
         The run lives in the manager's task group: a caller cancelled meanwhile returns at once
-        and the run goes on. ``in_caller_task``: run it in the caller's own task instead,
-        shielded, so a cancelled caller waits for the run's end (``cancel`` and the manager's
-        shutdown still end it): for a caller nothing cancels while it waits, as an HTTP
-        request (a client that goes away does not cancel it). No task to start, no one to wake.
+        and the run goes on.
         """
-        if in_caller_task:
-            with anyio.CancelScope(shield=True) as scope:
-                run = await self._begin(params, caller, scope=scope)
-                await self._run(run)
-        else:
-            run = await self._begin(params, caller)
-            await run.wait_finished()
+        run = await self._begin(params, caller)
+        await run.wait_finished()
+        return _settled(run.current(), params.history_length)
+
+    async def send_in_caller_task(self, params: TaskSendParams, caller: Principal | None = None) -> Task:
+        """``send``, the run in the caller's own task instead, shielded: a cancelled caller waits for its end.
+
+        ``cancel`` and the manager's shutdown still end the run. For a caller nothing cancels
+        while it waits, as an HTTP request (a client that goes away does not cancel it): no
+        task to start, no one to wake.
+        """
+        with anyio.CancelScope(shield=True) as scope:
+            run = await self._begin(params, caller, scope=scope)
+            await run.execute(_FINISH_TIMEOUT_S)
         return _settled(run.current(), params.history_length)
 
     async def start(self, params: TaskSendParams, caller: Principal | None = None) -> Task:
@@ -239,13 +142,13 @@ class TaskManager:
         try:
             if on_start is not None:
                 on_start(_trimmed(run.current(), params.history_length))
-            async with aclosing(self._follow(run, pending)) as batches:
+            async with aclosing(run.follow(pending)) as batches:
                 async for batch in batches:
                     delivered_final = batch[-1].final
                     yield batch
         finally:
             run.leave(pending)
-            if not delivered_final and self.cancel_on_disconnect and not run.finished:
+            if not delivered_final and self.cancel_on_disconnect:  # a finished run takes no cancel
                 run.cancel(_CANCELED_ON_DISCONNECT)
 
     async def resubscribe(
@@ -301,7 +204,7 @@ class TaskManager:
                         async for event in events:
                             yield [event]  # each as another process's store hands it on
                 return
-        async with aclosing(self._follow(run, run.join(seen))) as batches:
+        async with aclosing(run.follow(run.join(seen))) as batches:
             async for batch in batches:
                 yield batch
 
@@ -366,7 +269,7 @@ class TaskManager:
                 f"task {task_id!r} is already {task.status.state.value}; "
                 "only a working or input-required task can be canceled",
             )
-        with self._reserved(task_id), anyio.CancelScope(shield=True):
+        with self._runs.reserve(task_id), anyio.CancelScope(shield=True):
             task = await self._load_own(task_id) or task
             if task.status.state is TaskState.INPUT_REQUIRED:
                 task = await self._close_idle(task, TaskState.CANCELED, _CANCELED_BY_REQUEST)
@@ -421,17 +324,17 @@ class TaskManager:
         *,
         follower: list[StreamEvent] | None = None,
         scope: anyio.CancelScope | None = None,
-    ) -> _Run:
+    ) -> Run:
         """Check, record and start a run; shielded so a caller that goes away cannot half-start it.
 
-        ``follower`` joins the run before its first event (``_Run.join`` would read that event back).
-        ``scope``: the caller's shielded scope, entered already, where it runs the run at once (``_run``);
+        ``follower`` joins the run before its first event (``Run.join`` would read that event back).
+        ``scope``: the caller's shielded scope, entered already, where it runs the run at once (``Run.execute``);
         it is the run's scope (``cancel`` cancels it). Without one the run starts in the manager's task group.
         """
         self._task_group_or_fail()
         if params.id == "":
             raise ProtocolError(ErrorCode.INVALID_PARAMS, "invalid params: id: must not be empty (omit it to get one)")
-        task_id = params.id or _new_id()
+        task_id = params.id or new_id()
         owner = caller.name if caller is not None else None
         refused = self.agent.refused_media_type(params.message)
         if refused is not None:
@@ -442,7 +345,7 @@ class TaskManager:
                 http_status=415,
             )
         shielded: AbstractContextManager[object] = anyio.CancelScope(shield=True) if scope is None else nullcontext()
-        with self._reserved(task_id, keep=True), shielded:
+        with self._runs.reserve(task_id, keep=True), shielded:
             existing = await self._load_own(task_id) if params.id is not None else None  # a new uuid names no task
             if existing is not None and caller is not None and not caller.may_see(await self.store.owner_of(task_id)):
                 raise ProtocolError(
@@ -450,9 +353,17 @@ class TaskManager:
                     f"task id {task_id!r} is taken; send without an id to start a new task",
                     http_status=409,
                 )
-            task, first_seq = await self._next_task(existing, task_id, params)
-            context = _context(task, params, caller)
-            run = _Run(task=task, context=context, first_seq=first_seq, owner=owner, scope=scope or anyio.CancelScope())
+            task = next_turn(existing, task_id, params)
+            run = Run(
+                task=task,
+                context=handed_to_agent(task, params, caller),
+                first_seq=0 if existing is None else await self.store.last_seq(task_id) + 1,
+                scope=scope or anyio.CancelScope(),
+                agent=self.agent,
+                store=self.store,
+                runs=self._runs,
+                owner=owner,
+            )
             if follower is not None:
                 run.followers.append(follower)
             try:
@@ -461,11 +372,11 @@ class TaskManager:
                 raise ProtocolError(
                     ErrorCode.INTERNAL_ERROR, f"the server is at its task limit ({exc}); retry later", http_status=503
                 ) from None
-            await self._publish(run, self._status_line(run))
-            self._runs[task_id] = run
+            await run.append(run.status_line())
+            self._runs.add(task_id, run)
             task_group = self._task_group
             if task_group is None:
-                await self._finish(run, Outcome(TaskState.CANCELED, Message.agent(_CANCELED_ON_SHUTDOWN)))
+                await run.record_end(Outcome(TaskState.CANCELED, Message.agent(CANCELED_ON_SHUTDOWN)))
                 self._task_group_or_fail()
             elif scope is None:
                 task_group.start_soon(self._execute, run, name=f"task {task_id}")
@@ -481,158 +392,10 @@ class TaskManager:
             )
         return self._task_group
 
-    async def _next_task(self, existing: Task | None, task_id: str, params: TaskSendParams) -> tuple[Task, int]:
-        """The task snapshot for a new send, and the seq its first event gets."""
-        if existing is None:
-            task = Task(
-                id=task_id,
-                session_id=params.session_id or _new_id(),
-                status=TaskStatus(state=TaskState.WORKING),
-                history=[params.message],
-                metadata={"cost_usd": 0.0},
-            )
-            return task, 0
-        state = existing.status.state
-        if state is not TaskState.INPUT_REQUIRED:
-            raise ProtocolError(
-                ErrorCode.INVALID_REQUEST,
-                f"task {task_id!r} is {state.value} and takes no more messages; "
-                "send without an id to start a new task (same sessionId to stay in the session)",
-                http_status=409,
-            )
-        if params.session_id is not None and params.session_id != existing.session_id:
-            raise ProtocolError(
-                ErrorCode.INVALID_PARAMS,
-                f"invalid params: sessionId: task {task_id!r} is in session {existing.session_id!r}, "
-                f"not {params.session_id!r}; leave sessionId out to continue the task",
-                data=[{"field": "sessionId", "problem": "not the session of the task"}],
-            )
-        task = existing.copied()
-        task.status = TaskStatus(state=TaskState.WORKING)
-        task.artifacts = []
-        task.history = [*(task.history or []), params.message]
-        return task, await self.store.last_seq(task_id) + 1
-
-    async def _execute(self, run: _Run) -> None:
+    async def _execute(self, run: Run) -> None:
         """A run in the manager's task group, in its own scope."""
         with run.scope:
-            await self._run(run)
-
-    async def _run(self, run: _Run) -> None:
-        """Drive the agent, then record the end, shielded from the run's cancel; called inside the run's scope."""
-        outcome = Outcome(TaskState.CANCELED)
-        try:
-            with handler_span(self.agent.name, run.task.id, run.task.session_id):
-                outcome = await self._drive(run)
-        finally:
-            if run.cancel_reason is not None:
-                # Canceled, whatever the agent made of it: one that swallowed the cancellation
-                # and returned ends the drive normally, with the outcome of a finished send.
-                outcome = Outcome(TaskState.CANCELED)
-            if outcome.state is TaskState.CANCELED and outcome.message is None:
-                outcome = Outcome(TaskState.CANCELED, Message.agent(run.cancel_reason or _CANCELED_ON_SHUTDOWN))
-            with run.end_recording():
-                await self._finish(run, outcome)
-
-    async def _drive(self, run: _Run) -> Outcome:
-        """Call the agent and turn what it produces into events; its failures end the task ``failed``."""
-        try:
-            result = self.agent.handler(run.context)
-            if hasattr(result, "__aiter__"):
-                return await self._consume(run, result)
-            if hasattr(result, "__await__"):
-                result = await result
-            return await self._take(run, result) or Outcome(TaskState.COMPLETED, run.closing_message)
-        except Exception as exc:
-            logger.exception("task %s (agent %s) raised", run.task.id, self.agent.name)
-            return Outcome(TaskState.FAILED, Message.agent(f"{type(exc).__name__}: {exc}"))
-
-    async def _consume(self, run: _Run, items: Any) -> Outcome:
-        """Iterate an async generator agent; the generator is closed when the send ends early."""
-        try:
-            async for item in items:
-                outcome = await self._take(run, item)
-                if outcome is not None:
-                    return outcome
-            return Outcome(TaskState.COMPLETED, run.closing_message)
-        finally:
-            aclose = getattr(items, "aclose", None)
-            if aclose is not None:
-                await aclose()
-
-    async def _take(self, run: _Run, item: Any) -> Outcome | None:
-        """Apply one thing the agent produced; an Outcome means this send is over.
-
-        Once the send is canceled nothing more is taken, even from an agent that swallowed
-        the cancellation instead of re-raising it.
-        """
-        if run.scope.cancel_called:
-            await anyio.lowlevel.checkpoint()  # raises the cancellation, whatever the agent made of the last one
-        step = interpret(item)
-        if step.message is not None:
-            run.closing_message = step.message
-        if step.artifact is not None:
-            run.fold.add(step.artifact)
-            run.task.metadata["cost_usd"] = float(run.task.metadata.get("cost_usd", 0.0)) + step.cost_usd
-            await self._publish(
-                run, ArtifactEvent(seq=run.next_seq, id=run.task.id, artifact=step.artifact, cost_usd=step.cost_usd)
-            )
-        if step.handoff is not None:
-            run.task.metadata["handoff"] = step.handoff.to_wire()
-            await self._publish(run, HandoffEvent(seq=run.next_seq, id=run.task.id, handoff=step.handoff))
-            return Outcome(TaskState.COMPLETED, run.closing_message, handoff=step.handoff)
-        if step.input_required is not None:
-            return Outcome(TaskState.INPUT_REQUIRED, Message.agent(step.input_required))
-        return None
-
-    async def _finish(self, run: _Run, outcome: Outcome) -> None:
-        """Record the final state and line, then let the task id go; never raises."""
-        task_id = run.task.id
-        run.task.status = TaskStatus(state=outcome.state, message=outcome.message)
-        try:
-            reply = reply_message(run.current().artifacts, outcome)
-            if reply is not None:
-                run.task.history = [*(run.task.history or []), reply]
-            final = self._status_line(run, final=True)
-            run.publish(final)
-            await self.store.save_task(run.task)
-            await self.store.append_event(task_id, final)
-        except Exception:
-            logger.exception("could not record the end of task %s", task_id)
-            if not run.ended:
-                run.publish(self._status_line(run, final=True))
-        finally:
-            self._runs.pop(task_id, None)
-            self._busy.discard(task_id)
-            run.finished = True
-            run.changed.notify()
-            self._run_ended.notify()
-
-    def _status_line(self, run: _Run, *, final: bool = False) -> StatusEvent:
-        """The run's next line: the task's status now (the one it was made with, or the one set at its end)."""
-        status = run.task.status
-        metrics.record_task_state(self.agent.name, status.state.value)
-        logger.info("task %s agent=%s state=%s", run.task.id, self.agent.name, status.state.value)
-        return StatusEvent(seq=run.next_seq, id=run.task.id, status=status, final=final)
-
-    async def _publish(self, run: _Run, event: StreamEvent) -> None:
-        run.publish(event)
-        await self.store.append_event(run.task.id, event)
-
-    async def _follow(self, run: _Run, pending: list[StreamEvent]) -> AsyncGenerator[list[StreamEvent], None]:
-        """The events a joined follower (``pending``) gets, as they come, through the final one; a list per wake-up."""
-        try:
-            while True:
-                if pending:
-                    batch = pending.copy()
-                    pending.clear()
-                    yield batch
-                    if batch[-1].final:
-                        return
-                    continue
-                await run.changed.wait()
-        finally:
-            run.leave(pending)
+            await run.execute(_FINISH_TIMEOUT_S)
 
     async def _check_visible(self, task_id: str, caller: Principal | None) -> None:
         """Another caller's task is not found, exactly like an unknown one."""
@@ -648,9 +411,9 @@ class TaskManager:
         task = await self.store.load_task(task_id)
         if task is None:
             raise _not_found(task_id)
-        if not is_running(task) or task_id in self._busy or await self.store.running_elsewhere(task_id):
+        if not is_running(task) or self._runs.is_claimed(task_id) or await self.store.running_elsewhere(task_id):
             return task
-        with self._reserved(task_id), anyio.CancelScope(shield=True):
+        with self._runs.reserve(task_id), anyio.CancelScope(shield=True):
             healed = await self._load_own(task_id)
         return healed or task
 
@@ -672,50 +435,6 @@ class TaskManager:
         await self.store.save_task(task)
         await self.store.append_event(task.id, event)
         return task
-
-    def _reserved(self, task_id: str, *, keep: bool = False) -> _Reservation:
-        """Claim ``task_id`` for one writer (a second claim gets 409); ``keep`` hands it to the run."""
-        return _Reservation(self._busy, task_id, keep)
-
-
-class _Reservation:
-    """``TaskManager._reserved``: a class, not a generator context manager (entered once per send, 3 us of it
-    on the server). The claim is let go on leaving, unless ``keep`` and the block went well."""
-
-    def __init__(self, busy: set[str], task_id: str, keep: bool) -> None:
-        self.busy, self.task_id, self.keep = busy, task_id, keep
-
-    def __enter__(self) -> None:
-        if self.task_id in self.busy:
-            raise ProtocolError(
-                ErrorCode.INVALID_REQUEST,
-                f"task {self.task_id!r} is still working; wait for its final event or cancel it",
-                http_status=409,
-            )
-        self.busy.add(self.task_id)
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        if kind is not None or not self.keep:
-            self.busy.discard(self.task_id)
-
-
-def _context(task: Task, params: TaskSendParams, caller: Principal | None) -> TaskContext:
-    history = task.history or []
-    return TaskContext(
-        task_id=task.id,
-        session_id=task.session_id or task.id,
-        message=params.message,
-        history=list(history[:-1]),
-        metadata=dict(params.metadata or {}),
-        caller=caller,
-    )
-
-
-def _new_id() -> str:
-    """32 random hex digits, as ``uuid4().hex`` but in a fifth of its time (no UUID object, no version bits)."""
-    return os.urandom(16).hex()
 
 
 def _not_found(task_id: str) -> ProtocolError:

@@ -47,7 +47,7 @@ def interpret(item: Any) -> Step:
     """What one yielded or returned value means; raises TypeError or ValueError for anything else.
 
     Data nested too deeply for the task holding it to be serialized or stored is refused
-    here, its depth measured once on what the agent gave (plain text needs no look).
+    here, its depth computed once on what the agent gave (plain text needs no look).
     """
     if isinstance(item, str):
         return Step(artifact=_chunk([TextPart(text=item)]))

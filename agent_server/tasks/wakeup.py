@@ -1,8 +1,8 @@
 """``Wakeup``: wake every task waiting for "something new", with one primitive for the whole life of what it guards.
 
 A stream follower waits for the next event; a publisher wakes all followers. Making a new
-``anyio.Event`` per publish costs a backend lookup and an object each time, which showed at
-the top of the agent server's profile while streaming. On asyncio (what uvicorn runs) one
+``anyio.Event`` per publish costs a backend lookup and an object each time, for every event
+of every stream. On asyncio (what uvicorn runs) one
 ``asyncio.Event`` does it: ``notify`` sets it, which resolves every waiter's future, and
 clears it at once for the next waiters. Elsewhere (trio) an ``anyio.Event`` is made only when
 someone waits after the last notify. The backend is read at the first wait, so a ``Wakeup``

@@ -59,8 +59,8 @@ def configure_logging(level: str, log_format: str) -> None:
     """The root logger at ``level`` (debug, info, warning, error) in ``log_format``, on stderr.
 
     No line says its thread, process or the code that logged it, so a record does not look them
-    up (the logging module's own switches for it): the lookups were a sixth of a record's CPU
-    (8.4 -> 7.0 us a line), and a call through the gateway logs two or three lines at INFO.
+    up (the logging module's own switches for it): the lookups were a good part of a record's
+    CPU, and a call through the gateway logs two or three lines at INFO.
     """
     logging.logThreads = False
     logging.logProcesses = False

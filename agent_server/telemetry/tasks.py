@@ -13,7 +13,7 @@ from agent_server.telemetry import metrics, tracing
 class handler_span:
     """Around one run of the agent's handler; a child of the request that started the task.
 
-    A class, not a generator: entered once per send, whose whole cost counts (issue 11).
+    A class, not a generator: entered once per send, whose whole cost counts.
     """
 
     def __init__(self, agent: str, task_id: str, session_id: str | None) -> None:
