@@ -16,14 +16,7 @@ import orjson
 
 from gateway.calls.result import AgentToolResult
 from gateway.errors import AgentToolError
-from gateway.recording.events import (
-    AgentToolCompletedEvent,
-    AgentToolErrorEvent,
-    AgentToolProgressEvent,
-    AgentToolTerminatedEvent,
-    Event,
-    EventType,
-)
+from gateway.recording.events import AgentToolProgressEvent, Event, EventType, call_end
 
 _CLEAR_LINE = "\r\x1b[2K"
 _SPINNER = "|/-\\"
@@ -113,12 +106,8 @@ class ProgressRenderer:
             if event.kind == "artifact" and event.text:
                 self._write_text(event.text)
                 return
-        elif (
-            type(event) is AgentToolCompletedEvent
-            or type(event) is AgentToolTerminatedEvent
-            or type(event) is AgentToolErrorEvent
-        ):
-            self.cost_usd = event.accumulated_cost_usd or self.cost_usd
+        elif (end := call_end(event)) is not None:
+            self.cost_usd = end.accumulated_cost_usd or self.cost_usd
             return
         if not self._streamed:
             self._draw()

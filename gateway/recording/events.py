@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -261,30 +261,34 @@ class AgentToolProgressEvent(_Call):
     message: str | None = Field(None, description="Resubscribed: how the stream broke.")
 
 
-class AgentToolCompletedEvent(_CallTotals):
-    event_type = EventType.AGENT_TOOL_COMPLETED
+class _Settled(_CallTotals):
+    """The end of a call the gateway saw through: whoever called, its totals are known."""
+
     call_id: str = _required(_Call, "call_id")
     agent: str = _required(_Call, "agent")
     accumulated_cost_usd: float = _required(_CallTotals, "accumulated_cost_usd")
     chunks: int = _required(_CallTotals, "chunks")
     turns: int = _required(_CallTotals, "turns")
     duration_ms: float = _required(_CallTotals, "duration_ms")
+
+
+class AgentToolCompletedEvent(_Settled):
+    event_type = EventType.AGENT_TOOL_COMPLETED
     state: str | None = Field(None, description="The task's last state.")
     text: str = Field(description="All text received.")
     artifacts: int = Field(description="How many artifacts were received.")
     handoff: dict[str, Any] | None = Field(None, description="The transfer the agent asked for.")
 
+    @property
+    def outcome(self) -> str:
+        """How the call ended, as its span and metrics say it: completed, or the failure's ``reason``."""
+        return "completed"
 
-class AgentToolTerminatedEvent(_CallFailure):
+
+class AgentToolTerminatedEvent(_Settled, _CallFailure):
     """This gateway ended the call and sent a best-effort ``tasks/cancel``."""
 
     event_type = EventType.AGENT_TOOL_TERMINATED
-    call_id: str = _required(_Call, "call_id")
-    agent: str = _required(_Call, "agent")
-    accumulated_cost_usd: float = _required(_CallTotals, "accumulated_cost_usd")
-    chunks: int = _required(_CallTotals, "chunks")
-    turns: int = _required(_CallTotals, "turns")
-    duration_ms: float = _required(_CallTotals, "duration_ms")
     reason: str = _required(_CallFailure, "reason")
     message: str = _required(_CallFailure, "message")
     cancel_sent: bool = Field(description="Whether a tasks/cancel was sent.")
@@ -296,6 +300,10 @@ class AgentToolTerminatedEvent(_CallFailure):
     stream_bytes: int | None = Field(None, description="The size seen of a stream over the limit.")
     max_stream_bytes: int | None = Field(None, description="The stream limit.")
 
+    @property
+    def outcome(self) -> str:
+        return self.reason
+
 
 class AgentToolErrorEvent(_CallFailure):
     """The peer or the network failed the call."""
@@ -304,6 +312,10 @@ class AgentToolErrorEvent(_CallFailure):
     call_id: str = _required(_Call, "call_id")
     reason: str = _required(_CallFailure, "reason")
     error: str | None = Field(None, description="The error's class.")
+
+    @property
+    def outcome(self) -> str:
+        return self.reason
 
 
 # -- swarm runs ---------------------------------------------------------------------------
@@ -462,6 +474,18 @@ class RouterDecisionEvent(_Typed):
         description="route (the candidate answers), stay (the candidate already holds the conversation), "
         "abstain (below the threshold: the active agent decides) or refused (the turn allows no transfer).",
     )
+
+
+CallEnd = AgentToolCompletedEvent | AgentToolTerminatedEvent | AgentToolErrorEvent
+"""The event that ends an agent call: one of three models, which readers take together."""
+CALL_END_MODELS: frozenset[type[Event]] = frozenset(
+    {AgentToolCompletedEvent, AgentToolTerminatedEvent, AgentToolErrorEvent}
+)
+
+
+def call_end(event: Event) -> CallEnd | None:
+    """``event`` as the end of an agent call, or None: ``type(event) is ...`` for the three models at once."""
+    return cast("CallEnd", event) if type(event) in CALL_END_MODELS else None
 
 
 _MODELS: dict[str, type[Event]] = {

@@ -10,10 +10,7 @@ from typing import Any
 
 from gateway import defaults
 from gateway.recording.events import (
-    AgentToolCompletedEvent,
-    AgentToolErrorEvent,
     AgentToolInvokedEvent,
-    AgentToolTerminatedEvent,
     Event,
     MessageEvent,
     ModelCallEvent,
@@ -22,6 +19,7 @@ from gateway.recording.events import (
     RunStartedEvent,
     SwarmHandoffEvent,
     ToolCallEvent,
+    call_end,
 )
 from gateway.recording.usage import RunUsage
 
@@ -56,10 +54,11 @@ def summarize(run_id: str, events: list[Event], *, closed: bool) -> dict[str, An
                 "mode": event.mode,
                 "outcome": None,
             }
-        elif type(event) is AgentToolCompletedEvent:
-            _ended(calls, event, "completed")
-        elif type(event) is AgentToolTerminatedEvent or type(event) is AgentToolErrorEvent:
-            _ended(calls, event, event.reason)
+        elif (end := call_end(event)) is not None:
+            call = calls.setdefault(end.call_id, {"tool": end.tool})
+            call["outcome"] = end.outcome
+            call["cost_usd"] = end.accumulated_cost_usd
+            call["duration_ms"] = end.duration_ms
         elif type(event) is RunCompletedEvent:
             state = "completed"
         elif type(event) is RunFailedEvent:
@@ -92,17 +91,6 @@ def summarize(run_id: str, events: list[Event], *, closed: bool) -> dict[str, An
         "events": len(events),
         "truncated": len(events) >= defaults.MAX_SUMMARY_EVENTS,
     }
-
-
-def _ended(
-    calls: dict[str, dict[str, Any]],
-    event: AgentToolCompletedEvent | AgentToolTerminatedEvent | AgentToolErrorEvent,
-    outcome: str,
-) -> None:
-    call = calls.setdefault(event.call_id, {"tool": event.tool})
-    call["outcome"] = outcome
-    call["cost_usd"] = event.accumulated_cost_usd
-    call["duration_ms"] = event.duration_ms
 
 
 def _visit(agents: list[str], name: str | None) -> None:

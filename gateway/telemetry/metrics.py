@@ -18,20 +18,7 @@ import threading
 from prometheus_client import Counter, Gauge, Histogram
 
 from agent_server.telemetry.metrics import ENABLED, LATENCY_BUCKETS, REGISTRY
-from gateway.recording.events import (
-    AgentToolCompletedEvent,
-    AgentToolErrorEvent,
-    AgentToolInvokedEvent,
-    AgentToolTerminatedEvent,
-    Event,
-    HandoffRefusedEvent,
-    MessageEvent,
-    ModelCallEvent,
-    RunCompletedEvent,
-    RunFailedEvent,
-    RunStartedEvent,
-    SwarmHandoffEvent,
-)
+from gateway.recording import events
 
 TOOL_OUTCOMES = ("completed", "budget_exceeded", "idle_timeout", "answer_too_large", "timeout", "cancelled", "error")
 """The ``outcome`` label of agent-tool calls; every other failure reason counts as ``error``."""
@@ -155,51 +142,48 @@ class RunMetrics:
         self._tool_call: str | None = None
         self._calls: dict[str, tuple[str, str]] = {}
 
-    def observe(self, event: Event) -> None:
+    def observe(self, event: events.Event) -> None:
         if not ENABLED:
             return
         if type(event) in _OBSERVED:
             self._count(event)
         if self._kind is None:
-            self._kind = "turn" if type(event) is RunStartedEvent else "tool"
+            self._kind = "turn" if type(event) is events.RunStartedEvent else "tool"
             self._started_ms = event.timestamp_ms
-            self._tool_call = event.call_id if type(event) is AgentToolInvokedEvent else None
+            self._tool_call = event.call_id if type(event) is events.AgentToolInvokedEvent else None
 
-    def _count(self, event: Event) -> None:
-        if type(event) is RunCompletedEvent:
+    def _count(self, event: events.Event) -> None:
+        if type(event) is events.RunCompletedEvent:
             self._run_completed(event)
-        elif type(event) is RunFailedEvent:
+        elif type(event) is events.RunFailedEvent:
             self._ended(event, "failed")
-        elif type(event) is SwarmHandoffEvent:
+        elif type(event) is events.SwarmHandoffEvent:
             HANDOFFS.labels(event.source, event.target, "accepted").inc()
-        elif type(event) is HandoffRefusedEvent:
+        elif type(event) is events.HandoffRefusedEvent:
             HANDOFFS.labels(event.source, event.target, "refused").inc()
-        elif type(event) is ModelCallEvent:
+        elif type(event) is events.ModelCallEvent:
             _model_call(event)
-        elif type(event) is MessageEvent and event.remote and event.cost_usd:
+        elif type(event) is events.MessageEvent and event.remote and event.cost_usd:
             COST.labels(event.agent, "(remote)").inc(event.cost_usd)
-        elif type(event) is AgentToolInvokedEvent:
+        elif type(event) is events.AgentToolInvokedEvent:
             self._calls[str(event.call_id)] = (event.tool or event.member or "", str(event.mode))
-        elif type(event) is AgentToolCompletedEvent:
-            self._call_ended(event, "completed")
-        elif type(event) is AgentToolTerminatedEvent or type(event) is AgentToolErrorEvent:
-            self._call_ended(event, tool_outcome(event.reason))
+        elif (end := events.call_end(event)) is not None:
+            self._call_ended(end)
 
-    def _ended(self, event: Event, outcome: str) -> None:
+    def _ended(self, event: events.Event, outcome: str) -> None:
         kind = self._kind or "turn"
         RUNS.labels(kind, outcome).inc()
         RUN_DURATION.labels(kind, outcome).observe(max(0, event.timestamp_ms - self._started_ms) / 1000)
 
-    def _run_completed(self, event: RunCompletedEvent) -> None:
+    def _run_completed(self, event: events.RunCompletedEvent) -> None:
         HOPS.observe(event.handoffs)
         if event.handoffs:
             HANDOFFS_RESOLVED.labels(event.agent).inc()
             _EFFICIENCY.count(event.handoffs, 1)
         self._ended(event, "completed")
 
-    def _call_ended(
-        self, event: AgentToolCompletedEvent | AgentToolTerminatedEvent | AgentToolErrorEvent, outcome: str
-    ) -> None:
+    def _call_ended(self, event: events.CallEnd) -> None:
+        outcome = tool_outcome(event.outcome)
         tool, mode = self._calls.pop(event.call_id, ("", ""))
         AGENT_TOOL_CALLS.labels(tool, mode, outcome).inc()
         AGENT_TOOL_DURATION.labels(tool, mode, outcome).observe((event.duration_ms or 0.0) / 1000)
@@ -207,7 +191,7 @@ class RunMetrics:
             self._ended(event, "completed" if outcome == "completed" else "failed")
 
 
-def _model_call(event: ModelCallEvent) -> None:
+def _model_call(event: events.ModelCallEvent) -> None:
     MODEL_CALLS.labels(event.agent, event.model).inc()
     TOKENS.labels(event.agent, event.model, "input").inc(event.prompt_tokens or 0)
     TOKENS.labels(event.agent, event.model, "output").inc(event.completion_tokens or 0)
@@ -216,16 +200,14 @@ def _model_call(event: ModelCallEvent) -> None:
 
 _OBSERVED = frozenset(
     {
-        RunCompletedEvent,
-        RunFailedEvent,
-        SwarmHandoffEvent,
-        HandoffRefusedEvent,
-        ModelCallEvent,
-        MessageEvent,
-        AgentToolInvokedEvent,
-        AgentToolCompletedEvent,
-        AgentToolTerminatedEvent,
-        AgentToolErrorEvent,
+        events.RunCompletedEvent,
+        events.RunFailedEvent,
+        events.SwarmHandoffEvent,
+        events.HandoffRefusedEvent,
+        events.ModelCallEvent,
+        events.MessageEvent,
+        events.AgentToolInvokedEvent,
     }
+    | events.CALL_END_MODELS
 )
 """The models whose events count (``_count``); the others, a relay's progress events first, only pass by."""
