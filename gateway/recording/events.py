@@ -10,7 +10,8 @@ required; the others may be left out, and a field left out is left out on the wi
 Readers take an event as its model: ``if type(event) is RunCompletedEvent:``, then its
 attributes, typed (mypy narrows on it). Each type has exactly one model, so the exact class
 says it all; ``isinstance`` would say the same at a higher price (pydantic's metaclass
-checks it), paid by every reader for every event, the relay's one per chunk. An event read
+checks it), paid by every reader for every event, the relay's one per chunk. The three
+events that end an agent call are taken together: ``call_end(event)``. An event read
 from a log that does not fit its type's model (a log of another version) is a plain
 ``Event``, whose fields are kept as given (``fields``), and no typed reader takes it for its type.
 docs/events.md is rendered from these models (``reference()``).
