@@ -16,7 +16,7 @@ import orjson
 
 from gateway.calls.result import AgentToolResult
 from gateway.errors import AgentToolError
-from gateway.recording.events import Event, EventType
+from gateway.recording.events import AgentToolProgressEvent, Event, EventType, call_end
 
 _CLEAR_LINE = "\r\x1b[2K"
 _SPINNER = "|/-\\"
@@ -98,17 +98,16 @@ class ProgressRenderer:
         self._streamed = ""
 
     def event(self, event: Event) -> None:
-        fields = event.fields
-        if event.type == EventType.AGENT_TOOL_PROGRESS.value:
-            self.chunks = int(fields.get("chunk_index", self.chunks)) + 1
-            self.cost_usd = float(fields.get("accumulated_cost_usd") or self.cost_usd)
-            if fields.get("kind") == "turn":
-                self.turns = int(fields.get("turn") or self.turns)
-            if fields.get("kind") == "artifact" and fields.get("text"):
-                self._write_text(str(fields["text"]))
+        if type(event) is AgentToolProgressEvent:
+            self.chunks = event.chunk_index + 1
+            self.cost_usd = event.accumulated_cost_usd or self.cost_usd
+            if event.kind == "turn":
+                self.turns = event.turn or self.turns
+            if event.kind == "artifact" and event.text:
+                self._write_text(event.text)
                 return
-        elif event.type in _ENDINGS:
-            self.cost_usd = float(fields.get("accumulated_cost_usd") or self.cost_usd)
+        elif (end := call_end(event)) is not None:
+            self.cost_usd = end.accumulated_cost_usd or self.cost_usd
             return
         if not self._streamed:
             self._draw()

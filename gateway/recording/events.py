@@ -3,8 +3,17 @@
 An event is flat on the wire: ``{"type", "run_id", "seq", "timestamp_ms", ...fields}``;
 ``seq`` is assigned by the event log when the event is appended and counts from 0 per run.
 Each type is declared once below, a pydantic model naming its fields with their types and
-meaning; ``Event.create`` builds the model of the type asked for, so a misspelt or
-mistyped field fails where it is emitted. A field left out is left out on the wire too.
+meaning; ``Event.create`` builds the model of the type asked for, so a misspelt, mistyped
+or missing field fails where it is emitted. A field every writer of its type sets is
+required; the others may be left out, and a field left out is left out on the wire too.
+
+Readers take an event as its model: ``if type(event) is RunCompletedEvent:``, then its
+attributes, typed (mypy narrows on it). Each type has exactly one model, so the exact class
+says it all; ``isinstance`` would say the same at a higher price (pydantic's metaclass
+checks it), paid by every reader for every event, the relay's one per chunk. The three
+events that end an agent call are taken together: ``call_end(event)``. An event read
+from a log that does not fit its type's model (a log of another version) is a plain
+``Event``, whose fields are kept as given (``fields``), and no typed reader takes it for its type.
 docs/events.md is rendered from these models (``reference()``).
 """
 
@@ -12,10 +21,11 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
-import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gateway.recording import encoding
 
 
 class EventType(str, enum.Enum):
@@ -45,20 +55,10 @@ class EventType(str, enum.Enum):
 
 _BASE_FIELDS = frozenset({"type", "run_id", "seq", "timestamp_ms"})
 _EXCLUDED = set(_BASE_FIELDS)
-_JSON_TYPES_ONLY = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
-"""orjson refuses what is not a plain JSON type (str, int, float, bool, None, list, dict), whose JSON is pydantic's."""
-_set = object.__setattr__  # an event is frozen for everyone but its maker and the log that numbers it
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _right_sized(encoded: bytes) -> bytes:
-    """A copy of orjson's output that holds only its bytes. orjson's own keeps its whole write buffer
-    allocated (4 KiB for the shortest event, 64 KiB for one of 5 KB) and an event keeps its JSON as long
-    as it lives: the memory log keeps every event. The copy costs 0.07 us."""
-    return b"".join((encoded, b""))
 
 
 class Event(BaseModel):
@@ -77,10 +77,9 @@ class Event(BaseModel):
 
     event_type: ClassVar[EventType | None] = None
     __slots__ = ("_given", "_json")
-    """``_json``: the JSON once numbered (``to_json``): a slot, not a pydantic private attribute, whose set-up and
-    lookups cost more than building the rest of an event (``bench.gateway``'s relay: 7 % of the gateway's time);
-    unset in an event made by validation, None in one made by ``trusted`` until then (an unset slot's
-    AttributeError goes through pydantic's ``__getattr__``: 1 us). ``_given``: ``trusted``'s fields, until then."""
+    """``_json``: the JSON once numbered (``to_json``), unset in an event made by validation, None in one made by
+    ``trusted`` until then; ``_given``: ``trusted``'s fields, until then. Slots rather than pydantic private
+    attributes, which the relay would set up and look up once per chunk (encoding.py)."""
     if TYPE_CHECKING:
         _json: bytes | None
         _given: dict[str, Any] | None
@@ -94,31 +93,27 @@ class Event(BaseModel):
 
     @classmethod
     def trusted(cls, type: EventType, run_id: str, fields: dict[str, Any]) -> Event:
-        """``create`` for fields that have their declared types already, not validated again: the gateway's own
-        values, and values read from a stream line once checked (its models, or a ``TextLine``). One is made
-        per relayed chunk: 2 us against ``create``'s 3.7, and its JSON written by orjson from ``fields`` (0.7 us
-        against pydantic's 1.3).
+        """``create`` for fields that have their declared types already, not validated again (encoding.py): the
+        gateway's own values, and values read from a stream line once checked (its models, or a ``TextLine``).
 
         ``fields`` leaves out the None ones, as ``create`` would, and is kept as it is (not to be changed
-        after); a field its type does not declare is still refused (ValueError).
+        after); a field its type does not declare, or a required one missing, is still refused (ValueError).
         """
         kind = _KINDS[type]
         model = _MODELS[kind]
         if not fields.keys() <= _DECLARED[model]:
             raise ValueError(f"{kind} has no field {sorted(fields.keys() - _DECLARED[model])}")
-        event = model.__new__(model)
+        if not _REQUIRED[model] <= fields.keys():
+            raise ValueError(f"{kind} needs the fields {sorted(_REQUIRED[model] - fields.keys())}")
         values = {**_DEFAULTS[model], "type": kind, "run_id": run_id, "seq": -1, "timestamp_ms": now_ms(), **fields}
-        _set(event, "__dict__", values)
-        _set(event, "__pydantic_fields_set__", {*_BASE_FIELDS, *fields})
-        _set(event, "__pydantic_extra__", None)
-        _set(event, "__pydantic_private__", None)
-        _set(event, "_json", None)
-        _set(event, "_given", fields)
+        event = encoding.unvalidated(model, values, {*_BASE_FIELDS, *fields})
+        encoding.assign(event, "_json", None)
+        encoding.assign(event, "_given", fields)
         return event
 
     @property
     def fields(self) -> dict[str, Any]:
-        """The type-specific fields that were given."""
+        """The type-specific fields that were given, by name: the wire's view (a typed reader uses the model)."""
         given = self.model_fields_set
         declared = {
             name: getattr(self, name) for name in type(self).model_fields if name in given and name not in _BASE_FIELDS
@@ -129,7 +124,7 @@ class Event(BaseModel):
         """The event numbered ``seq``: an event not numbered yet is numbered in place (a log appends it once,
         so it is built once); one already numbered is copied."""
         if self.seq == -1:
-            _set(self, "seq", seq)  # frozen for everyone else: the log numbers it, once
+            encoding.assign(self, "seq", seq)  # frozen for everyone else: the log numbers it, once
             return self
         return self.model_copy(update={"seq": seq})  # a copy has no JSON kept (slots are not copied)
 
@@ -142,36 +137,25 @@ class Event(BaseModel):
         try:
             encoded = self._json
         except AttributeError:  # made by validation, not serialized yet
-            encoded = self._model_json()
+            encoded = self._validated_json()
         else:
             if encoded is not None:
                 return encoded
-            encoded = self._trusted_json()
+            encoded = encoding.plain_json(self._given_wire()) or self._validated_json()
         if self.seq != -1:
-            _set(self, "_json", encoded)  # frozen for everyone else
-            _set(self, "_given", None)
+            encoding.assign(self, "_json", encoded)  # frozen for everyone else
+            encoding.assign(self, "_given", None)
         return encoded
 
-    def _trusted_json(self) -> bytes:
-        """The JSON of an event made by ``trusted``: orjson writes its fields as pydantic would, for the JSON
-        types (the rest, a datetime or a model inside ``Any``, is left to pydantic)."""
+    def _given_wire(self) -> dict[str, Any]:
+        """The wire form of an event made by ``trusted``: its base fields and the fields given."""
         values = self.__dict__
-        wire = {
-            "type": values["type"],
-            "run_id": values["run_id"],
-            "seq": values["seq"],
-            "timestamp_ms": values["timestamp_ms"],
-            **(self._given or {}),
-        }
-        try:
-            return _right_sized(orjson.dumps(wire, option=_JSON_TYPES_ONLY))
-        except TypeError:
-            return self._model_json()
+        base = {key: values[key] for key in ("type", "run_id", "seq", "timestamp_ms")}
+        return {**base, **(self._given or {})}
 
-    def _model_json(self) -> bytes:
-        if self.__pydantic_fields_set__ >= _BASE_FIELDS:  # as to_dict, by pydantic's serializer: 1.3 us against 3.0
-            return self.__pydantic_serializer__.to_json(self, exclude_unset=True)
-        return _right_sized(orjson.dumps(self.to_dict()))
+    def _validated_json(self) -> bytes:
+        complete = self.__pydantic_fields_set__ >= _BASE_FIELDS
+        return encoding.model_json(self, complete=complete, wire=self.to_dict)
 
     def __eq__(self, other: object) -> bool:
         """Equal fields make equal events, whether or not one of them has its JSON kept."""
@@ -197,6 +181,11 @@ class Event(BaseModel):
 
 class _Typed(Event):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _required(model: type[BaseModel], name: str) -> Any:
+    """The field ``name`` as ``model`` describes it, without a default: for a type whose every writer sets it."""
+    return Field(description=model.model_fields[name].description)
 
 
 # -- agent-tool calls ---------------------------------------------------------------------
@@ -254,7 +243,7 @@ class AgentToolInvokedEvent(_Call):
 
 class AgentToolProgressEvent(_Call):
     event_type = EventType.AGENT_TOOL_PROGRESS
-    chunk_index: int | None = Field(None, description="Counts the chunks passed on, from 0.")
+    chunk_index: int = Field(description="Counts the chunks passed on, from 0.")
     kind: str | None = Field(
         None,
         description="artifact, status, handoff, raw (a line that is no event), turn, or resubscribed "
@@ -273,19 +262,37 @@ class AgentToolProgressEvent(_Call):
     message: str | None = Field(None, description="Resubscribed: how the stream broke.")
 
 
-class AgentToolCompletedEvent(_CallTotals):
+class _Settled(_CallTotals):
+    """The end of a call the gateway saw through: whoever called, its totals are known."""
+
+    call_id: str = _required(_Call, "call_id")
+    agent: str = _required(_Call, "agent")
+    accumulated_cost_usd: float = _required(_CallTotals, "accumulated_cost_usd")
+    chunks: int = _required(_CallTotals, "chunks")
+    turns: int = _required(_CallTotals, "turns")
+    duration_ms: float = _required(_CallTotals, "duration_ms")
+
+
+class AgentToolCompletedEvent(_Settled):
     event_type = EventType.AGENT_TOOL_COMPLETED
     state: str | None = Field(None, description="The task's last state.")
-    text: str | None = Field(None, description="All text received.")
-    artifacts: int | None = Field(None, description="How many artifacts were received.")
+    text: str = Field(description="All text received.")
+    artifacts: int = Field(description="How many artifacts were received.")
     handoff: dict[str, Any] | None = Field(None, description="The transfer the agent asked for.")
 
+    @property
+    def outcome(self) -> str:
+        """How the call ended, as its span and metrics say it: completed, or the failure's ``reason``."""
+        return "completed"
 
-class AgentToolTerminatedEvent(_CallFailure):
+
+class AgentToolTerminatedEvent(_Settled, _CallFailure):
     """This gateway ended the call and sent a best-effort ``tasks/cancel``."""
 
     event_type = EventType.AGENT_TOOL_TERMINATED
-    cancel_sent: bool | None = Field(None, description="Whether a tasks/cancel was sent.")
+    reason: str = _required(_CallFailure, "reason")
+    message: str = _required(_CallFailure, "message")
+    cancel_sent: bool = Field(description="Whether a tasks/cancel was sent.")
     cancel_acknowledged: bool | None = Field(None, description="Whether the peer answered it with a canceled task.")
     rejected_chunk: dict[str, Any] | None = Field(None, description="The stream line that crossed the budget.")
     rejected_reply: str | None = Field(None, description="The reply that crossed the budget.")
@@ -294,12 +301,22 @@ class AgentToolTerminatedEvent(_CallFailure):
     stream_bytes: int | None = Field(None, description="The size seen of a stream over the limit.")
     max_stream_bytes: int | None = Field(None, description="The stream limit.")
 
+    @property
+    def outcome(self) -> str:
+        return self.reason
+
 
 class AgentToolErrorEvent(_CallFailure):
     """The peer or the network failed the call."""
 
     event_type = EventType.AGENT_TOOL_ERROR
+    call_id: str = _required(_Call, "call_id")
+    reason: str = _required(_CallFailure, "reason")
     error: str | None = Field(None, description="The error's class.")
+
+    @property
+    def outcome(self) -> str:
+        return self.reason
 
 
 # -- swarm runs ---------------------------------------------------------------------------
@@ -316,18 +333,17 @@ class RunStartedEvent(_Typed):
 
 class RunCompletedEvent(_Typed):
     event_type = EventType.RUN_COMPLETED
-    agent: str | None = Field(None, description="The agent that answered last.")
-    active_agent_name: str | None = Field(None, description="The agent that holds the conversation now.")
-    content: str | None = Field(None, description="The answer.")
-    handoffs: int | None = Field(None, description="Transfers in the turn.")
-    tool_calls: int | None = Field(None, description="Tool executions in the turn.")
-    session_version: int | None = Field(None, description="The session's version once saved.")
-    state: str | None = Field(None, description="completed, or input-required when the turn was escalated to a human.")
+    agent: str = Field(description="The agent that answered last.")
+    active_agent_name: str = Field(description="The agent that holds the conversation now.")
+    content: str = Field(description="The answer.")
+    handoffs: int = Field(description="Transfers in the turn.")
+    tool_calls: int = Field(description="Tool executions in the turn.")
+    session_version: int = Field(description="The session's version once saved.")
+    state: str = Field(description="completed, or input-required when the turn was escalated to a human.")
     pending_tool_calls: list[dict[str, Any]] | None = Field(
         None, description="With execute_tools=False: the tool calls returned instead of run (OpenAI shape)."
     )
-    usage_by_agent: dict[str, dict[str, float]] | None = Field(
-        None,
+    usage_by_agent: dict[str, dict[str, float]] = Field(
         description="Per agent that spoke: prompt_tokens, completion_tokens, model_calls and cost_usd "
         "(its models' cost, or a remote agent's reported cost).",
     )
@@ -336,68 +352,70 @@ class RunCompletedEvent(_Typed):
 class RunFailedEvent(_Typed):
     event_type = EventType.RUN_FAILED
     agent: str | None = Field(None, description="The agent holding the conversation when it failed.")
-    error: str | None = Field(None, description='Why, for a person ("cancelled: ..." when cancelled).')
-    error_type: str | None = Field(None, description="The error's class; Interrupted for a run whose process stopped.")
+    error: str = Field(description='Why, for a person ("cancelled: ..." when cancelled).')
+    error_type: str = Field(description="The error's class; Interrupted for a run whose process stopped.")
 
 
 class _Speech(_Typed):
-    agent: str | None = Field(None, description="The agent speaking.")
+    agent: str = Field(description="The agent speaking.")
     remote: bool | None = Field(None, description="Whether the agent runs elsewhere.")
 
 
 class MessageEvent(_Speech):
     event_type = EventType.MESSAGE
-    role: str | None = Field(None, description="assistant.")
-    content: str | None = Field(None, description="The message's text.")
-    tool_calls: list[dict[str, Any]] | None = Field(None, description="The tool calls it makes (OpenAI shape).")
+    role: str = Field(description="assistant.")
+    content: str = Field(description="The message's text.")
+    tool_calls: list[dict[str, Any]] = Field(description="The tool calls it makes (OpenAI shape).")
     state: str | None = Field(None, description="A remote agent's task state.")
     cost_usd: float | None = Field(None, description="A remote agent's reported cost.")
 
 
 class TextDeltaEvent(_Speech):
     event_type = EventType.TEXT_DELTA
-    text: str | None = Field(None, description="A piece of the answer as it streams.")
+    text: str = Field(description="A piece of the answer as it streams.")
 
 
 class ModelCallEvent(_Speech):
     """One model generation of a local agent, with the usage its provider reported."""
 
     event_type = EventType.MODEL_CALL
-    system: str | None = Field(None, description="The provider: openai (any OpenAI-compatible endpoint) or offline.")
-    model: str | None = Field(None, description="The model's name.")
+    system: str = Field(description="The provider: openai (any OpenAI-compatible endpoint) or offline.")
+    model: str = Field(description="The model's name.")
     prompt_tokens: int | None = Field(None, description="Input tokens, as the provider counted them.")
     completion_tokens: int | None = Field(None, description="Output tokens, as the provider counted them.")
     cost_usd: float | None = Field(None, description="The call's cost, where a price is configured.")
-    duration_ms: float | None = Field(None, description="Time from the request to the whole response.")
+    duration_ms: float = Field(description="Time from the request to the whole response.")
 
 
 class ToolCallEvent(_Speech):
     event_type = EventType.TOOL_CALL
-    tool: str | None = Field(None, description="The tool called.")
-    call_id: str | None = Field(None, description="Pairs the call with its result.")
-    arguments: dict[str, Any] | None = Field(None, description="The arguments.")
+    tool: str = Field(description="The tool called.")
+    call_id: str = Field(description="Pairs the call with its result.")
+    arguments: dict[str, Any] = Field(description="The arguments.")
 
 
 class ToolResultEvent(_Speech):
     event_type = EventType.TOOL_RESULT
-    tool: str | None = Field(None, description="The tool.")
-    call_id: str | None = Field(None, description="The call answered.")
-    content: str | None = Field(None, description="The result as the model reads it.")
+    tool: str = Field(description="The tool.")
+    call_id: str = Field(description="The call answered.")
+    content: str = Field(description="The result as the model reads it.")
 
 
-class HandoffEvent(_Typed):
+class SwarmHandoffEvent(_Typed):
+    """A transfer the runner accepted: another swarm member takes the conversation."""
+
     event_type = EventType.HANDOFF
-    source: str | None = Field(None, description="The agent handing over.")
-    target: str | None = Field(None, description="The agent taking over.")
+    source: str = Field(description="The agent handing over.")
+    target: str = Field(description="The agent taking over.")
     reason: str | None = Field(None, description="Why, as the source said.")
-    hop: int | None = Field(None, description="Transfers in the turn, this one included.")
-    remote: bool | None = Field(None, description="Whether either side runs elsewhere.")
+    hop: int = Field(description="Transfers in the turn, this one included.")
+    remote: bool = Field(description="Whether either side runs elsewhere.")
 
 
 class AgentChangedEvent(_Typed):
     event_type = EventType.AGENT_CHANGED
-    previous: str | None = Field(None, description="Who held the conversation.")
-    agent: str | None = Field(None, description="Who holds it now.")
+    previous: str = Field(description="Who held the conversation.")
+    agent: str = Field(description="Who holds it now.")
     cause: str | None = Field(
         None,
         description="At a turn's start: not_registered or removed (the previous one is gone); router (the semantic "
@@ -407,10 +425,9 @@ class AgentChangedEvent(_Typed):
 
 class HandoffRefusedEvent(_Typed):
     event_type = EventType.HANDOFF_REFUSED
-    source: str | None = Field(None, description="The agent that asked.")
-    target: str | None = Field(None, description="The target it named.")
-    cause: str | None = Field(
-        None,
+    source: str = Field(description="The agent that asked.")
+    target: str = Field(description="The target it named.")
+    cause: str = Field(
         description="self, transfers_blocked, max_handoffs_per_turn, cycle, one_per_response, forbidden_target, "
         "spawns_process or host_not_allowed.",
     )
@@ -421,44 +438,55 @@ class HandoffRefusedEvent(_Typed):
 
 class CycleDetectedEvent(_Typed):
     event_type = EventType.CYCLE_DETECTED
-    agent: str | None = Field(None, description="The agent that asked for the transfer.")
-    source: str | None = Field(None, description="The same agent.")
-    target: str | None = Field(None, description="The target that would repeat the cycle.")
-    path: list[str] | None = Field(None, description="The agents of the repeated cycle, in order.")
+    agent: str = Field(description="The agent that asked for the transfer.")
+    source: str = Field(description="The same agent.")
+    target: str = Field(description="The target that would repeat the cycle.")
+    path: list[str] = Field(description="The agents of the repeated cycle, in order.")
 
 
 class LimitReachedEvent(_Typed):
     event_type = EventType.LIMIT_REACHED
-    agent: str | None = Field(None, description="The agent at the limit.")
-    limit: str | None = Field(None, description="max_handoffs_per_turn, max_tool_iterations or max_turns.")
-    value: int | None = Field(None, description="The limit's value.")
+    agent: str = Field(description="The agent at the limit.")
+    limit: str = Field(description="max_handoffs_per_turn, max_tool_iterations or max_turns.")
+    value: int = Field(description="The limit's value.")
 
 
 class EscalatedEvent(_Typed):
     """A limit or a cycle tripped and the runner's fallback took the conversation: a supervisor, or a human."""
 
     event_type = EventType.ESCALATED
-    agent: str | None = Field(None, description="The agent holding the conversation when it tripped.")
-    reason: str | None = Field(None, description="max_handoffs_per_turn or cycle.")
-    target: str | None = Field(None, description="The transfer that was refused.")
-    path: list[str] | None = Field(None, description="The agents that held the conversation in the turn, in order.")
-    fallback: str | None = Field(None, description="human (the turn ends input-required), or the supervisor's name.")
+    agent: str = Field(description="The agent holding the conversation when it tripped.")
+    reason: str = Field(description="max_handoffs_per_turn or cycle.")
+    target: str = Field(description="The transfer that was refused.")
+    path: list[str] = Field(description="The agents that held the conversation in the turn, in order.")
+    fallback: str = Field(description="human (the turn ends input-required), or the supervisor's name.")
 
 
 class RouterDecisionEvent(_Typed):
     """The semantic router compared the user's message with the agents' example utterances."""
 
     event_type = EventType.ROUTER_DECISION
-    agent: str | None = Field(None, description="The agent holding the conversation before the decision.")
-    candidate: str | None = Field(None, description="The agent with the closest example utterance.")
-    example: str | None = Field(None, description="That utterance.")
-    score: float | None = Field(None, description="Its cosine similarity with the message.")
-    threshold: float | None = Field(None, description="The score a route needs.")
-    decision: str | None = Field(
-        None,
+    agent: str = Field(description="The agent holding the conversation before the decision.")
+    candidate: str = Field(description="The agent with the closest example utterance.")
+    example: str = Field(description="That utterance.")
+    score: float = Field(description="Its cosine similarity with the message.")
+    threshold: float = Field(description="The score a route needs.")
+    decision: str = Field(
         description="route (the candidate answers), stay (the candidate already holds the conversation), "
         "abstain (below the threshold: the active agent decides) or refused (the turn allows no transfer).",
     )
+
+
+CallEnd = AgentToolCompletedEvent | AgentToolTerminatedEvent | AgentToolErrorEvent
+"""The event that ends an agent call: one of three models, which readers take together."""
+CALL_END_MODELS: frozenset[type[Event]] = frozenset(
+    {AgentToolCompletedEvent, AgentToolTerminatedEvent, AgentToolErrorEvent}
+)
+
+
+def call_end(event: Event) -> CallEnd | None:
+    """``event`` as the end of an agent call, or None: ``type(event) is ...`` for the three models at once."""
+    return cast("CallEnd", event) if type(event) in CALL_END_MODELS else None
 
 
 _MODELS: dict[str, type[Event]] = {
@@ -477,7 +505,7 @@ _MODELS: dict[str, type[Event]] = {
         ModelCallEvent,
         ToolCallEvent,
         ToolResultEvent,
-        HandoffEvent,
+        SwarmHandoffEvent,
         AgentChangedEvent,
         HandoffRefusedEvent,
         CycleDetectedEvent,
@@ -491,6 +519,11 @@ assert set(_MODELS) == {kind.value for kind in EventType}, "every event type has
 _KINDS = {kind: kind.value for kind in EventType}  # an enum's value is a property, slow to read once per chunk
 _DECLARED = {model: frozenset(model.model_fields) - _BASE_FIELDS for model in _MODELS.values()}
 """Per model, the fields its type declares (``trusted`` refuses others)."""
+_REQUIRED = {
+    model: frozenset(name for name, info in model.model_fields.items() if info.is_required()) - _BASE_FIELDS
+    for model in _MODELS.values()
+}
+"""Per model, the fields every event of its type has (``trusted`` refuses an event without one)."""
 _DEFAULTS = {
     model: {name: None if info.is_required() else info.default for name, info in model.model_fields.items()}
     for model in _MODELS.values()
@@ -499,21 +532,28 @@ _DEFAULTS = {
 
 
 def reference() -> str:
-    """docs/events.md's tables: every event type with its fields, types and meaning (from the models above)."""
+    """docs/events.md's tables: every event type with its fields, types and meaning (from the models above);
+    ``required`` marks the fields every event of the type has, the others may be left out."""
     lines: list[str] = []
     for kind in EventType:
         model = _MODELS[kind.value]
         lines += [f"### `{kind.value}`", ""]
         if model.__doc__ and not model.__doc__.startswith(model.__name__):
             lines += [model.__doc__.strip().splitlines()[0], ""]
-        lines += ["| field | type | meaning |", "|---|---|---|"]
+        lines += ["| field | type | required | meaning |", "|---|---|---|---|"]
         for name, info in model.model_fields.items():
             if name in _BASE_FIELDS:
                 continue
-            annotation = str(info.annotation).replace("typing.", "").replace(" | None", "").replace("NoneType", "")
-            lines.append(f"| `{name}` | `{annotation}` | {info.description or ''} |")
+            required = "yes" if info.is_required() else ""
+            lines.append(f"| `{name}` | `{_type_name(info.annotation)}` | {required} | {info.description or ''} |")
         lines.append("")
     return "\n".join(lines)
+
+
+def _type_name(annotation: object) -> str:
+    """``str`` for ``str | None`` (the table says whether a field may be left out), ``list[str]`` for ``list[str]``."""
+    name = annotation.__name__ if isinstance(annotation, type) else str(annotation)
+    return name.replace("typing.", "").replace(" | None", "").replace("NoneType", "")
 
 
 if __name__ == "__main__":

@@ -9,12 +9,19 @@ from __future__ import annotations
 from typing import Any
 
 from gateway import defaults
-from gateway.recording.events import Event, EventType
-from gateway.recording.usage import RunUsage
-
-_CALL_ENDS = frozenset(
-    {EventType.AGENT_TOOL_COMPLETED.value, EventType.AGENT_TOOL_TERMINATED.value, EventType.AGENT_TOOL_ERROR.value}
+from gateway.recording.events import (
+    AgentToolInvokedEvent,
+    Event,
+    MessageEvent,
+    ModelCallEvent,
+    RunCompletedEvent,
+    RunFailedEvent,
+    RunStartedEvent,
+    SwarmHandoffEvent,
+    ToolCallEvent,
+    call_end,
 )
+from gateway.recording.usage import RunUsage
 
 
 def summarize(run_id: str, events: list[Event], *, closed: bool) -> dict[str, Any]:
@@ -28,34 +35,33 @@ def summarize(run_id: str, events: list[Event], *, closed: bool) -> dict[str, An
     session_id = trace_id = None
     for event in events:
         usage.add(event)
-        fields = event.fields
-        kind = event.type
-        if kind in (EventType.RUN_STARTED.value, EventType.MESSAGE.value, EventType.MODEL_CALL.value):
-            _visit(agents, fields.get("agent"))
-        if kind == EventType.RUN_STARTED.value:
-            session_id, trace_id = fields.get("session_id"), fields.get("trace_id")
-        elif kind == EventType.HANDOFF.value:
-            _visit(agents, fields.get("target"))
-            handoffs.append({key: fields.get(key) for key in ("source", "target", "reason", "hop")})
-        elif kind == EventType.TOOL_CALL.value and not fields.get("remote"):
-            tools.append({"tool": fields.get("tool"), "call_id": fields.get("call_id"), "agent": fields.get("agent")})
-        elif kind == EventType.AGENT_TOOL_INVOKED.value:
-            trace_id = trace_id or fields.get("trace_id")
-            calls[str(fields.get("call_id"))] = {
-                "tool": fields.get("tool"),
-                "member": fields.get("member"),
-                "agent": fields.get("agent"),
-                "mode": fields.get("mode"),
+        if type(event) is RunStartedEvent:
+            _visit(agents, event.agent)
+            session_id, trace_id = event.session_id, event.trace_id
+        elif type(event) is MessageEvent or type(event) is ModelCallEvent:
+            _visit(agents, event.agent)
+        elif type(event) is SwarmHandoffEvent:
+            _visit(agents, event.target)
+            handoffs.append({"source": event.source, "target": event.target, "reason": event.reason, "hop": event.hop})
+        elif type(event) is ToolCallEvent and not event.remote:
+            tools.append({"tool": event.tool, "call_id": event.call_id, "agent": event.agent})
+        elif type(event) is AgentToolInvokedEvent:
+            trace_id = trace_id or event.trace_id
+            calls[str(event.call_id)] = {
+                "tool": event.tool,
+                "member": event.member,
+                "agent": event.agent,
+                "mode": event.mode,
                 "outcome": None,
             }
-        elif kind in _CALL_ENDS:
-            call = calls.setdefault(str(fields.get("call_id")), {"tool": fields.get("tool")})
-            call["outcome"] = "completed" if kind == EventType.AGENT_TOOL_COMPLETED.value else fields.get("reason")
-            call["cost_usd"] = fields.get("accumulated_cost_usd")
-            call["duration_ms"] = fields.get("duration_ms")
-        elif kind == EventType.RUN_COMPLETED.value:
+        elif (end := call_end(event)) is not None:
+            call = calls.setdefault(end.call_id, {"tool": end.tool})
+            call["outcome"] = end.outcome
+            call["cost_usd"] = end.accumulated_cost_usd
+            call["duration_ms"] = end.duration_ms
+        elif type(event) is RunCompletedEvent:
             state = "completed"
-        elif kind == EventType.RUN_FAILED.value:
+        elif type(event) is RunFailedEvent:
             state = "failed"
     agent_calls = list(calls.values())
     if state == "running" and closed:
@@ -87,6 +93,6 @@ def summarize(run_id: str, events: list[Event], *, closed: bool) -> dict[str, An
     }
 
 
-def _visit(agents: list[str], name: Any) -> None:
+def _visit(agents: list[str], name: str | None) -> None:
     if name and name not in agents:
-        agents.append(str(name))
+        agents.append(name)

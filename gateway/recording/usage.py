@@ -3,17 +3,14 @@
 A local agent's usage comes from its ``model_call`` events (the tokens and cost its
 provider reported); a remote agent's from the ``cost_usd`` of its ``message`` events (it
 reports no tokens). ``run_completed`` carries the totals (``usage_by_agent``) and
-``GET /runs/{id}`` reads them back from the same events (run_summary.py).
+``GET /runs/{id}`` reads them back from the same events (summary.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.recording.events import Event, EventType
-
-_MODEL_CALL = EventType.MODEL_CALL.value  # read once: an enum's value is a property, and every event is added
-_MESSAGE = EventType.MESSAGE.value
+from gateway.recording.events import Event, MessageEvent, ModelCallEvent
 
 
 @dataclass
@@ -39,22 +36,20 @@ class RunUsage:
         self.agents: dict[str, AgentUsage] = {}
 
     def add(self, event: Event) -> None:
-        if event.type == _MODEL_CALL:
-            usage = self._of(event)
-            fields = event.fields
+        if type(event) is ModelCallEvent:
+            usage = self._of(event.agent)
             usage.model_calls += 1
-            usage.prompt_tokens += int(fields.get("prompt_tokens") or 0)
-            usage.completion_tokens += int(fields.get("completion_tokens") or 0)
-            usage.cost_usd += float(fields.get("cost_usd") or 0.0)
-        elif event.type == _MESSAGE and event.fields.get("remote"):
-            self._of(event).cost_usd += float(event.fields.get("cost_usd") or 0.0)
+            usage.prompt_tokens += event.prompt_tokens or 0
+            usage.completion_tokens += event.completion_tokens or 0
+            usage.cost_usd += event.cost_usd or 0.0
+        elif type(event) is MessageEvent and event.remote:
+            self._of(event.agent).cost_usd += event.cost_usd or 0.0
 
     def by_agent(self) -> dict[str, dict[str, float]]:
         return {name: usage.to_wire() for name, usage in self.agents.items()}
 
-    def _of(self, event: Event) -> AgentUsage:
-        name = str(event.fields.get("agent") or "")
-        usage = self.agents.get(name)
+    def _of(self, agent: str) -> AgentUsage:
+        usage = self.agents.get(agent)
         if usage is None:
-            usage = self.agents[name] = AgentUsage()
+            usage = self.agents[agent] = AgentUsage()
         return usage

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_server import HostedAgent, InputRequired, TaskContext, TaskManager, TextChunk
-from gateway.recording.events import EventType
+from gateway.recording.events import MessageEvent, RunCompletedEvent, TextDeltaEvent
 from gateway.service.core import GatewayService
 from protocol import AgentCard, AgentSkill, ProtocolError, TaskState
 
@@ -66,16 +66,15 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
             turn = service.runner.run_stream(ctx.session_id, ctx.text, caller=ctx.caller)
             async with aclosing(turn) as events:
                 async for event in events:
-                    fields = event.fields
-                    if event.type == EventType.TEXT_DELTA.value and fields.get("text"):
+                    if type(event) is TextDeltaEvent and event.text:
                         streamed = True
-                        yield TextChunk(str(fields["text"]))
-                    elif event.type == EventType.MESSAGE.value and fields.get("role") == "assistant":
-                        asking = str(fields.get("content") or "") if fields.get("state") == _INPUT_REQUIRED else None
-                    elif event.type == EventType.RUN_COMPLETED.value and fields.get("state") == _INPUT_REQUIRED:
-                        asking = str(fields.get("content") or "")
-                    elif event.type == EventType.RUN_COMPLETED.value and not streamed and fields.get("content"):
-                        yield str(fields["content"])
+                        yield TextChunk(event.text)
+                    elif type(event) is MessageEvent and event.role == "assistant":
+                        asking = event.content if event.state == _INPUT_REQUIRED else None
+                    elif type(event) is RunCompletedEvent and event.state == _INPUT_REQUIRED:
+                        asking = event.content
+                    elif type(event) is RunCompletedEvent and not streamed and event.content:
+                        yield event.content
         if asking is not None:
             yield InputRequired(asking)
 

@@ -8,6 +8,7 @@ from starlette.responses import Response
 from agent_server.http.auth import principal_of
 from agent_server.http.responses import NDJSONStreamResponse, json_response
 from gateway.defaults import MAX_SUMMARY_EVENTS
+from gateway.recording.events import AgentToolInvokedEvent, Event, RunStartedEvent
 from gateway.recording.summary import summarize
 from gateway.service.errors import NotFound
 from gateway.service.http import api_route, query_bool, query_int, service_of
@@ -21,19 +22,29 @@ async def _list(request: Request) -> Response:
     for run_id in await service.list_runs(limit, principal_of(request)):
         first = await service.event_log.read(run_id, -1, limit=1)
         head = first[0] if first else None
-        fields = head.fields if head is not None else {}
+        session_id, agent, tool = _opening(head)
         runs.append(
             {
                 "run_id": run_id,
                 "closed": await service.event_log.is_closed(run_id),
                 "first_event": head.type if head is not None else None,
                 "started_ms": head.timestamp_ms if head is not None else None,
-                "session_id": fields.get("session_id"),
-                "agent": fields.get("agent"),
-                "tool": fields.get("tool"),
+                "session_id": session_id,
+                "agent": agent,
+                "tool": tool,
             }
         )
     return json_response({"runs": runs})
+
+
+def _opening(head: Event | None) -> tuple[str | None, str | None, str | None]:
+    """The session, agent and tool a run's first event names: a swarm turn's ``run_started``, or the
+    ``agent_tool_invoked`` of an agent call made outside a turn."""
+    if type(head) is RunStartedEvent:
+        return head.session_id, head.agent, None
+    if type(head) is AgentToolInvokedEvent:
+        return head.session_id, head.agent, head.tool
+    return None, None, None
 
 
 async def _summary(request: Request) -> Response:

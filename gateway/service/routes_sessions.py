@@ -11,7 +11,7 @@ from starlette.responses import Response
 from agent_server.http.auth import principal_of
 from agent_server.http.responses import NDJSONStreamResponse, error_response, json_response
 from gateway.errors import SessionConflictError
-from gateway.recording.events import Event, EventType
+from gateway.recording.events import Event, RunCompletedEvent, RunFailedEvent, RunStartedEvent
 from gateway.service.bodies import MessageBody, SessionAgentBody
 from gateway.service.core import GatewayService
 from gateway.service.errors import ApiErrorCode, Conflict, NotFound
@@ -51,22 +51,20 @@ async def _summary(service: GatewayService, run_id: str, session_id: str, header
     async for event in service.event_log.follow(run_id):
         count += 1
         last = event
-    if last is None or last.type != EventType.RUN_COMPLETED.value:
-        fields = last.fields if last is not None else {}
-        data = {"run_id": run_id, "session_id": session_id, "error_type": fields.get("error_type")}
-        message = f"the run failed: {fields.get('error', 'it ended without a result')}"
-        return error_response(
-            ProtocolError(ApiErrorCode.RUN_FAILED, message, data=data, http_status=502), headers=headers
-        )
-    summary = {
-        "run_id": run_id,
-        "session_id": session_id,
-        "active_agent_name": last.fields.get("active_agent_name"),
-        "content": last.fields.get("content"),
-        "handoffs": last.fields.get("handoffs"),
-        "events": count,
-    }
-    return json_response(summary, headers=headers)
+    if type(last) is RunCompletedEvent:
+        summary = {
+            "run_id": run_id,
+            "session_id": session_id,
+            "active_agent_name": last.active_agent_name,
+            "content": last.content,
+            "handoffs": last.handoffs,
+            "events": count,
+        }
+        return json_response(summary, headers=headers)
+    failed = last if type(last) is RunFailedEvent else None
+    data = {"run_id": run_id, "session_id": session_id, "error_type": failed.error_type if failed else None}
+    message = f"the run failed: {failed.error if failed else 'it ended without a result'}"
+    return error_response(ProtocolError(ApiErrorCode.RUN_FAILED, message, data=data, http_status=502), headers=headers)
 
 
 async def _list(request: Request) -> Response:
@@ -80,17 +78,17 @@ async def _list(request: Request) -> Response:
     sessions: dict[str, dict[str, Any]] = {}
     for run_id in await service.list_runs(limit, principal_of(request)):
         first = await service.event_log.read(run_id, -1, limit=1)
-        if not first or first[0].type != EventType.RUN_STARTED.value:
+        started = first[0] if first else None
+        if type(started) is not RunStartedEvent:
             continue
-        fields = first[0].fields
-        session_id = str(fields.get("session_id"))
+        session_id = str(started.session_id)
         entry = sessions.get(session_id)
         if entry is None:
             sessions[session_id] = {
                 "session_id": session_id,
                 "last_run_id": run_id,
-                "last_started_ms": first[0].timestamp_ms,
-                "last_message": fields.get("user_message"),
+                "last_started_ms": started.timestamp_ms,
+                "last_message": started.user_message,
                 "closed": await service.event_log.is_closed(run_id),
                 "runs": 1,
             }

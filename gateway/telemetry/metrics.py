@@ -18,7 +18,7 @@ import threading
 from prometheus_client import Counter, Gauge, Histogram
 
 from agent_server.telemetry.metrics import ENABLED, LATENCY_BUCKETS, REGISTRY
-from gateway.recording.events import Event, EventType
+from gateway.recording import events
 
 TOOL_OUTCOMES = ("completed", "budget_exceeded", "idle_timeout", "answer_too_large", "timeout", "cancelled", "error")
 """The ``outcome`` label of agent-tool calls; every other failure reason counts as ``error``."""
@@ -142,83 +142,72 @@ class RunMetrics:
         self._tool_call: str | None = None
         self._calls: dict[str, tuple[str, str]] = {}
 
-    def observe(self, event: Event) -> None:
+    def observe(self, event: events.Event) -> None:
         if not ENABLED:
             return
-        handler = _HANDLERS.get(event.type)
-        if handler is not None:
-            handler(self, event)
+        if type(event) in _OBSERVED:
+            self._count(event)
         if self._kind is None:
-            self._kind = "turn" if event.type == EventType.RUN_STARTED.value else "tool"
+            self._kind = "turn" if type(event) is events.RunStartedEvent else "tool"
             self._started_ms = event.timestamp_ms
-            self._tool_call = event.fields.get("call_id") if self._kind == "tool" else None
+            self._tool_call = event.call_id if type(event) is events.AgentToolInvokedEvent else None
 
-    def _ended(self, event: Event, outcome: str) -> None:
+    def _count(self, event: events.Event) -> None:
+        if type(event) is events.RunCompletedEvent:
+            self._run_completed(event)
+        elif type(event) is events.RunFailedEvent:
+            self._ended(event, "failed")
+        elif type(event) is events.SwarmHandoffEvent:
+            HANDOFFS.labels(event.source, event.target, "accepted").inc()
+        elif type(event) is events.HandoffRefusedEvent:
+            HANDOFFS.labels(event.source, event.target, "refused").inc()
+        elif type(event) is events.ModelCallEvent:
+            _model_call(event)
+        elif type(event) is events.MessageEvent and event.remote and event.cost_usd:
+            COST.labels(event.agent, "(remote)").inc(event.cost_usd)
+        elif type(event) is events.AgentToolInvokedEvent:
+            self._calls[str(event.call_id)] = (event.tool or event.member or "", str(event.mode))
+        elif (end := events.call_end(event)) is not None:
+            self._call_ended(end)
+
+    def _ended(self, event: events.Event, outcome: str) -> None:
         kind = self._kind or "turn"
         RUNS.labels(kind, outcome).inc()
         RUN_DURATION.labels(kind, outcome).observe(max(0, event.timestamp_ms - self._started_ms) / 1000)
 
-    def _run_completed(self, event: Event) -> None:
-        hops = int(event.fields.get("handoffs") or 0)
-        HOPS.observe(hops)
-        if hops:
-            HANDOFFS_RESOLVED.labels(str(event.fields.get("agent") or "")).inc()
-            _EFFICIENCY.count(hops, 1)
+    def _run_completed(self, event: events.RunCompletedEvent) -> None:
+        HOPS.observe(event.handoffs)
+        if event.handoffs:
+            HANDOFFS_RESOLVED.labels(event.agent).inc()
+            _EFFICIENCY.count(event.handoffs, 1)
         self._ended(event, "completed")
 
-    def _run_failed(self, event: Event) -> None:
-        self._ended(event, "failed")
-
-    def _handoff(self, event: Event) -> None:
-        fields = event.fields
-        HANDOFFS.labels(str(fields.get("source")), str(fields.get("target")), "accepted").inc()
-
-    def _handoff_refused(self, event: Event) -> None:
-        fields = event.fields
-        HANDOFFS.labels(str(fields.get("source")), str(fields.get("target")), "refused").inc()
-
-    def _model_call(self, event: Event) -> None:
-        fields = event.fields
-        agent, model = str(fields.get("agent") or ""), str(fields.get("model") or "")
-        MODEL_CALLS.labels(agent, model).inc()
-        TOKENS.labels(agent, model, "input").inc(int(fields.get("prompt_tokens") or 0))
-        TOKENS.labels(agent, model, "output").inc(int(fields.get("completion_tokens") or 0))
-        COST.labels(agent, model).inc(float(fields.get("cost_usd") or 0.0))
-
-    def _message(self, event: Event) -> None:
-        fields = event.fields
-        if fields.get("remote") and fields.get("cost_usd"):
-            COST.labels(str(fields.get("agent") or ""), "(remote)").inc(float(fields["cost_usd"]))
-
-    def _call_invoked(self, event: Event) -> None:
-        fields = event.fields
-        self._calls[str(fields.get("call_id"))] = (
-            str(fields.get("tool") or fields.get("member") or ""),
-            str(fields.get("mode")),
-        )
-
-    def _call_ended(self, event: Event) -> None:
-        fields = event.fields
-        call_id = fields.get("call_id")
-        tool, mode = self._calls.pop(str(call_id), ("", ""))
-        outcome = (
-            "completed" if event.type == EventType.AGENT_TOOL_COMPLETED.value else tool_outcome(fields.get("reason"))
-        )
+    def _call_ended(self, event: events.CallEnd) -> None:
+        outcome = tool_outcome(event.outcome)
+        tool, mode = self._calls.pop(event.call_id, ("", ""))
         AGENT_TOOL_CALLS.labels(tool, mode, outcome).inc()
-        AGENT_TOOL_DURATION.labels(tool, mode, outcome).observe(float(fields.get("duration_ms") or 0.0) / 1000)
-        if self._kind == "tool" and call_id == self._tool_call:
+        AGENT_TOOL_DURATION.labels(tool, mode, outcome).observe((event.duration_ms or 0.0) / 1000)
+        if self._kind == "tool" and event.call_id == self._tool_call:
             self._ended(event, "completed" if outcome == "completed" else "failed")
 
 
-_HANDLERS = {
-    EventType.RUN_COMPLETED.value: RunMetrics._run_completed,
-    EventType.RUN_FAILED.value: RunMetrics._run_failed,
-    EventType.HANDOFF.value: RunMetrics._handoff,
-    EventType.HANDOFF_REFUSED.value: RunMetrics._handoff_refused,
-    EventType.MODEL_CALL.value: RunMetrics._model_call,
-    EventType.MESSAGE.value: RunMetrics._message,
-    EventType.AGENT_TOOL_INVOKED.value: RunMetrics._call_invoked,
-    EventType.AGENT_TOOL_COMPLETED.value: RunMetrics._call_ended,
-    EventType.AGENT_TOOL_TERMINATED.value: RunMetrics._call_ended,
-    EventType.AGENT_TOOL_ERROR.value: RunMetrics._call_ended,
-}
+def _model_call(event: events.ModelCallEvent) -> None:
+    MODEL_CALLS.labels(event.agent, event.model).inc()
+    TOKENS.labels(event.agent, event.model, "input").inc(event.prompt_tokens or 0)
+    TOKENS.labels(event.agent, event.model, "output").inc(event.completion_tokens or 0)
+    COST.labels(event.agent, event.model).inc(event.cost_usd or 0.0)
+
+
+_OBSERVED = frozenset(
+    {
+        events.RunCompletedEvent,
+        events.RunFailedEvent,
+        events.SwarmHandoffEvent,
+        events.HandoffRefusedEvent,
+        events.ModelCallEvent,
+        events.MessageEvent,
+        events.AgentToolInvokedEvent,
+    }
+    | events.CALL_END_MODELS
+)
+"""The models whose events count (``_count``); the others, a relay's progress events first, only pass by."""
