@@ -20,7 +20,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.models.base import ChatMessage
-from gateway.swarm.sessions.base import HandoffRecord
+from gateway.swarm.sessions.base import HandoffRecord, Session
 
 Summarizer = Callable[[list[ChatMessage]], str | Awaitable[str]]
 
@@ -193,6 +193,12 @@ def _condensed(note: str, before: list[ChatMessage], after: list[ChatMessage]) -
     """``note`` in place of ``before``, then the user message that caused the handoff, then ``after``."""
     query = _last_user_message(before)
     return [{"role": "system", "content": note}, *([query] if query else []), *after]
+
+
+async def shown_to(policy: HistoryPolicy, agent: str, session: Session) -> list[ChatMessage]:
+    """The history as ``policy`` shows it to ``agent`` (the session's handoff applies to its target only)."""
+    handoff = session.handoff if session.handoff is not None and session.handoff.target == agent else None
+    return await policy.view(session.history, handoff, session.context_variables)
 
 
 def last_user_text(messages: list[ChatMessage]) -> str:
