@@ -30,6 +30,7 @@ import orjson
 from gateway import defaults
 from gateway.calls.engine import AgentCall, CallSpec
 from gateway.calls.tool import Mode
+from gateway.errors import AgentHandoffError
 from gateway.models.base import ChatMessage, TextDelta
 from gateway.peers.base import Peer
 from gateway.peers.limits import PeerLimits
@@ -39,6 +40,7 @@ from gateway.swarm.admission import Refusal, Targets
 from gateway.swarm.handoff import Handoff, specialty_of
 from gateway.swarm.history_policy import HistoryPolicy, handoff_payload, last_user_text, shown_to
 from gateway.swarm.member import SwarmMember
+from gateway.swarm.registry import ConnectURI, TargetPolicy
 from gateway.swarm.sessions.base import HandoffRecord, Session
 from gateway.swarm.turn import FALLBACK_ANSWER, Step, Transfer, Turn
 from protocol import AgentCard, DataPart, HandoffRequest, Message, TaskSendParams, TaskState, TextPart
@@ -164,6 +166,19 @@ class RemoteAgent:
 
     def __repr__(self) -> str:
         return f"RemoteAgent(name={self.name!r}, uri={self.uri!r})"
+
+
+def connector(gateway: Gateway | None, policy: TargetPolicy) -> ConnectURI | None:
+    """How a URI target becomes a member: through the gateway, on a host it allows; None when URIs are off."""
+    if not policy.connect_uris or gateway is None:
+        return None
+
+    async def connect(uri: str) -> SwarmMember:
+        if not gateway.allowed_hosts.allows(uri):
+            raise AgentHandoffError(f"{uri!r} is not on a host the gateway may connect to", target=uri)
+        return await RemoteAgent.connect(uri, gateway)
+
+    return connect
 
 
 async def remote_step(

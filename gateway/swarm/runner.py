@@ -11,7 +11,7 @@ The loop, in the order a reader meets it in ``_turn`` and ``_converse``:
 3. The active agent takes a step: a local Agent calls its model and runs the tools it
    asked for (local.py), a RemoteAgent answers one task over its peer (remote.py). A step
    may ask for one transfer, its target found as the ``TargetPolicy`` allows (admission.py).
-4. A transfer takes one path whoever asked (``_transfer``): the turn's rules admit or
+4. A transfer takes one path whoever asked (transfer.py): the turn's rules admit or
    refuse it (admission.py), the call that asked gets its answer, then the new agent takes
    the next step. A refused transfer ends transfers for the turn; the current agent is
    told why and answers, unless the runner's fallback takes the conversation (fallback.py).
@@ -25,50 +25,40 @@ to a caller that is not an admin, a session that does not exist (``SessionNotFou
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import AsyncGenerator
 from contextlib import aclosing, suppress
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import orjson
 
 from agent_server.http.auth import Principal
 from gateway import defaults
 from gateway.errors import AgentHandoffError, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
-from gateway.models.base import HANDOFF_SUCCESS, ChatModel
+from gateway.models.base import ChatModel
 from gateway.models.providers import Providers
 from gateway.recording.events import Event, EventType
 from gateway.recording.recorder import RunRecorder
-from gateway.swarm.admission import HANDOFF_LIMIT_MESSAGE, Refusal, Targets, refusal
+from gateway.swarm.admission import Targets
 from gateway.swarm.agent import Agent
-from gateway.swarm.fallback import (
-    CURRENT,
-    ESCALATION_MESSAGE,
-    HUMAN,
-    Fallback,
-    describe_failure,
-    escalates,
-    supervisor_name,
-)
+from gateway.swarm.fallback import CURRENT, Fallback, describe_failure
 from gateway.swarm.handoff import Handoff
 from gateway.swarm.history_policy import FullHistory, HistoryPolicy, last_user_text
-from gateway.swarm.local import NOT_RUN_MESSAGE, TOOL_LIMIT_MESSAGE, check_models, local_step
+from gateway.swarm.local import check_models, local_step
 from gateway.swarm.member import SwarmMember
-from gateway.swarm.registry import AgentRegistry, ConnectURI, TargetPolicy, find_by_name
-from gateway.swarm.remote import RemoteAgent, remote_step
+from gateway.swarm.registry import AgentRegistry, TargetPolicy
+from gateway.swarm.remote import RemoteAgent, connector, remote_step
 from gateway.swarm.router import SemanticRouter
 from gateway.swarm.sessions import MemorySessionStore, Session, SessionStore
+from gateway.swarm.transfer import Handover, switch
 from gateway.swarm.turn import RunOptions, RunResponse, Step, Transfer, Turn, pending_calls_wire
 from gateway.telemetry import spans
-from protocol import TaskState
 
 if TYPE_CHECKING:
     from gateway.calls.coordinator import Gateway
 
-__all__ = ["HANDOFF_LIMIT_MESSAGE", "NOT_RUN_MESSAGE", "TOOL_LIMIT_MESSAGE", "Runner"]
+__all__ = ["Runner"]
 
 _SAVE_AFTER_FAILURE_S = 5.0
 
@@ -256,9 +246,9 @@ class Runner:
             session = await self.session_store.load(session_id)
             if session.version > 0 and caller is not None and not caller.may_see(session.owner):
                 raise SessionNotFound(session_id)
-            agents = self._registry.snapshot()
-            check_models(agents, options, self.providers)
-            agent, lost, cause = await self._active_member(session, agents)
+            targets = self._targets()
+            check_models(targets.agents, options, self.providers)
+            agent, lost, cause = await self._active_member(session, targets)
             recorder = RunRecorder(self.event_log, keep=True)
             interrupted = session.open_run
             if session.version == 0 and caller is not None:
@@ -281,7 +271,7 @@ class Runner:
                 )
                 if lost is not None:
                     await turn.emit(EventType.AGENT_CHANGED, previous=lost, agent=agent.name, cause=cause)
-                async with aclosing(self._converse(turn, self._targets(agents))) as flushes:
+                async with aclosing(self._converse(turn, targets)) as flushes:
                     async for _ in flushes:
                         for event in recorder.drain():
                             show(event)
@@ -309,8 +299,9 @@ class Runner:
         It yields where the events emitted so far should reach a streaming caller.
         """
         yield
+        handover = Handover(self.max_handoffs_per_turn, self.fallback, self._registry.snapshot)
         if self.router is not None:
-            await self._route(turn, targets.agents)
+            await self._route(turn, targets.agents, handover)
             yield
         max_turns = turn.options.max_turns
         while not turn.done:
@@ -330,7 +321,7 @@ class Runner:
                         else:
                             transfer = item
                 if transfer is not None:
-                    await self._transfer(turn, transfer)
+                    await handover.carry_out(turn, transfer)
             yield
         await self._complete(turn)
 
@@ -351,92 +342,7 @@ class Runner:
             max_tool_iterations=self.max_tool_iterations,
         )
 
-    async def _transfer(self, turn: Turn, transfer: Transfer) -> None:
-        """The one path of a transfer: admitted or refused, the asking call answered, then switch or fall back."""
-        target, handoff = transfer.target, transfer.handoff
-        refused = await self._admit(turn, target, handoff)
-        await transfer.answer(refused.message if refused else _handoff_success(target.name, handoff.reason))
-        if refused is None:
-            await self._switch(turn, target, handoff)
-        elif not (escalates(self.fallback, refused.cause) and await self._fall_back(turn, refused, target)):
-            transfer.refused(refused)
-
-    async def _admit(self, turn: Turn, target: SwarmMember, handoff: Handoff) -> Refusal | None:
-        """None when the transfer may happen (admission.py); else why not, recorded, and transfers end for the turn."""
-        source = turn.agent.name
-        refused = self._refusal(turn, target)
-        if refused is None:
-            return None
-        if refused.cause == "max_handoffs_per_turn":
-            await turn.emit(
-                EventType.LIMIT_REACHED, agent=source, limit="max_handoffs_per_turn", value=self.max_handoffs_per_turn
-            )
-        elif refused.cycle is not None:
-            await turn.emit(
-                EventType.CYCLE_DETECTED, agent=source, source=source, target=target.name, path=refused.cycle
-            )
-        turn.transfers_blocked = True
-        await turn.emit(
-            EventType.HANDOFF_REFUSED, source=source, target=target.name, cause=refused.cause, reason=handoff.reason
-        )
-        return refused
-
-    def _refusal(self, turn: Turn, target: SwarmMember) -> Refusal | None:
-        return refusal(
-            turn.agent.name,
-            target.name,
-            path=turn.path,
-            transfers_blocked=turn.transfers_blocked,
-            max_handoffs_per_turn=self.max_handoffs_per_turn,
-        )
-
-    async def _fall_back(self, turn: Turn, refused: Refusal, target: SwarmMember) -> bool:
-        """The limit or the cycle tripped: a human or the supervisor takes the conversation (fallback.py).
-
-        False when the supervisor already holds it: it answers, as with ``current``.
-        """
-        name = supervisor_name(self.fallback)
-        supervisor = None if name is None else find_by_name(self._registry.snapshot(), name)
-        if name is not None and supervisor is None:
-            raise AgentHandoffError(f"the fallback agent {name!r} is not registered with the Runner", target=name)
-        if supervisor is turn.agent:
-            return False
-        await turn.emit(
-            EventType.ESCALATED,
-            agent=turn.agent.name,
-            reason=refused.cause,
-            target=target.name,
-            path=list(turn.path),
-            fallback=HUMAN if supervisor is None else supervisor.name,
-        )
-        if supervisor is None:
-            await turn.say({"role": "assistant", "content": ESCALATION_MESSAGE, "sender": turn.agent.name})
-            turn.finish(ESCALATION_MESSAGE, TaskState.INPUT_REQUIRED)
-        else:
-            await self._switch(turn, supervisor, Handoff(supervisor.name, f"fallback: {refused.cause}"), "fallback")
-        return True
-
-    async def _switch(self, turn: Turn, target: SwarmMember, handoff: Handoff, cause: str | None = None) -> None:
-        """The transfer itself: new active agent, context updates, the record history policies read."""
-        source = turn.agent
-        turn.path.append(target.name)
-        turn.last_handoff = dataclasses.replace(handoff, target_agent_name=target.name)
-        turn.agent = target
-        turn.arrival = turn.session.set_active_agent(
-            target, handoff.context_variables, reason=handoff.reason, payload=handoff.payload, source=source.name
-        )
-        with spans.handoff(source.name, target.name, handoff.reason, turn.handoffs, turn.recorder.run_id):
-            await turn.emit(
-                EventType.HANDOFF,
-                source=source.name,
-                target=target.name,
-                reason=handoff.reason,
-                hop=turn.handoffs,
-                remote=isinstance(source, RemoteAgent) or isinstance(target, RemoteAgent),
-            )
-            await turn.emit(EventType.AGENT_CHANGED, previous=source.name, agent=target.name, **_cause(cause))
-
-    async def _route(self, turn: Turn, agents: dict[str, SwarmMember]) -> None:
+    async def _route(self, turn: Turn, agents: dict[str, SwarmMember], handover: Handover) -> None:
         """The semantic router's decision on the user's words, recorded; a passing one hands over at once."""
         assert self.router is not None
         decision = await self.router.decide(last_user_text(turn.session.history), agents)
@@ -447,7 +353,7 @@ class Runner:
         if decision.passes and target is turn.agent:
             verdict = "stay"
         elif decision.passes:
-            verdict = "refused" if self._refusal(turn, target) else "route"
+            verdict = "refused" if handover.refusal(turn, target) else "route"
         await turn.emit(
             EventType.ROUTER_DECISION,
             agent=turn.agent.name,
@@ -459,7 +365,7 @@ class Runner:
         )
         if verdict == "route":
             reason = f"semantic router: {decision.score:.2f} for {decision.example!r}"
-            await self._switch(turn, target, Handoff(target.name, reason), "router")
+            await switch(turn, target, Handoff(target.name, reason), "router")
 
     async def _complete(self, turn: Turn) -> None:
         """The turn answered: the session saved with who holds it now, and ``run_completed`` recorded."""
@@ -492,9 +398,7 @@ class Runner:
         with anyio.move_on_after(_SAVE_AFTER_FAILURE_S), suppress(Exception):
             await self.session_store.save(session)
 
-    async def _active_member(
-        self, session: Session, agents: dict[str, SwarmMember]
-    ) -> tuple[SwarmMember, str | None, str]:
+    async def _active_member(self, session: Session, targets: Targets) -> tuple[SwarmMember, str | None, str]:
         """The agent holding the conversation; else the starting agent, the lost name and why.
 
         A member found by URI in an earlier turn (or process) is connected again by its
@@ -503,52 +407,28 @@ class Runner:
         name = session.active_agent
         if name is None:
             return self.starting_agent, None, ""
-        if name in agents:
-            return agents[name], None, ""
+        if name in targets.agents:
+            return targets.agents[name], None, ""
         cause = "not_registered"
-        connect = self._connector()
         if self._registry.is_forgotten(name, session.active_agent_uri):
             cause = "removed"
-        elif session.active_agent_uri and connect is not None:
+        elif session.active_agent_uri and targets.connect is not None:
             with suppress(AgentHandoffError):
-                return await self._registry.resolve(session.active_agent_uri, agents, connect), None, ""
+                return await targets.named(session.active_agent_uri), None, ""
         session.handoff = None
         session.active_agent_uri = None
         return self.starting_agent, name, cause
 
-    def _targets(self, agents: dict[str, SwarmMember]) -> Targets:
-        """How this turn finds transfer targets: in ``agents`` (the turn's snapshot), else as the policy allows."""
+    def _targets(self) -> Targets:
+        """How this turn finds transfer targets: in a snapshot of the registry, else as the policy allows."""
         gateway = self.gateway
         return Targets(
             self._registry,
-            agents,
+            self._registry.snapshot(),
             self.targets,
-            self._connector(),
+            connector(gateway, self.targets),
             host_allowed=gateway.allowed_hosts.allows if gateway is not None else lambda uri: True,
         )
-
-    def _connector(self) -> ConnectURI | None:
-        """How the registry reaches a URI target: through the gateway, on an allowed host, unless URIs are off."""
-        if not self.targets.connect_uris or self.gateway is None:
-            return None
-        gateway = self.gateway
-
-        async def connect(uri: str) -> SwarmMember:
-            if not gateway.allowed_hosts.allows(uri):
-                raise AgentHandoffError(f"{uri!r} is not on a host the gateway may connect to", target=uri)
-            return await RemoteAgent.connect(uri, gateway)
-
-        return connect
-
-
-def _cause(cause: str | None) -> dict[str, str]:
-    return {} if cause is None else {"cause": cause}
-
-
-def _handoff_success(target: str, reason: str | None) -> str:
-    return orjson.dumps(
-        {"status": HANDOFF_SUCCESS, "assistant": target, "reason": reason or "Specialist routing"}
-    ).decode()
 
 
 def _print_event(event: Event) -> None:
