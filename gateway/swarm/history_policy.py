@@ -26,8 +26,9 @@ Summarizer = Callable[[list[ChatMessage]], str | Awaitable[str]]
 
 _SNIPPET_CHARS = 160
 # Each pattern starts only where a run of its characters starts (the look-behinds, the \b): tried
-# from every position inside a long run (70 KB of digits, letters or "A-A-"), the earlier
-# patterns scanned to the run's end each time, quadratic: a message held the gateway 16 s.
+# from every position inside a long run (of digits, letters or "A-A-"), the earlier patterns
+# scanned to the run's end each time, quadratic in the run's length: one long message could
+# hold the gateway.
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+")
 _AMOUNT = re.compile(
     r"(?:[$€£]\s?(\d+(?:[.,]\d{1,2})?))|(?<!\d)(\d+(?:[.,]\d{1,2})?)\s?(?:usd|eur|dollars?|euros?)\b", re.I
