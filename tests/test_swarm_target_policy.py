@@ -17,9 +17,9 @@ def test_the_keywords_and_the_value_say_the_same_thing() -> None:
     assert Runner(agent).targets == TargetPolicy(connect_uris=True, adopt_agents=True)
     keywords = Runner(agent, resolve_uris=False, dynamic_agents=False)
     assert keywords.targets == TargetPolicy(connect_uris=False, adopt_agents=False)
-    assert (keywords.resolve_uris, keywords.dynamic_agents) == (False, False)
+    assert keywords.resolve_uris is False
     value = Runner(agent, targets=TargetPolicy(connect_uris=False))
-    assert (value.resolve_uris, value.dynamic_agents) == (False, True)
+    assert (value.resolve_uris, value.targets.adopt_agents) == (False, True)
     with pytest.raises(ValueError, match="not both"):
         Runner(agent, targets=TargetPolicy(), resolve_uris=True)
 

@@ -116,11 +116,6 @@ class Runner:
         return self.targets.connect_uris
 
     @property
-    def dynamic_agents(self) -> bool:
-        """Whether an agent object a tool returns is adopted (``targets.adopt_agents``)."""
-        return self.targets.adopt_agents
-
-    @property
     def agents(self) -> dict[str, SwarmMember]:
         """Every agent a conversation can be handed to, by name."""
         return self._registry.snapshot()
@@ -323,7 +318,25 @@ class Runner:
                 if transfer is not None:
                     await handover.carry_out(turn, transfer)
             yield
-        await self._complete(turn)
+        session = turn.session
+        session.active_agent = turn.agent.name
+        # Only an agent found by its URI is connected again by it in a later process; one registered by
+        # name that is not registered there is gone, and the starting agent takes the session back.
+        session.active_agent_uri = self._registry.uri_found(turn.agent)
+        session.open_run = None
+        await self.session_store.save(session)
+        await turn.emit(
+            EventType.RUN_COMPLETED,
+            agent=turn.agent.name,
+            active_agent_name=turn.agent.name,
+            content=turn.content,
+            handoffs=turn.handoffs,
+            tool_calls=turn.tool_calls,
+            session_version=session.version,
+            state=turn.state.value,
+            **({"pending_tool_calls": pending_calls_wire(turn.pending_tool_calls)} if turn.pending_tool_calls else {}),
+            usage_by_agent=turn.recorder.usage.by_agent(),
+        )
 
     def _step(self, turn: Turn, targets: Targets) -> Step:
         """The active agent's next step: a remote task, or a local model call and its tools."""
@@ -366,28 +379,6 @@ class Runner:
         if verdict == "route":
             reason = f"semantic router: {decision.score:.2f} for {decision.example!r}"
             await switch(turn, target, Handoff(target.name, reason), "router")
-
-    async def _complete(self, turn: Turn) -> None:
-        """The turn answered: the session saved with who holds it now, and ``run_completed`` recorded."""
-        session = turn.session
-        session.active_agent = turn.agent.name
-        # Only an agent found by its URI is connected again by it in a later process; one registered by
-        # name that is not registered there is gone, and the starting agent takes the session back.
-        session.active_agent_uri = self._registry.uri_found(turn.agent)
-        session.open_run = None
-        await self.session_store.save(session)
-        await turn.emit(
-            EventType.RUN_COMPLETED,
-            agent=turn.agent.name,
-            active_agent_name=turn.agent.name,
-            content=turn.content,
-            handoffs=turn.handoffs,
-            tool_calls=turn.tool_calls,
-            session_version=session.version,
-            state=turn.state.value,
-            **({"pending_tool_calls": pending_calls_wire(turn.pending_tool_calls)} if turn.pending_tool_calls else {}),
-            usage_by_agent=turn.recorder.usage.by_agent(),
-        )
 
     async def _save_as_started(self, session: Session) -> None:
         """After a failed turn: the session as the turn found it, plus the user's message, without the mark.
