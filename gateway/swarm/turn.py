@@ -127,7 +127,8 @@ class Turn:
     remote alike: cycle detection reads it, and each accepted transfer adds one entry.
     Events go through ``recorder`` (which keeps them for the turn), whoever emits them.
     ``arrival`` is a transfer the agent it went to has not been told about yet (a remote
-    agent gets it in its task's metadata).
+    agent gets it in its task's metadata); ``remote_input``, what a remote agent's next task
+    says instead of the user's words (why the transfer it asked for was refused).
     """
 
     session: Session
