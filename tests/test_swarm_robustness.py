@@ -187,7 +187,7 @@ async def test_a_cancelled_turn_says_why_when_the_canceller_gave_a_reason() -> N
         group.cancel_scope.cancel("the gateway is shutting down")
     [run_id] = await runner.event_log.list_runs()
     failed = (await runner.event_log.read(run_id))[-1]
-    # anyio has no public accessor for the reason; this pins the message format swarm/failure.py reads
+    # anyio has no public accessor for the reason; this pins the message format swarm/fallback.py reads
     assert (failed.type, failed.fields["error"]) == ("run_failed", "cancelled: the gateway is shutting down")
 
 

@@ -1,6 +1,7 @@
 """Swarm handoffs: agents that transfer a conversation to peers, in-process and across services."""
 
 from gateway.errors import AgentHandoffError, SessionConflictError, SessionNotFound, SwarmError
+from gateway.swarm.admission import HANDOFF_LIMIT_MESSAGE
 from gateway.swarm.agent import Agent
 from gateway.swarm.fallback import CURRENT, ESCALATION_MESSAGE, HUMAN, Fallback
 from gateway.swarm.handoff import Handoff, TransferTool, specialty_of, transfer_tools
@@ -12,11 +13,12 @@ from gateway.swarm.history_policy import (
     SummaryHistory,
     handoff_payload,
 )
+from gateway.swarm.local import NOT_RUN_MESSAGE, TOOL_LIMIT_MESSAGE
 from gateway.swarm.member import SwarmMember
-from gateway.swarm.registry import AgentRegistry
+from gateway.swarm.registry import AgentRegistry, TargetPolicy
 from gateway.swarm.remote import RemoteAgent, RemoteReply
 from gateway.swarm.router import RouteDecision, SemanticRouter
-from gateway.swarm.runner import HANDOFF_LIMIT_MESSAGE, NOT_RUN_MESSAGE, TOOL_LIMIT_MESSAGE, Runner
+from gateway.swarm.runner import Runner
 from gateway.swarm.sessions import HandoffRecord, MemorySessionStore, Session, SessionStore, SQLiteSessionStore
 from gateway.swarm.turn import RunOptions, RunResponse, TurnScope, current_turn
 
@@ -53,6 +55,7 @@ __all__ = [
     "SummaryHistory",
     "SwarmError",
     "SwarmMember",
+    "TargetPolicy",
     "TransferTool",
     "TurnScope",
     "current_turn",

@@ -1,7 +1,8 @@
-"""Who takes the conversation when the handoff limit or a ping-pong cycle trips: the runner's fallback.
+"""When a turn cannot go on as asked: who takes the conversation when a limit trips, what a failed run says.
 
 The literature's defence against agents passing a user around is to hand control to a
-supervisor or a human. ``Runner(fallback=...)`` (``[swarm] fallback``) picks:
+supervisor or a human. ``Runner(fallback=...)`` (``[swarm] fallback``) picks who takes the
+conversation when the handoff limit or a ping-pong cycle trips:
 
 - ``current`` (the default): the transfer is refused, the agent holding the conversation
   is told why and answers (admission.py);
@@ -13,9 +14,14 @@ supervisor or a human. ``Runner(fallback=...)`` (``[swarm] fallback``) picks:
 Either of the last two records an ``escalated`` event with the reason and the path of
 agents. Other refusals (a transfer to the agent itself, a second transfer in one
 response, a target a remote agent may not name) never escalate.
+
+A turn that fails outright (an error, a cancellation) ends with a ``run_failed`` event
+whose text ``describe_failure`` writes.
 """
 
 from __future__ import annotations
+
+import anyio
 
 from gateway.swarm.member import SwarmMember
 
@@ -26,6 +32,9 @@ ESCALATION_MESSAGE = "I am handing this conversation to a person on our team, wh
 
 Fallback = SwarmMember | str
 """``current``, ``human``, a supervisor agent, or a supervisor's name."""
+
+_ANYIO_CANCEL_MESSAGE = "Cancelled via cancel scope "
+_ANYIO_REASON_SEPARATOR = "; reason: "
 
 
 def escalates(fallback: Fallback, cause: str) -> bool:
@@ -38,3 +47,28 @@ def supervisor_name(fallback: Fallback) -> str | None:
     if isinstance(fallback, str):
         return None if fallback in (CURRENT, HUMAN) else fallback
     return fallback.name
+
+
+def describe_failure(exc: BaseException) -> str:
+    """What a ``run_failed`` event says: the error, or "cancelled" plus the canceller's reason."""
+    if isinstance(exc, anyio.get_cancelled_exc_class()):
+        reason = cancel_reason(exc)
+        return f"cancelled: {reason}" if reason else "cancelled"
+    return str(exc) or type(exc).__name__
+
+
+def cancel_reason(exc: BaseException) -> str | None:
+    """The ``reason`` given to ``CancelScope.cancel(reason)`` (anyio >= 4.10), when it can be read.
+
+    anyio offers no public accessor: it writes the reason into the cancellation's message as
+    ``"Cancelled via cancel scope <id> by <task>; reason: <reason>"``. The run's cancel
+    scope belongs to whoever runs the turn (the gateway service cancels its runs with
+    "the gateway is shutting down"), so the message is the only channel that reaches the
+    runner. This is the one place that reads that text; any other format gives None (the
+    event then says just "cancelled"), and tests/test_swarm_robustness.py pins the format.
+    """
+    message = str(exc)
+    if not message.startswith(_ANYIO_CANCEL_MESSAGE):
+        return None
+    _, separator, reason = message.partition(_ANYIO_REASON_SEPARATOR)
+    return reason or None if separator else None

@@ -20,14 +20,15 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from gateway.models.base import ChatMessage
-from gateway.swarm.sessions.base import HandoffRecord
+from gateway.swarm.sessions.base import HandoffRecord, Session
 
 Summarizer = Callable[[list[ChatMessage]], str | Awaitable[str]]
 
 _SNIPPET_CHARS = 160
 # Each pattern starts only where a run of its characters starts (the look-behinds, the \b): tried
-# from every position inside a long run (70 KB of digits, letters or "A-A-"), the earlier
-# patterns scanned to the run's end each time, quadratic: a message held the gateway 16 s.
+# from every position inside a long run (of digits, letters or "A-A-"), the earlier patterns
+# scanned to the run's end each time, quadratic in the run's length: one long message could
+# hold the gateway.
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+\.[\w.-]+")
 _AMOUNT = re.compile(
     r"(?:[$€£]\s?(\d+(?:[.,]\d{1,2})?))|(?<!\d)(\d+(?:[.,]\d{1,2})?)\s?(?:usd|eur|dollars?|euros?)\b", re.I
@@ -193,6 +194,12 @@ def _condensed(note: str, before: list[ChatMessage], after: list[ChatMessage]) -
     """``note`` in place of ``before``, then the user message that caused the handoff, then ``after``."""
     query = _last_user_message(before)
     return [{"role": "system", "content": note}, *([query] if query else []), *after]
+
+
+async def shown_to(policy: HistoryPolicy, agent: str, session: Session) -> list[ChatMessage]:
+    """The history as ``policy`` shows it to ``agent`` (the session's handoff applies to its target only)."""
+    handoff = session.handoff if session.handoff is not None and session.handoff.target == agent else None
+    return await policy.view(session.history, handoff, session.context_variables)
 
 
 def last_user_text(messages: list[ChatMessage]) -> str:

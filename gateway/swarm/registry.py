@@ -13,17 +13,20 @@ peer of the gateway, wrapped as a RemoteAgent.
 longer resolves, the snapshot leaves it out even where a handoff still points at it, and
 its URI is not connected again, until an agent with that name is registered anew.
 
-An agent object a local tool returns (OpenAI swarm's way to transfer) is ``adopt``-ed: with
-dynamic agents on, one the registry does not know yet is registered then, so the session's
-next turns find it by name; a later object with the name of an adopted one replaces it
-(tools that build their agent on each call); the ``MAX_DYNAMIC_AGENTS`` most recent are
-kept. A name held by an agent registered otherwise stays that agent's. Names from remote
-agents' answers are never adopted: they resolve by name or URI (``resolve``).
+How a target the registry does not hold yet is found is the runner's ``TargetPolicy``: a
+URI is connected to (``connect_uris``), and an agent object a local tool returns (OpenAI
+swarm's way to transfer) is ``adopt``-ed (``adopt_agents``): one the registry does not know
+yet is registered then, so the session's next turns find it by name; a later object with
+the name of an adopted one replaces it (tools that build their agent on each call); the
+``MAX_DYNAMIC_AGENTS`` most recent are kept. A name held by an agent registered otherwise
+stays that agent's. Names from remote agents' answers are never adopted: they resolve by
+name or URI (``resolve``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from gateway import defaults
 from gateway.errors import AgentHandoffError, AgentToolError, InvalidAgentURI
@@ -32,6 +35,32 @@ from gateway.uri import A2AHttpTarget, AgentTarget, LocalTarget, parse_agent_uri
 from protocol.handoff_names import sanitize_agent_name
 
 ConnectURI = Callable[[str], Awaitable[SwarmMember]]
+
+
+@dataclass(frozen=True)
+class TargetPolicy:
+    """How a transfer target that no agent registered under its name is found.
+
+    ``connect_uris``: a target named by URI is connected to (through the gateway, on a host
+    it allows); off, transfers name registered agents only, which keeps a remote agent from
+    sending the conversation anywhere new. ``adopt_agents``: an agent object a local tool
+    returns is registered then (OpenAI swarm's way); off, it must be registered already.
+    """
+
+    connect_uris: bool = True
+    adopt_agents: bool = True
+
+    @classmethod
+    def of(cls, policy: TargetPolicy | None, *, resolve_uris: bool | None, dynamic_agents: bool | None) -> TargetPolicy:
+        """The policy ``Runner(targets=...)`` gives, or the one its ``resolve_uris``/``dynamic_agents`` keywords say."""
+        if policy is not None and (resolve_uris is not None or dynamic_agents is not None):
+            raise ValueError("give Runner(targets=...) or resolve_uris=/dynamic_agents=, not both")
+        if policy is not None:
+            return policy
+        return cls(
+            connect_uris=True if resolve_uris is None else resolve_uris,
+            adopt_agents=True if dynamic_agents is None else dynamic_agents,
+        )
 
 
 class AgentRegistry:
@@ -62,17 +91,17 @@ class AgentRegistry:
             raise
         self._registered.append(member)
 
-    def adopt(self, member: SwarmMember, agents: dict[str, SwarmMember], *, dynamic: bool) -> SwarmMember:
-        """``member``, a local tool's transfer target: the agent known under its name, or (``dynamic``) adopted now.
+    def adopt(self, member: SwarmMember, agents: dict[str, SwarmMember], policy: TargetPolicy) -> SwarmMember:
+        """``member``, a local tool's transfer target: the agent known under its name, or adopted now.
 
         An adopted agent (and what it hands off to) joins ``agents``; AgentHandoffError
-        when it may not be (dynamic agents off, or its name is another agent's).
+        when it may not be (the policy does not adopt agents, or its name is another agent's).
         """
         known = agents.get(member.name)
         if known is member:
             return member
         held = known is not None and self._adopted.get(member.name) is not known
-        if not dynamic or held:
+        if not policy.adopt_agents or held:
             why = "another agent has that name" if held else "dynamic agents are off (Runner(dynamic_agents=False))"
             raise AgentHandoffError(
                 f"handoff target agent {member.name!r} is not registered with the Runner ({why}); add it to some "

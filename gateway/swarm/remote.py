@@ -5,7 +5,8 @@ the input (the user's words, or why a transfer it asked for was refused) and a d
 part with the conversation as the history policy shapes it. Its answer streams back as
 text deltas; a ``handoff`` line (or ``metadata.handoff`` on a non-streamed task) asks
 the coordinator to transfer the conversation, which the Runner resolves and counts like
-any other hop.
+any other hop: ``remote_step`` records the request as a transfer tool call, so every agent
+reads one kind of history, and hands it to the runner as the step's ``Transfer``.
 
 Each turn is one call of the engine agent tools use (gateway/calls/engine.py), recorded in
 the run with ``member`` naming the agent: the same deadlines (``timeout_s`` for a
@@ -18,21 +19,32 @@ even before the first stream line), or the one the server names (JSON-RPC).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from gateway import defaults
 from gateway.calls.engine import AgentCall, CallSpec
 from gateway.calls.tool import Mode
+from gateway.errors import AgentHandoffError
 from gateway.models.base import ChatMessage, TextDelta
 from gateway.peers.base import Peer
 from gateway.peers.limits import PeerLimits
+from gateway.recording.events import EventType
 from gateway.recording.recorder import RunRecorder
-from gateway.swarm.handoff import specialty_of
+from gateway.swarm.admission import Refusal, Targets
+from gateway.swarm.handoff import Handoff, specialty_of
+from gateway.swarm.history_policy import HistoryPolicy, handoff_payload, last_user_text, shown_to
 from gateway.swarm.member import SwarmMember
+from gateway.swarm.registry import ConnectURI, TargetPolicy
+from gateway.swarm.sessions.base import HandoffRecord, Session
+from gateway.swarm.turn import FALLBACK_ANSWER, Step, Transfer, Turn
 from protocol import AgentCard, DataPart, HandoffRequest, Message, TaskSendParams, TaskState, TextPart
+from protocol.handoff_names import transfer_tool_name
 
 if TYPE_CHECKING:
     from gateway.calls.coordinator import Gateway
@@ -154,6 +166,126 @@ class RemoteAgent:
 
     def __repr__(self) -> str:
         return f"RemoteAgent(name={self.name!r}, uri={self.uri!r})"
+
+
+def connector(gateway: Gateway | None, policy: TargetPolicy) -> ConnectURI | None:
+    """How a URI target becomes a member: through the gateway, on a host it allows; None when URIs are off."""
+    if not policy.connect_uris or gateway is None:
+        return None
+
+    async def connect(uri: str) -> SwarmMember:
+        if not gateway.allowed_hosts.allows(uri):
+            raise AgentHandoffError(f"{uri!r} is not on a host the gateway may connect to", target=uri)
+        return await RemoteAgent.connect(uri, gateway)
+
+    return connect
+
+
+async def remote_step(
+    turn: Turn, remote: RemoteAgent, targets: Targets, *, history: HistoryPolicy, max_handoffs_per_turn: int
+) -> Step:
+    """One task on ``remote``: its text streamed, then its answer, or the transfer it asked for."""
+    session = turn.session
+    handoffs_allowed = not turn.transfers_blocked
+    arrival, turn.arrival = turn.arrival, None
+    told, turn.remote_input = turn.remote_input, None
+    params = task_params(
+        task_id=session.remote_tasks.pop(remote.name, None),
+        session_id=session.id,
+        text=told or last_user_text(session.history),
+        conversation=await shown_to(history, remote.name, session),
+        handoff=None if arrival is None else _handoff_metadata(arrival, session),
+        metadata={
+            "session_id": session.id,
+            "agent": remote.name,
+            "path": list(turn.path),
+            "hop": turn.handoffs,
+            "max_handoffs_per_turn": max_handoffs_per_turn,
+            "handoffs_allowed": handoffs_allowed,
+            "history_policy": history.name,
+        },
+    )
+    reply: RemoteReply | None = None
+    async with aclosing(remote.ask(params, turn.recorder)) as items:
+        async for item in items:
+            if isinstance(item, TextDelta):
+                await turn.emit(EventType.TEXT_DELTA, agent=remote.name, text=item.text, remote=True)
+                yield None
+            else:
+                reply = item
+    assert reply is not None
+    if reply.state == TaskState.INPUT_REQUIRED:
+        session.remote_tasks[remote.name] = reply.task_id
+    if reply.handoff is None:
+        message: ChatMessage = {"role": "assistant", "content": reply.text or None, "sender": remote.name}
+        await turn.say(message, state=reply.state.value, remote=True, cost_usd=reply.cost_usd)
+        turn.finish(reply.text)
+        return
+    transfer = await _transfer_asked(turn, reply, reply.handoff, targets, handoffs_allowed)
+    if transfer is not None:
+        yield transfer
+
+
+async def _transfer_asked(
+    turn: Turn, reply: RemoteReply, request: HandoffRequest, targets: Targets, handoffs_allowed: bool
+) -> Transfer | None:
+    """The request recorded as a transfer tool call; the Transfer, or None when the target may not be named.
+
+    A refused request is put to the remote agent once more (``remote_input``); if it
+    asks again although transfers were over, its text is the answer.
+    """
+    remote = turn.agent.name
+    forbidden = targets.forbidden_for_remote(request.target)
+    target = None if forbidden else await targets.named(request.target)
+    call_id = "handoff_" + uuid.uuid4().hex[:16]
+    tool = transfer_tool_name(request.target if target is None else target.name)
+    arguments = {"reason": request.reason} if request.reason else {}
+    function = {"name": tool, "arguments": orjson.dumps(arguments).decode()}
+    call = {"id": call_id, "type": "function", "function": function}
+    await turn.say(
+        {"role": "assistant", "content": reply.text or None, "sender": remote, "tool_calls": [call]},
+        remote=True,
+        cost_usd=reply.cost_usd,
+    )
+    await turn.emit(EventType.TOOL_CALL, agent=remote, tool=tool, call_id=call_id, arguments=arguments, remote=True)
+    if target is None:
+        assert forbidden is not None
+        cause, detail = forbidden
+        turn.transfers_blocked = True
+        await turn.emit(
+            EventType.HANDOFF_REFUSED,
+            source=remote,
+            target=request.target,
+            cause=cause,
+            reason=request.reason,
+            detail=detail,
+            remote=True,
+        )
+        await turn.tool_result(remote, call_id, tool, f"Transfer refused: {detail}", remote=True)
+        turn.finish(reply.text or FALLBACK_ANSWER)
+        return None
+
+    async def answer(text: str) -> None:
+        await turn.tool_result(remote, call_id, tool, text, remote=True)
+
+    def refused(refusal: Refusal) -> None:
+        if handoffs_allowed:
+            turn.remote_input = f"{refusal.message} Your request to transfer to {target.name!r} was not carried out."
+        else:
+            turn.finish(reply.text or FALLBACK_ANSWER)
+
+    return Transfer(target, Handoff(target.name, request.reason, payload=dict(request.payload or {})), answer, refused)
+
+
+def _handoff_metadata(arrival: HandoffRecord, session: Session) -> dict[str, Any]:
+    """``metadata.handoff`` of the first task a remote agent gets after a transfer to it, with the HandoffPayload."""
+    payload = handoff_payload(session.history[: arrival.at], arrival, session.context_variables)
+    return {
+        "source": arrival.source,
+        "target": arrival.target,
+        "reason": arrival.reason,
+        "payload": payload.model_dump(mode="json"),
+    }
 
 
 def task_params(

@@ -3,16 +3,16 @@
 Agents declare what users say when they want them (``Agent(examples=[...])``; a remote
 agent's come from its card's skills). The router embeds them once (again only when an
 agent's examples change), embeds each user message, and scores it against every example
-by cosine similarity. At ``threshold`` or above (default 0.85) the runner hands the turn to
-the closest agent before any model runs, saving the triage model's call; below it the
-active agent decides as usual. The runner records each decision (``router_decision``).
+by cosine similarity. At ``threshold`` or above (``defaults.ROUTER_THRESHOLD`` unless
+given) the runner hands the turn to the closest agent before any model runs, saving the
+triage model's call; below it the active agent decides as usual. The runner records each
+decision (``router_decision``).
 
 Scoring is plain Python. Vectors are scaled to length 1 when they arrive, so a cosine is a
-dot product. Sparse vectors (the offline embedder's: a few words of a thousand
-dimensions) are scored through an inverted index, which touches only the examples that
-share a dimension with the message: microseconds for thousands of examples. Dense
-vectors (an embedding model's) are scored row by row, ``dimensions x examples``
-multiplications.
+dot product. Sparse vectors (the offline embedder's: a few words out of many dimensions)
+are scored through an inverted index, which touches only the examples that share a
+dimension with the message, not every example. Dense vectors (an embedding model's) are
+scored row by row, ``dimensions x examples`` multiplications.
 """
 
 from __future__ import annotations

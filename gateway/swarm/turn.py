@@ -1,12 +1,16 @@
 """The state of one user turn while the runner works on it, what the turn returns, and how it was asked to run.
 
+A step of the active agent (local.py, remote.py) is a ``Step``: it yields where the events
+emitted so far should reach a streaming caller, and last, when its agent asks for one, the
+``Transfer`` the runner carries out.
+
 ``current_turn()`` tells a tool which session and caller it runs for (the blackboard's
 tools read it), like ``current_recorder()`` tells an agent tool where to record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -16,10 +20,13 @@ from agent_server.http.auth import Principal
 from gateway.models.base import ChatMessage, ChatModel, ModelResponse, ToolCall
 from gateway.recording.events import Event, EventType
 from gateway.recording.recorder import RunRecorder
+from gateway.swarm.admission import Refusal
 from gateway.swarm.handoff import Handoff
 from gateway.swarm.member import SwarmMember
 from gateway.swarm.sessions.base import HandoffRecord, Session
 from protocol import TaskState
+
+FALLBACK_ANSWER = "Sorry, I could not finish that within the limits of a single turn."
 
 
 @dataclass(frozen=True)
@@ -90,6 +97,28 @@ class RunResponse:
         return [e for e in self.events if e.type == kind]
 
 
+def _keep_answering(refused: Refusal) -> None:
+    """A local agent told its transfer was refused is asked again, its transfer tools no longer offered."""
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """A transfer an agent asked for, its target found: the runner admits it and carries it out.
+
+    ``answer`` writes the result of the call that asked (the transfer done, or why it was
+    refused); ``refused`` is what the agent does when it keeps the conversation after all.
+    """
+
+    target: SwarmMember
+    handoff: Handoff
+    answer: Callable[[str], Awaitable[None]]
+    refused: Callable[[Refusal], None] = _keep_answering
+
+
+Step = AsyncGenerator[Transfer | None, None]
+"""One step of the active agent: None where events should reach a streaming caller, at most one Transfer, last."""
+
+
 @dataclass
 class Turn:
     """Mutable bookkeeping of a turn: the counters the limits read.
@@ -98,7 +127,8 @@ class Turn:
     remote alike: cycle detection reads it, and each accepted transfer adds one entry.
     Events go through ``recorder`` (which keeps them for the turn), whoever emits them.
     ``arrival`` is a transfer the agent it went to has not been told about yet (a remote
-    agent gets it in its task's metadata).
+    agent gets it in its task's metadata); ``remote_input``, what a remote agent's next task
+    says instead of the user's words (why the transfer it asked for was refused).
     """
 
     session: Session
