@@ -38,7 +38,7 @@ from gateway.errors import AgentHandoffError, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.models.base import ChatModel
 from gateway.models.providers import Providers
-from gateway.recording.events import Event, EventType
+from gateway.recording.events import Event, EventType, RunStartedEvent
 from gateway.recording.recorder import RunRecorder
 from gateway.swarm.admission import Targets
 from gateway.swarm.agent import Agent
@@ -436,6 +436,6 @@ async def _traced(items: AsyncGenerator[Any, None], session_id: str) -> AsyncGen
     with spans.run(session_id) as span:
         async with aclosing(items) as turn:
             async for item in turn:
-                if span is not None and isinstance(item, Event) and item.type == EventType.RUN_STARTED.value:
-                    spans.run_started(span, item.run_id, item.fields.get("agent"))
+                if span is not None and type(item) is RunStartedEvent:
+                    spans.run_started(span, item.run_id, item.agent)
                 yield item
