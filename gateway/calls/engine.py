@@ -213,17 +213,16 @@ class AgentCall:
 
     async def _connected(self) -> None:
         """The peer that speaks the agent's binding; a new task's id minted here when the caller names tasks."""
-        peer = self._connect()
-        self._peer = peer
-        resolve = getattr(peer, "resolve", None)  # a peer written before peers could learn their binding has none
-        if resolve is not None:
-            self._peer = peer = await resolve()
-        if self.result.task_id is None and getattr(peer, "names_tasks", True):
+        self._peer = peer = self._connect()  # the one found so far: what a failure to resolve it is about
+        self._peer = peer = await peer.resolve()
+        if self.result.task_id is None and peer.names_tasks:
             self.result.task_id = "task_" + uuid.uuid4().hex
 
     def _binding(self) -> str | None:
-        binding = getattr(self._peer, "binding", None)
-        return binding if isinstance(binding, str) and binding != UNRESOLVED else None
+        """The binding the peer speaks; None while it is not known (the peer could not be found)."""
+        if self._peer is None or self._peer.binding == UNRESOLVED:
+            return None
+        return self._peer.binding
 
     async def _invoked(self) -> None:
         """``agent_tool_invoked``, once, however early the call ends."""
@@ -337,7 +336,7 @@ class AgentCall:
         async def send() -> None:
             nonlocal outcome
             try:
-                if getattr(peer, "names_tasks", True):
+                if peer.names_tasks:
                     outcome = await peer.send(params, on_sent=sent)
                 else:  # the server names the task: learn its id as soon as it does, for a cancel at the deadline
                     outcome = await peer.send(params, on_sent=sent, on_task=named)
