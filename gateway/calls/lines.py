@@ -106,7 +106,7 @@ class LineReader:
         index = self._result.chunks
         for item in items:
             try:
-                line = self._read(item, total, index)
+                line = self.read(item, total, index)
             except (Terminated, AgentToolError) as exc:
                 line = Line(failure=exc)
             lines.append(line)
@@ -116,16 +116,7 @@ class LineReader:
                 break
         return lines
 
-    def progress_fields(self, index: int, accumulated_cost_usd: float, kind: str, **fields: Any) -> dict[str, Any]:
-        """A progress event's fields, all of them of their declared types (``Event.trusted``): the call's, the
-        chunk's index, kind and cost so far, its own fields but the None ones, the bytes skipped since the last one."""
-        progress = {**self._caller, "chunk_index": index, "kind": kind, "accumulated_cost_usd": accumulated_cost_usd}
-        for key, value in fields.items():
-            if value is not None:
-                progress[key] = value
-        return self._with_skipped(progress)
-
-    def _read(self, item: StreamItem, total: float, index: int) -> Line:
+    def read(self, item: StreamItem, total: float, index: int) -> Line:
         """What one line records and adds; ``total``: the cost before it, ``index``: its chunk index if it has one."""
         if isinstance(item, TextLine):
             return self._read_text_line(item, total, index)
@@ -203,6 +194,15 @@ class LineReader:
             text, data = parts_text(parts), data_of(parts)
         progress = self._artifact_progress(index, total, cost, text, data)
         return Line(progress=progress, cost_usd=total, artifact=artifact, text=text)
+
+    def progress_fields(self, index: int, accumulated_cost_usd: float, kind: str, **fields: Any) -> dict[str, Any]:
+        """A progress event's fields, all of them of their declared types (``Event.trusted``): the call's, the
+        chunk's index, kind and cost so far, its own fields but the None ones, the bytes skipped since the last one."""
+        progress = {**self._caller, "chunk_index": index, "kind": kind, "accumulated_cost_usd": accumulated_cost_usd}
+        for key, value in fields.items():
+            if value is not None:
+                progress[key] = value
+        return self._with_skipped(progress)
 
     def _artifact_progress(
         self, index: int, total: float, cost: float, text: str, data: list[dict[str, Any]] | None = None
