@@ -13,6 +13,7 @@ import enum
 from typing import Any
 
 from gateway.errors import AgentToolError
+from protocol import SwitchboardError
 
 
 class Cancel(enum.Enum):
@@ -32,8 +33,11 @@ class Cancel(enum.Enum):
         return self in (Cancel.SENT, Cancel.ACKNOWLEDGED)
 
 
-class Terminated(Exception):
-    """The gateway decided to end the call: the public error, the ending event's own fields, and the cancel."""
+class Terminated(SwitchboardError):
+    """The gateway decided to end the call: the public error, the ending event's own fields, and the cancel.
+
+    It never leaves the call: the call records the ending and raises ``error`` in its place.
+    """
 
     def __init__(self, error: AgentToolError, *, cancel: bool = True, **fields: Any) -> None:
         super().__init__(error.message)
