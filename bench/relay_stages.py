@@ -9,7 +9,7 @@ as in the gateway; medians of rounds), in microseconds per chunk:
 
 - **split**: the NDJSON decoder (each line parsed by orjson);
 - **check**: each line read into its stream item (``a2a_http._items``);
-- **read**: its cost and budget checked, its progress event's fields written (``_read_line``);
+- **read**: its cost and budget checked, its progress event's fields written (``LineReader.read``);
 - **event**: the progress events made (``RunRecorder.trusted_event``);
 - **insert**: numbered, serialised and committed in one transaction (``sqlite._append_all``,
   on a file, in this thread);
@@ -99,7 +99,7 @@ def _round(reads: list[bytes], conn: sqlite3.Connection, chunks: int) -> dict[st
         clock.append(time.process_time())
         lines = []
         for item in items:
-            lines.append(call._read_line(item, call.result.cost_usd, index))
+            lines.append(call._lines.read(item, call.result.cost_usd, index))
             index += 1
         clock.append(time.process_time())
         events = [recorder.trusted_event(EventType.AGENT_TOOL_PROGRESS, line.progress or {}) for line in lines]
@@ -109,7 +109,7 @@ def _round(reads: list[bytes], conn: sqlite3.Connection, chunks: int) -> dict[st
         for event, line in zip(stored, lines, strict=True):
             recorder._observe(event)
             call.result.chunks += 1
-            call._take(line)
+            line.add_to(call.result)
         clock.append(time.process_time())
         for stage, start, end in zip(STAGES, clock, clock[1:], strict=False):
             spent[stage] += end - start

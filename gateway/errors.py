@@ -41,6 +41,7 @@
     ├── ToolArgumentError                 a model's arguments do not fit a function tool (also a ValueError)
     ├── ConfigError                       the configuration cannot be used; ``problems`` (also a ValueError)
     ├── IdleTimeout                       gateway.calls.idle_timeout: a stream fell silent (also a TimeoutError)
+    ├── Terminated                        gateway.calls.termination: the gateway ends a call (raised as its ``error``)
     └── UsageError, CommandFailed         gateway.cli: what the CLI prints in one line
         └── GatewayRefused                the gateway answered one request with an error
 

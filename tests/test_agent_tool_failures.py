@@ -67,7 +67,7 @@ async def test_a_malformed_line_is_passed_on_as_raw_and_the_stream_goes_on(gatew
 async def test_bytes_that_are_not_utf8_are_skipped_with_a_warning_and_the_stream_goes_on(
     gateway: Gateway, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="gateway.calls.engine"):
+    with caplog.at_level(logging.WARNING, logger="gateway.calls.lines"):
         result = await gateway.call_tool("faulty", "non_utf8", run_id="r")
     assert result.state == "completed" and result.text == "partial abcd"
     assert any("2 bytes that are not UTF-8" in record.getMessage() for record in caplog.records)

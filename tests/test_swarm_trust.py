@@ -19,6 +19,7 @@ from agent_server import Handoff as HandoffLine, HostedAgent, TaskContext, creat
 from gateway import Agent, AgentHandoffError, Gateway, HostAllowlist, Runner
 from gateway.models import ModelResponse, ToolCall
 from gateway.models.base import ChatMessage, ModelSettings, ToolSpec
+from gateway.peers.base import Peer
 from tests.servers import serve_app
 
 pytestmark = pytest.mark.anyio
@@ -219,7 +220,7 @@ def test_a_refused_registration_leaves_the_runner_working() -> None:
     assert response.active_agent_name in {"triage", "billing"}
 
 
-class _OddPeer:
+class _OddPeer(Peer):
     """A peer whose replies carry malformed transfer requests (as a buggy or hostile agent might)."""
 
     uri = "http://odd.example.test"
@@ -258,6 +259,12 @@ class _OddPeer:
     async def cancel(self, task_id: str) -> bool:
         return True
 
+    async def get(self, task_id: str) -> Any:
+        raise NotImplementedError
+
+    async def card(self) -> Any:
+        raise NotImplementedError
+
 
 @pytest.mark.parametrize("bad", ["billing", {"target": ""}, {"target": 7}, ["x"]])
 async def test_a_malformed_transfer_request_is_never_carried_out(bad: Any) -> None:
@@ -268,14 +275,14 @@ async def test_a_malformed_transfer_request_is_never_carried_out(bad: Any) -> No
     from protocol import AgentCard
 
     peer = _OddPeer(bad, [RawLine({"seq": 0, "id": "t", "type": "handoff", "handoff": bad})])
-    streamed = RemoteAgent(peer, AgentCard(name="odd", url=peer.uri), streaming=True)  # type: ignore[arg-type]
+    streamed = RemoteAgent(peer, AgentCard(name="odd", url=peer.uri), streaming=True)
     response = await Runner(streamed).run_async("s-odd", "hello")
     assert (response.active_agent_name, response.content) == ("odd", "Odd: still here.")
     assert response.events_of("handoff") == [] and response.events_of("handoff_refused") == []
     [raw] = [e for e in response.events_of("agent_tool_progress") if e.fields["kind"] == "raw"]
     assert raw.fields["raw"]["handoff"] == bad
 
-    sent = RemoteAgent(peer, AgentCard(name="odd", url=peer.uri), streaming=False)  # type: ignore[arg-type]
+    sent = RemoteAgent(peer, AgentCard(name="odd", url=peer.uri), streaming=False)
     runner = Runner(sent)
     with pytest.raises(PeerProtocolError) as caught:
         await runner.run_async("s-odd", "hello")

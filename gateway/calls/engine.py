@@ -14,20 +14,15 @@ oversized line or stream, the caller cancelled; a ``tasks/cancel`` was sent) or
 ``agent_tool_error`` (the peer or the network failed), each with the ``reason``. A chunk's
 progress event is appended before the chunk is added to the result (its text, artifacts,
 state, cost, handoff), so whatever happens next, the log holds every chunk the result holds.
-The lines that one read from the peer brought are checked in order, their progress events
-appended together (one commit of the SQLite log), then added to the result in order; a line
-that ends the call ends it after the lines before it were recorded and added.
 
-What a peer reports is checked before it is used: a ``metadata.cost_usd`` or a line's
-``cost_usd`` that is not a finite number >= 0, or a ``metadata.handoff`` that is not a
-handoff request, fails the call with ``PeerProtocolError`` (``bad_answer``).
+Apart from this lifecycle: a stream's lines read and checked (lines.py), a reply's cost and
+transfer request checked (reports.py), the gateway's decision to end a call and its cancel
+(termination.py).
 """
 
 from __future__ import annotations
 
 import inspect
-import logging
-import math
 import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
@@ -36,42 +31,24 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import ValidationError
 
 from gateway.calls.budget import Budget
 from gateway.calls.idle_timeout import IdleTimeout, with_idle_timeout
+from gateway.calls.lines import FAILED_STATES, Line, LineReader
+from gateway.calls.reports import Reply, data_of, read_reply
 from gateway.calls.result import AgentToolResult
+from gateway.calls.termination import Cancel, Terminated
 from gateway.calls.tool import AgentTool, Mode
 from gateway.errors import AgentTaskFailed, AgentToolError, AgentToolTimeout, BudgetExceeded, PeerProtocolError
-from gateway.peers.base import UNRESOLVED, Peer, RawLine, StreamItem, StreamTooLarge, TextLine, items_of
+from gateway.peers.base import UNRESOLVED, Peer, StreamItem, items_of
 from gateway.recording.events import EventType
 from gateway.recording.recorder import RunRecorder
 from gateway.telemetry import spans
-from protocol import (
-    Artifact,
-    ArtifactEvent,
-    DataPart,
-    HandoffEvent,
-    HandoffRequest,
-    Message,
-    OversizedLine,
-    Part,
-    SkippedBytes,
-    StatusEvent,
-    Task,
-    TaskSendParams,
-    TaskState,
-    TextPart,
-    parts_text,
-)
+from protocol import Message, Task, TaskSendParams, TaskState
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-logger = logging.getLogger(__name__)
-
-_FAILED_STATES = (TaskState.FAILED.value, TaskState.CANCELED.value)
-_EVENTS = (ArtifactEvent, StatusEvent, HandoffEvent)
 _ENDINGS = frozenset({EventType.AGENT_TOOL_COMPLETED, EventType.AGENT_TOOL_TERMINATED, EventType.AGENT_TOOL_ERROR})
 
 ConnectPeer = Callable[[], Peer]
@@ -107,48 +84,6 @@ class CallSpec:
         )
 
 
-@dataclass(frozen=True)
-class _Reply:
-    """A Task's metadata, checked once: its total cost and its transfer request."""
-
-    cost_usd: float
-    handoff: HandoffRequest | None
-
-
-@dataclass(slots=True)
-class _Line:
-    """A stream line read and checked, not recorded yet: its progress event, and what it adds to the result after."""
-
-    progress: dict[str, Any] | None = None
-    """The fields of its progress event (None: it has none)."""
-    cost_usd: float | None = None
-    """The call's total cost with this line."""
-    state: str | None = None
-    artifact: Artifact | None = None
-    chunk: TextLine | None = None
-    """A ``TextLine``'s, instead of ``artifact``."""
-    handoff: HandoffRequest | None = None
-    text: str = ""
-    """What it passes on to ``stream()``."""
-    final_text: str | None = None
-    """A final status's message: the result's text when it has none."""
-    final: bool = False
-    failure: Exception | None = None
-    """Raised once the line is added (the task failed, the budget was crossed, the line was refused)."""
-
-
-class _Terminated(Exception):
-    """Internal: the gateway decided to end the call; carries the public error and the cancel's outcome."""
-
-    def __init__(self, error: AgentToolError, *, cancel: bool = True, **fields: Any) -> None:
-        super().__init__(error.message)
-        self.error = error
-        self.fields = fields
-        self.cancel_wanted = cancel
-        self.cancel_sent: bool | None = None
-        self.cancel_acknowledged = False
-
-
 class AgentCall:
     """One call; ``run()`` for the whole result, or ``stream()`` for its text as it arrives (streaming mode)."""
 
@@ -179,11 +114,10 @@ class AgentCall:
         caller = {"call_id": self.result.call_id, "agent": spec.agent, "tool": spec.tool, "member": spec.member}
         self._caller = {key: value for key, value in caller.items() if value is not None}
         """The fields every event of the call has."""
+        self._lines = LineReader(spec.agent, spec.budget, self._caller, self.result)
         self._connect = connect
         self._peer: Peer | None = None
         self._started = time.monotonic()
-        self._skipped_bytes = 0  # non-UTF-8 bytes dropped from lines not yet recorded in a progress event
-        self._skipped_total = 0
         self._invoked_recorded = False
         self._span: Span | None = None
 
@@ -235,7 +169,7 @@ class AgentCall:
                         yield pieces
             finally:
                 self.result.settle()
-        except _Terminated as stop:
+        except Terminated as stop:
             await self._invoked()
             await self._terminated(stop)
             raise stop.error from None
@@ -254,7 +188,7 @@ class AgentCall:
         except (anyio.get_cancelled_exc_class(), GeneratorExit):
             with anyio.CancelScope(shield=True):
                 await self._invoked()
-                await self._terminated(_Terminated(AgentToolError("the caller cancelled the call", reason="cancelled")))
+                await self._terminated(Terminated(AgentToolError("the caller cancelled the call", reason="cancelled")))
             raise
         except Exception as exc:
             # Not a failure the call knows (a bug, a raising next_input): still the call's last step.
@@ -279,17 +213,16 @@ class AgentCall:
 
     async def _connected(self) -> None:
         """The peer that speaks the agent's binding; a new task's id minted here when the caller names tasks."""
-        peer = self._connect()
-        self._peer = peer
-        resolve = getattr(peer, "resolve", None)  # a peer written before peers could learn their binding has none
-        if resolve is not None:
-            self._peer = peer = await resolve()
-        if self.result.task_id is None and getattr(peer, "names_tasks", True):
+        self._peer = peer = self._connect()  # the one found so far: what a failure to resolve it is about
+        self._peer = peer = await peer.resolve()
+        if self.result.task_id is None and peer.names_tasks:
             self.result.task_id = "task_" + uuid.uuid4().hex
 
     def _binding(self) -> str | None:
-        binding = getattr(self._peer, "binding", None)
-        return binding if isinstance(binding, str) and binding != UNRESOLVED else None
+        """The binding the peer speaks; None while it is not known (the peer could not be found)."""
+        if self._peer is None or self._peer.binding == UNRESOLVED:
+            return None
+        return self._peer.binding
 
     async def _invoked(self) -> None:
         """``agent_tool_invoked``, once, however early the call ends."""
@@ -301,7 +234,7 @@ class AgentCall:
             mode=self.spec.mode.kind,
             binding=self._binding(),
             input=self.message.text or None,
-            input_data=_data(self.message.parts) or None,
+            input_data=data_of(self.message.parts) or None,
             task_id=self.result.task_id,
             session_id=self.result.session_id,
             timeout_ms=round(self.spec.timeout_s * 1000),
@@ -326,7 +259,7 @@ class AgentCall:
 
     async def _sync(self) -> None:
         task = await self._send_turn(self._params(self.message))
-        reply = self._read_reply(task)
+        reply = read_reply(task, self.spec.agent)
         self._check_budget(reply.cost_usd, task=task)
         self._take_task(task, reply)
         self.result.text = task.output_text
@@ -349,8 +282,8 @@ class AgentCall:
                 error = AgentToolTimeout(
                     f"no data from {self.spec.agent} for {exc.seconds:g} s", reason="idle_timeout", seconds=exc.seconds
                 )
-                raise await self._cancel_for(_Terminated(error)) from None
-            except _Terminated as stop:
+                raise await self._cancel_for(Terminated(error)) from None
+            except Terminated as stop:
                 raise await self._cancel_for(stop) from None
         raise PeerProtocolError(f"the stream from {self.spec.agent} ended without a final line", reason="cut_off")
 
@@ -359,7 +292,7 @@ class AgentCall:
         replies: list[str] = []
         for turn in range(1, self.spec.mode.max_turns + 1):
             task = await self._send_turn(self._params(message))
-            meta = self._read_reply(task)
+            meta = read_reply(task, self.spec.agent)
             self._check_budget(meta.cost_usd, task=task)
             reply = task.output_text
             await self._progress(
@@ -390,7 +323,7 @@ class AgentCall:
         assert peer is not None
         timeout_s = self.spec.timeout_s
         outcome: Task | Exception | None = None
-        stopped: _Terminated | None = None
+        stopped: Terminated | None = None
         done = anyio.Event()
         deadline = anyio.CancelScope()
 
@@ -403,7 +336,7 @@ class AgentCall:
         async def send() -> None:
             nonlocal outcome
             try:
-                if getattr(peer, "names_tasks", True):
+                if peer.names_tasks:
                     outcome = await peer.send(params, on_sent=sent)
                 else:  # the server names the task: learn its id as soon as it does, for a cancel at the deadline
                     outcome = await peer.send(params, on_sent=sent, on_task=named)
@@ -422,7 +355,7 @@ class AgentCall:
                     reason="timeout",
                     seconds=timeout_s,
                 )
-                stopped = await self._cancel_for(_Terminated(error))
+                stopped = await self._cancel_for(Terminated(error))
                 task_group.cancel_scope.cancel()
         if stopped is not None:
             raise stopped
@@ -438,118 +371,11 @@ class AgentCall:
         the progress events of those read are appended together, then the lines are added
         to the result in order, and whatever ended the call is raised.
         """
-        lines: list[_Line] = []
-        total = self.result.cost_usd
-        index = self.result.chunks
-        for item in items:
-            try:
-                line = self._read_line(item, total, index)
-            except (_Terminated, AgentToolError) as exc:
-                line = _Line(failure=exc)
-            lines.append(line)
-            index += line.progress is not None
-            total = total if line.cost_usd is None else line.cost_usd
-            if line.final or line.failure is not None:
-                break
+        lines = self._lines.read_all(items)
         pieces = await self._record(lines)
         return pieces, bool(lines) and lines[-1].final
 
-    def _read_line(self, item: StreamItem, total: float, index: int) -> _Line:
-        """What one line records and adds; ``total``: the cost before it, ``index``: its chunk index if it has one."""
-        if isinstance(item, TextLine):
-            return self._read_text_line(item, total, index)
-        if isinstance(item, _EVENTS):
-            return self._read_event(item, total, index)
-        if isinstance(item, OversizedLine):
-            error = PeerProtocolError(
-                f"{self.spec.agent} sent a line over {item.limit} bytes ({item.size} seen)", reason="line_too_long"
-            )
-            raise _Terminated(error, line_bytes=item.size, max_line_bytes=item.limit)
-        if isinstance(item, StreamTooLarge):
-            error = PeerProtocolError(
-                f"{self.spec.agent} streamed more than {item.limit} bytes in one answer; what came before is kept",
-                reason="answer_too_large",
-            )
-            raise _Terminated(error, stream_bytes=item.size, max_stream_bytes=item.limit)
-        if isinstance(item, SkippedBytes):
-            logger.warning("skipped %d bytes that are not UTF-8 in a stream line from %s", item.count, self.spec.agent)
-            self._skipped_bytes += item.count
-            self._skipped_total += item.count
-            return _Line()
-        if isinstance(item, RawLine):
-            return _Line(progress=self._progress_fields(index, total, "raw", raw=item.raw))
-        return _Line(
-            progress=self._progress_fields(index, total, "resubscribed", attempt=item.attempt, message=item.why)
-        )
-
-    def _read_event(self, item: StatusEvent | ArtifactEvent | HandoffEvent, total: float, index: int) -> _Line:
-        if self.result.task_id is None:
-            self.result.task_id = item.id  # a server that names tasks named it in its first line
-        cost = _cost(item.cost_usd, self.spec.agent, "sent a stream line whose cost_usd")
-        total += cost
-        final = isinstance(item, StatusEvent) and item.final
-        if cost and self.spec.budget.exceeded_by(total):
-            # A final line's cost (e.g. the total billed at the end) arrives once the task has ended: no cancel.
-            stop = _Terminated(
-                BudgetExceeded(total, self.spec.budget.max_cost_usd or 0.0),
-                cancel=not final,
-                rejected_chunk=item.to_wire(),
-            )
-            state = item.status.state.value if isinstance(item, StatusEvent) and final else None
-            return _Line(cost_usd=total, state=state, failure=stop)
-        if isinstance(item, ArtifactEvent):
-            return self._read_artifact(item.artifact, cost, total, index)
-        if isinstance(item, HandoffEvent):
-            progress = self._progress_fields(index, total, "handoff", cost_usd=cost, handoff=item.handoff.to_wire())
-            return _Line(progress=progress, cost_usd=total, handoff=item.handoff)
-        state = item.status.state.value
-        message = item.status.message
-        if not final:
-            said = (message.text or None) if message else None
-            shown = (_data(message.parts) or None) if message else None
-            progress = self._progress_fields(index, total, "status", state=state, cost_usd=cost, text=said, data=shown)
-            return _Line(progress=progress, cost_usd=total, state=state)
-        failure = AgentTaskFailed(state, message.text if message else "") if state in _FAILED_STATES else None
-        final_text = message.text if message is not None else None
-        return _Line(cost_usd=total, state=state, final_text=final_text, final=True, failure=failure)
-
-    def _read_text_line(self, item: TextLine, total: float, index: int) -> _Line:
-        """``_read_event`` of a ``TextLine`` (one per chunk, most often): its cost is checked already."""
-        if self.result.task_id is None:
-            self.result.task_id = item.id
-        cost = item.cost_usd or 0.0
-        total += cost
-        if cost and self.spec.budget.exceeded_by(total):
-            stop = _Terminated(
-                BudgetExceeded(total, self.spec.budget.max_cost_usd or 0.0), rejected_chunk=item.to_wire()
-            )
-            return _Line(cost_usd=total, failure=stop)
-        progress = self._artifact_progress(index, total, cost, item.text)
-        return _Line(progress=progress, cost_usd=total, chunk=item, text=item.text)
-
-    def _read_artifact(self, artifact: Artifact, cost: float, total: float, index: int) -> _Line:
-        """An artifact line."""
-        parts = artifact.parts
-        if len(parts) == 1 and type(parts[0]) is TextPart:  # a chunk of text, most often: no list to build
-            text, data = parts[0].text, None
-        else:
-            text, data = parts_text(parts), _data(parts)
-        progress = self._artifact_progress(index, total, cost, text, data)
-        return _Line(progress=progress, cost_usd=total, artifact=artifact, text=text)
-
-    def _artifact_progress(
-        self, index: int, total: float, cost: float, text: str, data: list[dict[str, Any]] | None = None
-    ) -> dict[str, Any]:
-        """``_progress_fields`` of an artifact line (one per chunk), written out rather than through keywords."""
-        progress = {**self._caller, "chunk_index": index, "kind": "artifact", "accumulated_cost_usd": total}
-        progress["cost_usd"] = cost
-        if text:
-            progress["text"] = text
-        if data:
-            progress["data"] = data
-        return self._with_skipped(progress)
-
-    async def _record(self, lines: list[_Line]) -> list[str]:
+    async def _record(self, lines: list[Line]) -> list[str]:
         """Append the lines' progress events together, add each line to the result once its event is appended."""
         trusted = self.recorder.trusted_event
         events = [trusted(EventType.AGENT_TOOL_PROGRESS, line.progress) for line in lines if line.progress is not None]
@@ -559,62 +385,45 @@ class AgentCall:
                 if line.progress is not None:
                     await anext(appended)
                     self.result.chunks += 1
-                self._take(line)
+                line.add_to(self.result)
                 if line.text:
                     pieces.append(line.text)
         return pieces
 
-    def _take(self, line: _Line) -> None:
-        """Add a recorded line to the result; raise what it ended the call with."""
-        result = self.result
-        if line.cost_usd is not None:
-            result.cost_usd = line.cost_usd
-        if line.state is not None:
-            result.state = line.state
-        if line.chunk is not None:
-            result.add_streamed_text(line.chunk.index, line.chunk.append, line.text)
-        elif line.artifact is not None:
-            result.add_streamed(line.artifact, line.text)
-        if line.handoff is not None:
-            result.handoff = result.handoff or line.handoff
-        if line.final_text is not None and not result.has_text:
-            result.text = line.final_text
-        if line.failure is not None:
-            raise line.failure
-
     # -- limits and cancel ------------------------------------------------------------------
 
     def _check_budget(self, total: float, *, task: Task) -> None:
-        """Raise before the reply that takes the cost above the budget is passed on (a stream line: ``_read_line``)."""
+        """Raise before the reply that takes the cost above the budget is passed on (a stream line: ``LineReader``)."""
         if not self.spec.budget.exceeded_by(total):
             return
         self.result.cost_usd = total
         error = BudgetExceeded(total, self.spec.budget.max_cost_usd or 0.0)
         self.result.state = task.status.state.value
-        raise _Terminated(error, cancel=not task.status.state.is_terminal, rejected_reply=task.output_text)
+        raise Terminated(error, cancel=not task.status.state.is_terminal, rejected_reply=task.output_text)
 
-    async def _cancel_for(self, stop: _Terminated) -> _Terminated:
+    async def _cancel_for(self, stop: Terminated) -> Terminated:
         """Send the best-effort ``tasks/cancel`` once, under its own short deadline; note if it was acknowledged."""
-        if stop.cancel_sent is not None:
+        if stop.cancel is not Cancel.PENDING:
             return stop
         peer, task_id = self._peer, self.result.task_id
-        stop.cancel_sent = stop.cancel_wanted and peer is not None and task_id is not None
-        if stop.cancel_sent:
-            assert peer is not None
-            assert task_id is not None
-            with anyio.move_on_after(self.spec.cancel_timeout_s, shield=True):
-                stop.cancel_acknowledged = await peer.cancel(task_id)
+        if peer is None or task_id is None:
+            stop.cancel = Cancel.NOT_SENT
+            return stop
+        stop.cancel = Cancel.SENT
+        with anyio.move_on_after(self.spec.cancel_timeout_s, shield=True):
+            if await peer.cancel(task_id):
+                stop.cancel = Cancel.ACKNOWLEDGED
         return stop
 
-    async def _terminated(self, stop: _Terminated) -> None:
+    async def _terminated(self, stop: Terminated) -> None:
         await self._cancel_for(stop)
         stop.error.partial = self.result
         await self._emit(
             EventType.AGENT_TOOL_TERMINATED,
             reason=stop.error.reason,
             message=stop.error.message,
-            cancel_sent=stop.cancel_sent,
-            cancel_acknowledged=stop.cancel_acknowledged,
+            cancel_sent=stop.cancel.sent,
+            cancel_acknowledged=stop.cancel is Cancel.ACKNOWLEDGED,
             **stop.error.event_fields(),
             **stop.fields,
             **self._totals(),
@@ -627,23 +436,7 @@ class AgentCall:
             id=self.result.task_id, session_id=self.result.session_id, message=message, metadata=self.metadata
         )
 
-    def _read_reply(self, task: Task) -> _Reply:
-        """The reply's ``metadata.cost_usd`` and ``metadata.handoff``, checked; PeerProtocolError when malformed."""
-        cost = _cost(task.metadata.get("cost_usd"), self.spec.agent, "answered a task whose metadata.cost_usd")
-        handoff: HandoffRequest | None = None
-        raw = task.metadata.get("handoff")
-        if raw is not None:
-            try:
-                handoff = HandoffRequest.model_validate(raw)
-            except ValidationError as exc:
-                raise PeerProtocolError(
-                    f"{self.spec.agent} answered a task whose metadata.handoff is not a handoff request "
-                    f'({{"target": NAME, "reason"?, "payload"?}}): {_first_error(exc)}',
-                    reason="bad_answer",
-                ) from None
-        return _Reply(cost_usd=cost, handoff=handoff)
-
-    def _take_task(self, task: Task, reply: _Reply) -> None:
+    def _take_task(self, task: Task, reply: Reply) -> None:
         self.result.task_id = task.id
         self.result.session_id = task.session_id or self.result.session_id
         self.result.state = task.status.state.value
@@ -652,7 +445,7 @@ class AgentCall:
             self.result.handoff = reply.handoff
 
     def _raise_if_failed(self, task: Task) -> None:
-        if task.status.state.value in _FAILED_STATES:
+        if task.status.state.value in FAILED_STATES:
             message = task.status.message.text if task.status.message else ""
             raise AgentTaskFailed(task.status.state.value, message)
 
@@ -671,24 +464,9 @@ class AgentCall:
         """Append one progress event, then count the chunk (its data is added to the result by the caller, after)."""
         await self._emit(
             EventType.AGENT_TOOL_PROGRESS,
-            **self._progress_fields(self.result.chunks, accumulated_cost_usd, kind, **fields),
+            **self._lines.progress_fields(self.result.chunks, accumulated_cost_usd, kind, **fields),
         )
         self.result.chunks += 1
-
-    def _progress_fields(self, index: int, accumulated_cost_usd: float, kind: str, **fields: Any) -> dict[str, Any]:
-        """A progress event's fields, all of them of their declared types (``Event.trusted``): the call's, the
-        chunk's index, kind and cost so far, its own fields but the None ones, the bytes skipped since the last one."""
-        progress = {**self._caller, "chunk_index": index, "kind": kind, "accumulated_cost_usd": accumulated_cost_usd}
-        for key, value in fields.items():
-            if value is not None:
-                progress[key] = value
-        return self._with_skipped(progress)
-
-    def _with_skipped(self, progress: dict[str, Any]) -> dict[str, Any]:
-        """``progress`` with the bytes skipped since the last progress event, if any (counted once)."""
-        if self._skipped_bytes:
-            progress["skipped_bytes"], self._skipped_bytes = self._skipped_bytes, 0
-        return progress
 
     def _totals(self) -> dict[str, Any]:
         return {
@@ -697,7 +475,7 @@ class AgentCall:
             "accumulated_cost_usd": self.result.cost_usd,
             "chunks": self.result.chunks,
             "turns": self.result.turns,
-            "skipped_bytes": self._skipped_total or None,
+            "skipped_bytes": self._lines.skipped_total or None,
             "duration_ms": round((time.monotonic() - self._started) * 1000, 3),
         }
 
@@ -710,27 +488,3 @@ class AgentCall:
     def _fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The call's fields (``call_id``, ``agent``, who called) and those given; the None ones left out."""
         return {**self._caller, **{key: value for key, value in fields.items() if value is not None}}
-
-
-def _cost(value: object, agent: str, what: str) -> float:
-    """A reported cost: missing is 0; anything but a finite number >= 0 is ``agent``'s error (``what`` it sent).
-
-    A float is checked first and the message written only for an error: it is read once per streamed line.
-    """
-    if type(value) is float and 0.0 <= value < math.inf:
-        return value
-    if value is None:
-        return 0.0
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise PeerProtocolError(f"{agent} {what} is not a number of dollars >= 0: {value!r}", reason="bad_answer")
-    return float(value)
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors()[0]
-    where = ".".join(str(part) for part in error.get("loc", ())) or "value"
-    return f"{where}: {error.get('msg', 'invalid')}"
-
-
-def _data(parts: list[Part]) -> list[dict[str, Any]]:
-    return [part.data for part in parts if isinstance(part, DataPart)]

@@ -1,8 +1,7 @@
 """The gateway's one HTTP client for calls to agents: aiohttp behind ``PeerLimits``, shared by every HTTP peer.
 
-aiohttp because it serves many concurrent calls on one pool several times faster than httpx,
-whose pool bookkeeping collapses under concurrency (``python -m bench.http_clients``; the
-numbers are in docs/agent-tool.md, "HTTP pool and speed").
+aiohttp because it serves many concurrent calls on one pool better than httpx, whose pool
+bookkeeping collapses under concurrency (docs/agent-tool.md, "HTTP pool and speed").
 
 Every request goes through ``open``, which keeps the limits and reports each failure as the
 gateway's error with its reason:
