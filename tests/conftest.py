@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
-from examples._redis import LocalRedis
+from tests.support.redis import LocalRedis
 
 # Property tests check behaviour, not speed: no per-example deadline on a busy 2-core machine.
 settings.register_profile("switchboard", deadline=None)
