@@ -174,3 +174,16 @@ def test_the_terminal_renderer_shows_what_arrived_before_a_failure() -> None:
     )
     renderer.finish(None, error)
     assert "partial \n[budget_exceeded · 1 chunks · $0.0040 · " in out.getvalue()
+
+
+def test_an_mcp_stdio_command_written_with_its_arguments_is_told_about_args() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "gateway", "call", "mcp+stdio:python examples/mcp_weather_server.py#forecast", "Paris"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_S,
+    )
+    assert done.returncode == 1
+    assert "arguments go in the query" in done.stderr
+    assert "mcp+stdio:python?args=examples/mcp_weather_server.py#forecast" in done.stderr

@@ -5,16 +5,30 @@ server on loopback that answers the way OpenAI's API does."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from gateway import Agent, Runner, tool
+from gateway.config.load import load_config
 from gateway.errors import ModelNotConfigured
 from gateway.models import OfflineModel, OpenAIChatModel, Providers, ProviderSettings, parse_model_name
 from gateway.models.providers import ModelName
+from gateway.service import create_gateway_app
 from tests.support.openai_endpoint import completion, openai_endpoint
+from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
 
+FIXTURES = Path(__file__).resolve().parents[2] / "support" / "openai_payloads"
 TABLE = {"ollama": ProviderSettings(base_url="http://127.0.0.1:11434/v1", api_key_env="OLLAMA_KEY")}
 
 
@@ -131,3 +145,64 @@ def test_a_provider_of_the_table_and_the_blocking_run_which_closes_its_clients()
         assert isinstance(model, OpenAIChatModel) and model._client is None
     assert [b["model"] for b in endpoint.bodies("/v1/chat/completions")] == ["llama3.1", "llama3.1"]
     assert all("authorization" not in h for h in endpoint.headers("/v1/chat/completions"))
+
+
+class FakeOpenAI:
+    """An OpenAI-compatible endpoint: answers with a recorded stream, or 401 when ``key`` is set and not sent."""
+
+    def __init__(self, key: str | None = None) -> None:
+        self.key = key
+        self.authorizations: list[str | None] = []
+
+    def app(self) -> Starlette:
+        async def completions(request: Request) -> Response:
+            sent = request.headers.get("authorization")
+            self.authorizations.append(sent)
+            if self.key is not None and sent != f"Bearer {self.key}":
+                return JSONResponse(_error_401(), status_code=401)
+            return Response((FIXTURES / "stream_text.sse").read_bytes(), media_type="text/event-stream")
+
+        return Starlette(routes=[Route("/v1/chat/completions", completions, methods=["POST"])])
+
+
+def _error_401() -> dict[str, object]:
+    return {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
+
+
+@contextmanager
+def gateway_on(tmp_path: Path, agent_toml: str) -> Iterator[str]:
+    config = tmp_path / "gw.toml"
+    config.write_text(f'[stores]\nsessions = "memory"\nevents = "memory"\n\n[[agents]]\nname = "triage"\n{agent_toml}')
+    with serve_app(create_gateway_app(load_config(config))) as url:
+        yield url
+
+
+def test_a_refused_key_names_the_variable_the_configuration_gave_and_logs_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("FAKE_KEY", "sk-wrong")
+    fake = FakeOpenAI(key="sk-right")
+    with serve_app(fake.app()) as endpoint:
+        agent = f'model = "openai:gpt-4o-mini"\nbase_url = "{endpoint}/v1"\napi_key_env = "FAKE_KEY"\n'
+        with gateway_on(tmp_path, agent) as url, caplog.at_level(logging.INFO):
+            answer = httpx.post(f"{url}/sessions/k1/messages", json={"message": "hi", "stream": False}, timeout=30)
+    assert fake.authorizations == ["Bearer sk-wrong"]
+    message = answer.json()["error"]["message"]
+    assert answer.status_code == 502 and "refused the API key (401)" in message
+    assert "check the key in the environment variable FAKE_KEY" in message and "OPENAI_API_KEY" not in message
+    failures = [r for r in caplog.records if r.name == "gateway.service" and "failed" in r.getMessage()]
+    assert len(failures) == 1 and failures[0].exc_info is None, "one line, no traceback"
+
+
+def test_a_keyless_endpoint_needs_no_api_key_env_and_is_sent_no_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``OPENAI_API_KEY`` goes to OpenAI's endpoint only: an endpoint named by base_url gets the key it is given."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-meant-for-openai")
+    fake = FakeOpenAI()
+    with serve_app(fake.app()) as endpoint:
+        with gateway_on(tmp_path, f'model = "openai:llama3"\nbase_url = "{endpoint}/v1"\n') as url:
+            answer = httpx.post(f"{url}/sessions/k2/messages", json={"message": "hi", "stream": False}, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["content"].startswith("Your")
+    assert fake.authorizations == [None]

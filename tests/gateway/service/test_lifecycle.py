@@ -17,10 +17,11 @@ import httpx
 import orjson
 import pytest
 
-from agent_server import create_app
+from agent_server import HostedAgent, TaskContext, create_app
 from agent_server.testing import scripted_agent
-from gateway.service import AgentUnreachable
-from tests.support.gateway_service import agent_server, client, remote_first_service, wait_for_health
+from gateway.config.load import load_config
+from gateway.service import AgentUnreachable, create_gateway_app
+from tests.support.gateway_service import agent_server, client, lines_of, remote_first_service, wait_for_health
 from tests.support.servers import free_port, serve_app
 from tests.support.waiting import PROCESS_S, wait_until
 
@@ -164,3 +165,49 @@ def test_sigterm_ends_the_tasks_of_the_gateways_own_binding_canceled_with_a_fina
     # A final line at all says the stream was ended by the gateway, not cut by uvicorn's graceful timeout.
     assert final["final"] is True and final["status"]["state"] == "canceled", rest[-3:]
     assert process.returncode == 0 and "Traceback" not in stderr, stderr
+
+
+def _echo() -> HostedAgent:
+    async def echo(ctx: TaskContext) -> str:
+        return ctx.text
+
+    return HostedAgent("echo", echo, description="Repeats the text of the message it receives.")
+
+
+@pytest.mark.parametrize("registry", ["memory", "sqlite"])
+def test_after_a_restart_a_session_held_by_an_agent_no_longer_registered_goes_back_to_the_starting_agent(
+    tmp_path: Path, registry: str
+) -> None:
+    """docs/gateway-service.md: with a memory registry, agents added through the API are lost at a restart, and
+    their sessions go back; with the default (the sessions' SQLite file) the agent is back and keeps its session.
+
+    Even where the gateway may still connect to the agent's host (here ``allowed_agent_hosts``): it is not
+    connected again by the URL the session stored, since nobody registered it in this process.
+    """
+    config = tmp_path / "gw.toml"
+    config.write_text(
+        f'[gateway]\ndata_dir = "{tmp_path}"\n[stores]\nsessions = "sqlite"\nevents = "sqlite"\n'
+        f'registry = "{registry}"\n[security]\nallowed_agent_hosts = ["127.0.0.1"]\n'
+    )
+    with serve_app(create_app(_echo())) as echo_url:
+        with serve_app(create_gateway_app(load_config(config))) as url:
+            assert httpx.post(f"{url}/agents", json={"url": echo_url}, timeout=10).status_code == 201
+            first = lines_of(
+                httpx.post(f"{url}/sessions/r1/messages", json={"message": "please echo this"}, timeout=30)
+            )
+            assert first[-1]["active_agent_name"] == "echo"
+        with serve_app(create_gateway_app(load_config(config))) as url:
+            again = lines_of(httpx.post(f"{url}/sessions/r1/messages", json={"message": "hello"}, timeout=30))
+            listed = [agent["name"] for agent in httpx.get(f"{url}/agents", timeout=10).json()["agents"]]
+    changed = [e for e in again if e["type"] == "agent_changed"]
+    if registry == "sqlite":
+        assert "echo" in listed and not changed
+        assert again[-1]["type"] == "run_completed" and again[-1]["active_agent_name"] == "echo"
+        assert again[-1]["content"] == "hello"
+        return
+    assert "echo" not in listed
+    assert changed and changed[0]["previous"] == "echo" and changed[0]["agent"] == "assistant"
+    assert changed[0]["cause"] == "not_registered"
+    assert again[-1]["type"] == "run_completed" and again[-1]["active_agent_name"] == "assistant"
+    docs = " ".join((ROOT / "docs" / "gateway-service.md").read_text().split())
+    assert "a session whose active agent is gone after a restart goes back to the starting agent" in docs

@@ -349,3 +349,13 @@ def test_the_gateway_serves_the_a2a_binding_on_the_same_port(api: httpx.Client) 
     assert api.get(f"/tasks/{task['id']}").json()["id"] == task["id"]
     unknown = api.post("/tasks/get", json={"id": "nope"})
     assert unknown.status_code == 404 and error_of(unknown)["code"] == -32001
+
+
+def test_a_tool_added_through_the_api_is_attached_to_the_starting_agent_unless_told(scripted_url: str) -> None:
+    with gateway_server(triage_service()) as url:
+        default = httpx.post(f"{url}/tools", json={"name": "ask", "agent": scripted_url}, timeout=10).json()
+        alone = httpx.post(f"{url}/tools", json={"name": "alone", "agent": scripted_url, "attach_to": []}, timeout=10)
+        tools = httpx.get(f"{url}/agents/triage", timeout=10).json()["tools"]
+    assert default["used_by"] == ["triage"]
+    assert alone.json()["used_by"] == []
+    assert "ask" in tools and "alone" not in tools
