@@ -13,7 +13,7 @@ from agent_server import Principal, TokenTable, create_app
 from agent_server.testing import scripted_agent
 from gateway.config.load import load_config
 from gateway.service import create_gateway_app
-from tests.support.gateway_service import agent_server, error_of, lines_of, triage_service
+from tests.support.gateway_service import error_of, lines_of, triage_service
 from tests.support.servers import serve_app
 
 ADMIN, ALICE, BOB = "admin-secret", "alice-secret", "bob-secret"
@@ -28,12 +28,6 @@ PUBLIC = {("GET", "/health"), ("GET", "/.well-known/agent.json"), ("GET", "/.wel
 
 def _as(token: str) -> dict[str, str]:
     return {"authorization": f"Bearer {token}"}
-
-
-@pytest.fixture(scope="module")
-def scripted_url() -> Iterator[str]:
-    with agent_server() as url:
-        yield url
 
 
 @pytest.fixture(scope="module")
@@ -204,8 +198,10 @@ def test_a_named_token_whose_variable_is_unset_stops_the_start(tmp_path: object)
         create_gateway_app(load_config(config_file))
 
 
-def test_a_web_page_of_another_origin_is_refused_and_gets_no_cors_headers(scripted_url: str) -> None:
-    with serve_app(create_gateway_app(triage_service())) as url, httpx.Client(base_url=url, timeout=10) as http:
+def test_a_web_page_of_another_origin_is_refused_and_gets_no_cors_headers(
+    scripted_url: str, triage_gateway_url: str
+) -> None:
+    with httpx.Client(base_url=triage_gateway_url, timeout=10) as http:
         page = {"origin": "http://evil.example"}
         for response in (
             http.get("/health", headers=page),
@@ -216,19 +212,18 @@ def test_a_web_page_of_another_origin_is_refused_and_gets_no_cors_headers(script
             assert "access-control-allow-origin" not in response.headers
             assert "allowed_origins" in error_of(response)["message"]
         assert http.get("/tools").json() == {"tools": []}
-    with serve_app(create_app(scripted_agent())) as url:
-        refused = httpx.post(
-            f"{url}/tasks/send", json={"message": {"parts": [{"text": "echo x"}]}}, headers={"origin": "null"}
-        )
-        assert refused.status_code == 403
+    refused = httpx.post(
+        f"{scripted_url}/tasks/send", json={"message": {"parts": [{"text": "echo x"}]}}, headers={"origin": "null"}
+    )
+    assert refused.status_code == 403
 
 
-def test_the_consoles_own_origin_is_accepted_on_loopback_only() -> None:
+def test_the_consoles_own_origin_is_accepted_on_loopback_only(triage_gateway_url: str) -> None:
     """A page on the gateway's own loopback address may call it; a rebound name (its own ``Host``) may not."""
-    with serve_app(create_gateway_app(triage_service())) as url, httpx.Client(base_url=url, timeout=10) as http:
-        own = http.get("/agents", headers={"origin": url})
+    with httpx.Client(base_url=triage_gateway_url, timeout=10) as http:
+        own = http.get("/agents", headers={"origin": triage_gateway_url})
         assert own.status_code == 200, own.text
-        port = url.rsplit(":", 1)[1]
+        port = triage_gateway_url.rsplit(":", 1)[1]
         for host, origin in (
             (f"evil.example:{port}", f"http://evil.example:{port}"),  # DNS rebinding: the page's name arrives as Host
             (f"127.0.0.1:{port}", f"http://evil.example:{port}"),
@@ -250,8 +245,8 @@ def test_an_allowed_origin_gets_cors_headers() -> None:
         assert http.get("/health", headers={"origin": "http://other.example"}).status_code == 403
 
 
-def test_a_gateway_post_without_a_json_content_type_is_refused(scripted_url: str) -> None:
-    with serve_app(create_gateway_app(triage_service())) as url, httpx.Client(base_url=url, timeout=10) as http:
+def test_a_gateway_post_without_a_json_content_type_is_refused(scripted_url: str, triage_gateway_url: str) -> None:
+    with httpx.Client(base_url=triage_gateway_url, timeout=10) as http:
         bare = http.post("/tools", content=b'{"name": "p", "agent": "%s"}' % scripted_url.encode())
         assert bare.status_code == 415 and "Content-Type" in error_of(bare)["message"]
         form = http.post("/sessions/s/messages", content=b"message=hi", headers={"content-type": "text/plain"})

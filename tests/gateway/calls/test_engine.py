@@ -13,7 +13,6 @@ import anyio
 import pytest
 
 from agent_server import Handoff, HostedAgent, TaskContext, TextChunk, create_app
-from agent_server.testing import scripted_agent
 from gateway import AgentToolError, AgentToolTimeout, Gateway, HostAllowlist, PeerLimits, RemoteAgent, Runner
 from gateway.recording.events import Event
 from protocol import AgentCard
@@ -107,15 +106,14 @@ async def test_a_remote_agents_handoff_to_the_url_of_an_agent_registered_by_that
     assert runner.agents["tech"] is tech, "the registered agent itself, not a second connection to it"
 
 
-async def test_a_sync_call_past_its_deadline_always_ends_as_a_timeout() -> None:
+async def test_a_sync_call_past_its_deadline_always_ends_as_a_timeout(scripted_url: str) -> None:
     """The deadline decides, whatever the canceled task's answer races it with (50 tries)."""
-    with serve_app(create_app(scripted_agent())) as url:
-        async with Gateway() as gateway:
-            gateway.add_agent_tool("slow", url, timeout_ms=100)
-            reasons = []
-            with anyio.fail_after(60):
-                for _ in range(50):
-                    with pytest.raises(AgentToolError) as caught:
-                        await gateway.call_tool("slow", "sleep 3")
-                    reasons.append((type(caught.value), caught.value.reason))
+    async with Gateway() as gateway:
+        gateway.add_agent_tool("slow", scripted_url, timeout_ms=100)
+        reasons = []
+        with anyio.fail_after(60):
+            for _ in range(50):
+                with pytest.raises(AgentToolError) as caught:
+                    await gateway.call_tool("slow", "sleep 3")
+                reasons.append((type(caught.value), caught.value.reason))
     assert set(reasons) == {(AgentToolTimeout, "timeout")}

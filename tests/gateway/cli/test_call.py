@@ -6,7 +6,6 @@ import io
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +24,6 @@ from tests.support.waiting import PROCESS_S
 ROOT = Path(__file__).resolve().parents[3]
 
 
-@pytest.fixture(scope="module")
-def agent_url() -> Iterator[str]:
-    with agent_server() as url:
-        yield url
-
-
 def _call(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gateway", "call", *args], cwd=ROOT, capture_output=True, text=True, timeout=PROCESS_S
@@ -41,8 +34,8 @@ def _events(stdout: str) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in stdout.splitlines()]
 
 
-def test_sync_prints_the_calls_events_as_ndjson_when_piped(agent_url: str) -> None:
-    done = _call(agent_url, "echo hello there", "--mode", "sync")
+def test_sync_prints_the_calls_events_as_ndjson_when_piped(scripted_url: str) -> None:
+    done = _call(scripted_url, "echo hello there", "--mode", "sync")
     assert done.returncode == 0, done.stderr
     events = _events(done.stdout)
     assert [e["type"] for e in events] == ["agent_tool_invoked", "agent_tool_completed"]
@@ -80,8 +73,8 @@ def test_streaming_lines_come_out_as_the_chunks_arrive() -> None:
     assert [e["accumulated_cost_usd"] for e in chunks] == pytest.approx([0.001, 0.002, 0.003, 0.004, 0.005])
 
 
-def test_conversational_runs_turns_until_the_agent_completes(agent_url: str) -> None:
-    done = _call(agent_url, "ask what is the order number?", "--mode", "conversational", "--max-turns", "3")
+def test_conversational_runs_turns_until_the_agent_completes(scripted_url: str) -> None:
+    done = _call(scripted_url, "ask what is the order number?", "--mode", "conversational", "--max-turns", "3")
     assert done.returncode == 0, done.stderr
     events = _events(done.stdout)
     turns = [e for e in events if e["type"] == "agent_tool_progress"]
@@ -89,26 +82,26 @@ def test_conversational_runs_turns_until_the_agent_completes(agent_url: str) -> 
     assert events[-1]["type"] == "agent_tool_completed" and events[-1]["turns"] == 2
 
 
-def test_a_failed_call_exits_1_with_the_reason_on_stderr(agent_url: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["call", agent_url, "stream 5 0.01 0.001", "--mode", "streaming", "--budget", "0.0015"]) == 1
+def test_a_failed_call_exits_1_with_the_reason_on_stderr(scripted_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["call", scripted_url, "stream 5 0.01 0.001", "--mode", "streaming", "--budget", "0.0015"]) == 1
     out, err = capsys.readouterr()
     assert err.startswith("switchboard call: the call failed (budget_exceeded): cost $0.002000 exceeds")
     events = _events(out)
     assert events[-1]["type"] == "agent_tool_terminated" and events[-1]["cancel_sent"] is True
-    assert main(["call", agent_url, "sleep 5", "--mode", "streaming", "--idle-timeout", "0.3"]) == 1
+    assert main(["call", scripted_url, "sleep 5", "--mode", "streaming", "--idle-timeout", "0.3"]) == 1
     assert "(idle_timeout): no data from" in capsys.readouterr().err
     assert main(["call", "http://127.0.0.1:1", "hi"]) == 1
     assert "(connection_error)" in capsys.readouterr().err
 
 
-def test_usage_mistakes_exit_2_and_say_what_is_wrong(agent_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_usage_mistakes_exit_2_and_say_what_is_wrong(scripted_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["call", "ftp://nowhere", "hi"]) == 2
     assert "switchboard call: error: invalid agent URI 'ftp://nowhere'" in capsys.readouterr().err
-    assert main(["call", agent_url, "hi", "--max-turns", "2"]) == 2
+    assert main(["call", scripted_url, "hi", "--max-turns", "2"]) == 2
     assert "--max-turns applies to --mode conversational only" in capsys.readouterr().err
 
 
-def test_a_failed_call_says_so_once_on_stderr(agent_url: str) -> None:
+def test_a_failed_call_says_so_once_on_stderr(scripted_url: str) -> None:
     done = _call("http://127.0.0.1:1", "hi")
     assert done.returncode == 1
     assert done.stderr.splitlines() == [done.stderr.strip()], done.stderr
@@ -127,10 +120,10 @@ def test_a_failed_call_says_so_once_on_stderr(agent_url: str) -> None:
     ],
 )
 def test_a_bad_number_says_what_was_expected(
-    agent_url: str, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
+    scripted_url: str, capsys: pytest.CaptureFixture[str], option: str, value: str, message: str
 ) -> None:
     with pytest.raises(SystemExit) as exited:
-        main(["call", agent_url, "hi", option, value])
+        main(["call", scripted_url, "hi", option, value])
     assert exited.value.code == 2
     assert message in capsys.readouterr().err
 

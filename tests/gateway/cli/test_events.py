@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")
-def gateway_url() -> Iterator[str]:
+def gateway_url(scripted_url: str) -> Iterator[str]:
     """The scripted remote agent answers first, so ``stream N INTERVAL`` makes a slow run."""
-    with agent_server() as agent_url, gateway_server(remote_first_service(agent_url)) as url:
+    with gateway_server(remote_first_service(scripted_url)) as url:
         yield url
 
 

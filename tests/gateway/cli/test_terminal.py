@@ -125,9 +125,8 @@ def test_the_call_line_and_costs_are_rounded_for_people_not_in_the_data() -> Non
     assert usd(None) == "$?"
 
 
-def test_call_logs_costs_rounded_and_keeps_them_exact_in_its_events() -> None:
-    with agent_server() as url:
-        done = _switchboard("call", url, "stream 3 0.01 0.0015", "--mode", "streaming", "-v")
+def test_call_logs_costs_rounded_and_keeps_them_exact_in_its_events(scripted_url: str) -> None:
+    done = _switchboard("call", scripted_url, "stream 3 0.01 0.0015", "--mode", "streaming", "-v")
     assert done.returncode == 0, done.stderr
     assert "accumulated_cost_usd=0.0045 " in done.stderr and "0.0045000000000000005" not in done.stderr
     ending = json.loads(done.stdout.splitlines()[-1])

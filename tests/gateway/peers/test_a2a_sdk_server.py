@@ -19,7 +19,6 @@ from agent_server import Handoff as HandoffLine, HostedAgent, TaskContext, TextC
 from gateway import Agent, AgentToolTimeout, BudgetExceeded, Gateway, HostAllowlist, Runner
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
 from tests.support.agent_tools import call_events, progress_texts, types_of
-from tests.support.gateway_service import gateway_server, triage_service
 from tests.support.sdk_agents import SdkAgent, serve_sdk_agent
 from tests.support.servers import serve_app
 
@@ -39,13 +38,14 @@ async def gateway() -> AsyncIterator[Gateway]:
         yield gateway
 
 
-async def test_registered_by_url_the_gateway_shows_the_binding_it_chose(sdk: tuple[str, SdkAgent, str]) -> None:
+async def test_registered_by_url_the_gateway_shows_the_binding_it_chose(
+    sdk: tuple[str, SdkAgent, str], triage_gateway_url: str
+) -> None:
     url, _, binding = sdk
-    with gateway_server(triage_service()) as gateway_url:
-        async with httpx.AsyncClient(base_url=gateway_url, timeout=30) as http:
-            registered = await http.post("/agents", json={"url": url})
-            assert registered.status_code == 201, registered.text
-            [info] = [a for a in (await http.get("/agents")).json()["agents"] if a["name"] == "sdk_helper"]
+    async with httpx.AsyncClient(base_url=triage_gateway_url, timeout=30) as http:
+        registered = await http.post("/agents", json={"url": url})
+        assert registered.status_code == 201, registered.text
+        [info] = [a for a in (await http.get("/agents")).json()["agents"] if a["name"] == "sdk_helper"]
     assert info["kind"] == "remote" and info["binding"] == binding and info["streaming"] is True
 
 

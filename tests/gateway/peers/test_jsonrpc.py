@@ -176,31 +176,32 @@ async def test_a_stream_cut_in_the_middle_is_resubscribed_and_reads_as_if_it_nev
     assert kinds.count("resubscribed") == 1
 
 
-async def test_a_json_rpc_stream_and_an_ndjson_call_share_one_pool_of_connections(served: tuple[str, str]) -> None:
+async def test_a_json_rpc_stream_and_an_ndjson_call_share_one_pool_of_connections(
+    served: tuple[str, str], scripted_url: str
+) -> None:
     url, binding = served
     limits = PeerLimits(max_connections=1, pool_timeout_s=0.5)
-    with serve_app(create_app(scripted_agent())) as ndjson_url:
-        async with Gateway(limits=limits, allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway:
-            gateway.add_agent_tool("streamer", url, mode="streaming")
-            gateway.add_agent_tool("echo", ndjson_url)
+    async with Gateway(limits=limits, allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway:
+        gateway.add_agent_tool("streamer", url, mode="streaming")
+        gateway.add_agent_tool("echo", scripted_url)
 
-            async def hold_the_only_connection() -> None:
-                await gateway.call_tool("streamer", "stream 200 0.05 0", run_id="r-hold")
+        async def hold_the_only_connection() -> None:
+            await gateway.call_tool("streamer", "stream 200 0.05 0", run_id="r-hold")
 
-            async with anyio.create_task_group() as group:
-                group.start_soon(hold_the_only_connection)
+        async with anyio.create_task_group() as group:
+            group.start_soon(hold_the_only_connection)
 
-                async def streaming() -> bool:
-                    if "r-hold" not in await gateway.event_log.list_runs():
-                        return False
-                    return any(e.type == "agent_tool_progress" for e in await gateway.event_log.read("r-hold"))
+            async def streaming() -> bool:
+                if "r-hold" not in await gateway.event_log.list_runs():
+                    return False
+                return any(e.type == "agent_tool_progress" for e in await gateway.event_log.read("r-hold"))
 
-                await until(streaming, "the JSON-RPC stream's first chunk")
-                with pytest.raises(PoolExhausted) as caught:
-                    await gateway.call_tool("echo", "echo hi", run_id="r-wait")
-                group.cancel_scope.cancel()
-            result = await gateway.call_tool("echo", "echo hi", run_id="r-after")
-            invoked = [e for e in await call_events(gateway, "r-hold") if e.type == "agent_tool_invoked"]
+            await until(streaming, "the JSON-RPC stream's first chunk")
+            with pytest.raises(PoolExhausted) as caught:
+                await gateway.call_tool("echo", "echo hi", run_id="r-wait")
+            group.cancel_scope.cancel()
+        result = await gateway.call_tool("echo", "echo hi", run_id="r-after")
+        invoked = [e for e in await call_events(gateway, "r-hold") if e.type == "agent_tool_invoked"]
     assert invoked[0].fields["binding"] == binding
     assert caught.value.reason == "pool_exhausted" and "all 1 connections" in caught.value.message
     assert result.state == "completed" and result.text == "hi", "the stream left gave its connection back"

@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agent_server import Handoff, HostedAgent, TaskContext, TextChunk, create_app
 from gateway import Agent, Gateway, HostAllowlist, MemoryEventLog, MemorySessionStore
 from gateway.service import GatewayService, RemoteSpec
-from tests.support.gateway_service import agent_server, error_of, gateway_server, lines_of, triage_service
+from tests.support.gateway_service import error_of, gateway_server, lines_of
 from tests.support.servers import serve_app
 
 
@@ -68,10 +68,12 @@ def _remote_first(url: str) -> GatewayService:
     )
 
 
-def test_no_form_of_an_mcp_stdio_target_through_the_api_starts_a_process(tmp_path: Path) -> None:
+def test_no_form_of_an_mcp_stdio_target_through_the_api_starts_a_process(
+    tmp_path: Path, triage_gateway_url: str
+) -> None:
     marker = tmp_path / "pwned"
     command = f"mcp+stdio:touch?args={marker}#x"
-    with gateway_server(triage_service()) as url, httpx.Client(base_url=url, timeout=10) as http:
+    with httpx.Client(base_url=triage_gateway_url, timeout=10) as http:
         refusals = [
             http.post("/tools", json={"name": "p", "agent": command}),
             http.post("/tools", json={"name": "p", "agent": command, "attach_to": ["triage"]}),
@@ -115,11 +117,11 @@ def _redirecting() -> Starlette:
     return Starlette(routes=[Route("/{path:path}", redirect, methods=["GET", "POST"])])
 
 
-def test_a_redirect_is_reported_and_not_followed() -> None:
+def test_a_redirect_is_reported_and_not_followed(triage_gateway_url: str) -> None:
     app = _redirecting()
     with outside_listener() as (hostport, listener), serve_app(app) as redirect_url:
         app.state.target = hostport
-        with gateway_server(triage_service()) as url, httpx.Client(base_url=url, timeout=10) as http:
+        with httpx.Client(base_url=triage_gateway_url, timeout=10) as http:
             response = http.post("/agents", json={"url": redirect_url})
             assert response.status_code == 502
             error = error_of(response)
@@ -149,14 +151,13 @@ def _speaker(name: str) -> HostedAgent:
     return HostedAgent(name, speak, description=f"The {name} desk.")
 
 
-def test_an_agents_token_goes_to_that_agent_only_and_is_never_shown() -> None:
+def test_an_agents_token_goes_to_that_agent_only_and_is_never_shown(triage_gateway_url: str) -> None:
     secret = "billing-s3cret-token"
     open_desk = _HeaderLog(create_app(_speaker("tech")))
     with (
         serve_app(create_app(_speaker("billing"), token=secret)) as billing_url,
         serve_app(open_desk) as tech_url,
-        gateway_server(triage_service()) as url,
-        httpx.Client(base_url=url, timeout=10) as http,
+        httpx.Client(base_url=triage_gateway_url, timeout=10) as http,
     ):
         assert http.post("/tools", json={"name": "no_token", "agent": billing_url}).status_code == 201
         refused = http.post("/tools/no_token/call", json={"input": "hello"})
@@ -178,20 +179,19 @@ def test_an_agents_token_goes_to_that_agent_only_and_is_never_shown() -> None:
     assert not any(secret in text for text in shown)
 
 
-def test_a_token_env_through_the_api_is_refused() -> None:
-    with gateway_server(triage_service()) as url, httpx.Client(base_url=url, timeout=10) as http:
+def test_a_token_env_through_the_api_is_refused(triage_gateway_url: str) -> None:
+    with httpx.Client(base_url=triage_gateway_url, timeout=10) as http:
         response = http.post("/tools", json={"name": "leak", "agent": "http://127.0.0.1:9", "token_env": "HOME"})
         assert response.status_code == 400 and "only the configuration file" in error_of(response)["message"]
 
 
 @pytest.mark.parametrize(("card_name", "name"), [("Ünïcode 日本", None), ("desk", "日本語")])
 def test_agent_names_outside_latin_1_are_registered_with_a_percent_encoded_location(
-    card_name: str, name: str | None
+    card_name: str, name: str | None, triage_gateway_url: str
 ) -> None:
     with (
         serve_app(create_app(_speaker(card_name))) as agent_url,
-        gateway_server(triage_service()) as url,
-        httpx.Client(base_url=url, timeout=10) as http,
+        httpx.Client(base_url=triage_gateway_url, timeout=10) as http,
     ):
         body = {"url": agent_url, **({"name": name} if name else {})}
         created = http.post("/agents", json=body)
@@ -202,12 +202,11 @@ def test_agent_names_outside_latin_1_are_registered_with_a_percent_encoded_locat
         assert http.delete(created.headers["location"]).status_code == 200
 
 
-def test_an_agent_card_over_its_limit_is_refused_and_nothing_is_registered() -> None:
+def test_an_agent_card_over_its_limit_is_refused_and_nothing_is_registered(triage_gateway_url: str) -> None:
     huge = HostedAgent("huge", _speaker("huge").handler, description="x" * (300 * 1024))
     with (
         serve_app(create_app(huge)) as agent_url,
-        gateway_server(triage_service()) as url,
-        httpx.Client(base_url=url, timeout=10) as http,
+        httpx.Client(base_url=triage_gateway_url, timeout=10) as http,
     ):
         response = http.post("/agents", json={"url": agent_url})
         assert response.status_code == 502
@@ -216,24 +215,20 @@ def test_an_agent_card_over_its_limit_is_refused_and_nothing_is_registered() -> 
         assert [a["name"] for a in http.get("/agents").json()["agents"]] == ["triage"]
 
 
-def test_registration_by_url_still_works_on_the_scripted_agent() -> None:
+def test_registration_by_url_still_works_on_the_scripted_agent(triage_gateway_url: str, scripted_url: str) -> None:
     """The refusals above are specific: a plain agent registers and answers."""
-    with (
-        agent_server() as agent_url,
-        gateway_server(triage_service()) as url,
-        httpx.Client(base_url=url, timeout=10) as http,
-    ):
-        assert http.post("/agents", json={"url": agent_url, "name": "helper"}).status_code == 201
+    with httpx.Client(base_url=triage_gateway_url, timeout=10) as http:
+        assert http.post("/agents", json={"url": scripted_url, "name": "helper"}).status_code == 201
 
 
-def test_with_an_explicit_allowlist_the_api_registers_agents_only_on_those_hosts() -> None:
+def test_with_an_explicit_allowlist_the_api_registers_agents_only_on_those_hosts(scripted_url: str) -> None:
     service = GatewayService(
         Agent("triage"),
         gateway=Gateway(event_log=MemoryEventLog(), allowed_hosts=HostAllowlist(["127.0.0.3:*", "*.internal:443"])),
         session_store=MemorySessionStore(),
     )
-    with agent_server() as agent_url, gateway_server(service) as url, httpx.Client(base_url=url, timeout=10) as http:
-        for path, body in (("/agents", {"url": agent_url}), ("/tools", {"name": "t", "agent": agent_url})):
+    with gateway_server(service) as url, httpx.Client(base_url=url, timeout=10) as http:
+        for path, body in (("/agents", {"url": scripted_url}), ("/tools", {"name": "t", "agent": scripted_url})):
             response = http.post(path, json=body)
             assert response.status_code == 403, response.text
             assert "127.0.0.3:*, *.internal:443" in error_of(response)["message"]
@@ -242,15 +237,13 @@ def test_with_an_explicit_allowlist_the_api_registers_agents_only_on_those_hosts
 
 
 @pytest.mark.parametrize("token", ["\u202egnp.exe", "with space", "tab\there", ""])
-def test_a_token_a_header_cannot_carry_is_refused_before_anything_is_registered(token: str) -> None:
-    with (
-        agent_server() as agent_url,
-        gateway_server(triage_service()) as url,
-        httpx.Client(base_url=url, timeout=10) as http,
-    ):
+def test_a_token_a_header_cannot_carry_is_refused_before_anything_is_registered(
+    token: str, triage_gateway_url: str, scripted_url: str
+) -> None:
+    with httpx.Client(base_url=triage_gateway_url, timeout=10) as http:
         for path, body in (
-            ("/agents", {"url": agent_url, "token": token}),
-            ("/tools", {"name": "t", "agent": agent_url, "token": token}),
+            ("/agents", {"url": scripted_url, "token": token}),
+            ("/tools", {"name": "t", "agent": scripted_url, "token": token}),
         ):
             response = http.post(path, json=body)
             assert response.status_code == 400, response.text

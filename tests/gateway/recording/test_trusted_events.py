@@ -10,12 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
-from agent_server import create_app
-from agent_server.testing import scripted_agent
 from gateway import Gateway, MemoryEventLog, SQLiteEventLog
 from gateway.event_log import EventLog
 from gateway.recording.events import Event, EventType
-from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
 
@@ -83,14 +80,15 @@ def test_the_json_an_event_keeps_takes_the_memory_of_its_bytes_only() -> None:
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
-async def test_every_progress_event_of_a_relayed_stream_passes_validation(kind: str, tmp_path: Path) -> None:
+async def test_every_progress_event_of_a_relayed_stream_passes_validation(
+    kind: str, tmp_path: Path, scripted_url: str
+) -> None:
     """The relay builds its progress events without validation: each is what validation makes of its fields."""
     log: EventLog = MemoryEventLog() if kind == "memory" else SQLiteEventLog(tmp_path / "events.db")
-    with serve_app(create_app(scripted_agent())) as url:
-        async with Gateway(log) as gateway:
-            gateway.add_agent_tool("research", url, mode="streaming")
-            result = await gateway.call_tool("research", "stream 300 0 0", run_id="run-1")
-            events = await log.read("run-1")
+    async with Gateway(log) as gateway:
+        gateway.add_agent_tool("research", scripted_url, mode="streaming")
+        result = await gateway.call_tool("research", "stream 300 0 0", run_id="run-1")
+        events = await log.read("run-1")
     progress = [event for event in events if event.type == EventType.AGENT_TOOL_PROGRESS.value]
     assert len(progress) == result.chunks > 300
     for event in progress:

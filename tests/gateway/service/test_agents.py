@@ -13,10 +13,8 @@ from tests.support.gateway_service import (
     billing_agent,
     client,
     error_of,
-    gateway_server,
     lines_of,
     remote_first_service,
-    triage_service,
 )
 
 
@@ -25,8 +23,10 @@ def _ending(lines: list[dict[str, object]]) -> dict[str, object]:
     return lines[-1]
 
 
-def test_a_removed_agent_stays_gone_its_sessions_go_back_to_the_start_and_it_can_come_back() -> None:
-    with agent_server(billing_agent()) as billing_url, gateway_server(triage_service()) as url, client(url) as http:
+def test_a_removed_agent_stays_gone_its_sessions_go_back_to_the_start_and_it_can_come_back(
+    triage_gateway_url: str,
+) -> None:
+    with agent_server(billing_agent()) as billing_url, client(triage_gateway_url) as http:
         assert http.post("/agents", json={"url": billing_url}).status_code == 201
         first = lines_of(http.post("/sessions/s1/messages", json={"message": "I want a refund for a double charge"}))
         assert [(e["source"], e["target"]) for e in first if e["type"] == "handoff"] == [("triage", "billing")]
@@ -46,22 +46,21 @@ def test_a_removed_agent_stays_gone_its_sessions_go_back_to_the_start_and_it_can
         assert "billing" in [a["name"] for a in http.get("/agents").json()["agents"]]
 
 
-def test_removing_a_local_agent_says_how_it_was_added() -> None:
-    with gateway_server(triage_service()) as url, client(url) as http:
+def test_removing_a_local_agent_says_how_it_was_added(triage_gateway_url: str) -> None:
+    with client(triage_gateway_url) as http:
         refused = http.delete("/agents/triage")
     assert refused.status_code == 409
     message = error_of(refused)["message"]
     assert "is a local agent" in message and "defined by the configuration, not registered" not in message
 
 
-def test_a_card_name_that_cannot_be_a_path_segment_is_refused_with_a_hint() -> None:
+def test_a_card_name_that_cannot_be_a_path_segment_is_refused_with_a_hint(triage_gateway_url: str) -> None:
     async def answer(ctx: TaskContext) -> str:
         return "ok"
 
     with (
         agent_server(HostedAgent("EU/billing", answer)) as agent_url,
-        gateway_server(triage_service()) as url,
-        client(url) as http,
+        client(triage_gateway_url) as http,
     ):
         refused = http.post("/agents", json={"url": agent_url})
         assert refused.status_code == 400
@@ -75,23 +74,22 @@ def test_a_card_name_that_cannot_be_a_path_segment_is_refused_with_a_hint() -> N
 
 
 @pytest.mark.anyio
-async def test_a_turn_queued_behind_a_running_one_is_refused_with_shutting_down_at_shutdown() -> None:
-    with agent_server() as agent_url:
-        async with remote_first_service(agent_url) as service:
-            await service.start_turn("s", "stream 100 0.05")
-            outcome: list[BaseException] = []
+async def test_a_turn_queued_behind_a_running_one_is_refused_with_shutting_down_at_shutdown(scripted_url: str) -> None:
+    async with remote_first_service(scripted_url) as service:
+        await service.start_turn("s", "stream 100 0.05")
+        outcome: list[BaseException] = []
 
-            async def queued() -> None:
-                try:
-                    await service.start_turn("s", "stream 1 0")
-                except Exception as exc:
-                    outcome.append(exc)
+        async def queued() -> None:
+            try:
+                await service.start_turn("s", "stream 1 0")
+            except Exception as exc:
+                outcome.append(exc)
 
-            async with anyio.create_task_group() as group:
-                group.start_soon(queued)
-                await anyio.wait_all_tasks_blocked()  # nothing stands before the session's lock: the turn waits there
-                with anyio.fail_after(10):
-                    await service.stop_runs()
+        async with anyio.create_task_group() as group:
+            group.start_soon(queued)
+            await anyio.wait_all_tasks_blocked()  # nothing stands before the session's lock: the turn waits there
+            with anyio.fail_after(10):
+                await service.stop_runs()
     assert len(outcome) == 1 and isinstance(outcome[0], ShuttingDown), outcome
     assert outcome[0].status == 503
 

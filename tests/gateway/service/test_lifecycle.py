@@ -21,7 +21,7 @@ from agent_server import HostedAgent, TaskContext, create_app
 from agent_server.testing import scripted_agent
 from gateway.config.load import load_config
 from gateway.service import AgentUnreachable, create_gateway_app
-from tests.support.gateway_service import agent_server, client, lines_of, remote_first_service, wait_for_health
+from tests.support.gateway_service import client, lines_of, remote_first_service, wait_for_health
 from tests.support.servers import free_port, serve_app
 from tests.support.waiting import PROCESS_S, wait_until
 
@@ -71,9 +71,11 @@ async def test_the_wait_is_bounded_and_the_failure_says_how_long_it_tried() -> N
 
 
 @pytest.mark.anyio
-async def test_an_answer_that_is_not_an_agent_is_not_waited_for(caplog: pytest.LogCaptureFixture) -> None:
-    with agent_server() as url, pytest.raises(AgentUnreachable) as caught:
-        async with remote_first_service(url + "/not-here", startup_wait_s=10):
+async def test_an_answer_that_is_not_an_agent_is_not_waited_for(
+    caplog: pytest.LogCaptureFixture, scripted_url: str
+) -> None:
+    with pytest.raises(AgentUnreachable) as caught:
+        async with remote_first_service(scripted_url + "/not-here", startup_wait_s=10):
             pass
     assert caught.value.data["status"] == 404
     assert "tried" not in caught.value.message and not [
@@ -115,8 +117,8 @@ def _tool_run_started(url: str, tool: str) -> bool:
     return any(run["tool"] == tool and run["first_event"] for run in runs)
 
 
-def test_sigterm_ends_the_runs_going_so_their_streams_end_and_nothing_is_cut(tmp_path: Path) -> None:
-    with agent_server() as agent_url, _gateway_process(tmp_path, agent_url) as (url, process):
+def test_sigterm_ends_the_runs_going_so_their_streams_end_and_nothing_is_cut(tmp_path: Path, scripted_url: str) -> None:
+    with _gateway_process(tmp_path, scripted_url) as (url, process):
         sync_answer: list[httpx.Response | httpx.HTTPError] = []
 
         def call() -> None:
@@ -151,9 +153,11 @@ def test_sigterm_ends_the_runs_going_so_their_streams_end_and_nothing_is_cut(tmp
     assert process.returncode == 0 and "Traceback" not in stderr, stderr
 
 
-def test_sigterm_ends_the_tasks_of_the_gateways_own_binding_canceled_with_a_final_line(tmp_path: Path) -> None:
+def test_sigterm_ends_the_tasks_of_the_gateways_own_binding_canceled_with_a_final_line(
+    tmp_path: Path, scripted_url: str
+) -> None:
     body = {"message": {"role": "user", "parts": [{"type": "text", "text": "stream 100 0.1"}]}}
-    with agent_server() as agent_url, _gateway_process(tmp_path, agent_url) as (url, process):
+    with _gateway_process(tmp_path, scripted_url) as (url, process):
         with client(url) as http, http.stream("POST", "/tasks/sendSubscribe", json=body) as response:
             lines = response.iter_lines()
             first = orjson.loads(next(lines))

@@ -20,16 +20,9 @@ from tests.support.gateway_service import (
     gateway_server,
     lines_of,
     remote_first_service,
-    triage_service,
 )
 from tests.support.lockstep import Lockstep
 from tests.support.servers import serve_app
-
-
-@pytest.fixture(scope="module")
-def scripted_url() -> Iterator[str]:
-    with agent_server() as url:
-        yield url
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +103,8 @@ def gateway_a() -> Iterator[str]:
         yield url
 
 
-def test_gateway_b_hands_off_to_gateway_a_registered_by_url(gateway_a: str) -> None:
-    with gateway_server(triage_service()) as b_url, client(b_url) as b, client(gateway_a) as a:
+def test_gateway_b_hands_off_to_gateway_a_registered_by_url(gateway_a: str, triage_gateway_url: str) -> None:
+    with client(triage_gateway_url) as b, client(gateway_a) as a:
         registered = b.post("/agents", json={"url": gateway_a})
         assert registered.status_code == 201 and registered.json()["name"] == "gateway_a"
         events = lines_of(b.post("/sessions/b-1/messages", json={"message": "a question about tides and the moon"}))
@@ -126,8 +119,8 @@ def test_gateway_b_hands_off_to_gateway_a_registered_by_url(gateway_a: str) -> N
         assert len(a_runs) == 1 and a_runs[0]["agent"] == "helper"
 
 
-def test_gateway_b_calls_gateway_a_as_a_streaming_tool(gateway_a: str) -> None:
-    with gateway_server(triage_service()) as b_url, client(b_url) as b:
+def test_gateway_b_calls_gateway_a_as_a_streaming_tool(gateway_a: str, triage_gateway_url: str) -> None:
+    with client(triage_gateway_url) as b:
         assert b.post("/tools", json={"name": "ask_a", "agent": gateway_a, "mode": "streaming"}).status_code == 201
         result = b.post("/tools/ask_a/call", json={"input": "how high is the tide"}).json()["result"]
         assert result["state"] == "completed" and "how high is the tide" in result["text"] and result["chunks"] >= 3

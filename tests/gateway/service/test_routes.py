@@ -8,13 +8,7 @@ import httpx
 import pytest
 
 from protocol import MAX_LISTED_PROBLEMS
-from tests.support.gateway_service import agent_server, client, error_of, gateway_server, lines_of, triage_service
-
-
-@pytest.fixture(scope="module")
-def scripted_url() -> Iterator[str]:
-    with agent_server() as url:
-        yield url
+from tests.support.gateway_service import client, error_of, gateway_server, lines_of, triage_service
 
 
 @pytest.fixture(scope="module")
@@ -351,11 +345,14 @@ def test_the_gateway_serves_the_a2a_binding_on_the_same_port(api: httpx.Client) 
     assert unknown.status_code == 404 and error_of(unknown)["code"] == -32001
 
 
-def test_a_tool_added_through_the_api_is_attached_to_the_starting_agent_unless_told(scripted_url: str) -> None:
-    with gateway_server(triage_service()) as url:
-        default = httpx.post(f"{url}/tools", json={"name": "ask", "agent": scripted_url}, timeout=10).json()
-        alone = httpx.post(f"{url}/tools", json={"name": "alone", "agent": scripted_url, "attach_to": []}, timeout=10)
-        tools = httpx.get(f"{url}/agents/triage", timeout=10).json()["tools"]
+def test_a_tool_added_through_the_api_is_attached_to_the_starting_agent_unless_told(
+    scripted_url: str, triage_gateway_url: str
+) -> None:
+    default = httpx.post(f"{triage_gateway_url}/tools", json={"name": "ask", "agent": scripted_url}, timeout=10).json()
+    alone = httpx.post(
+        f"{triage_gateway_url}/tools", json={"name": "alone", "agent": scripted_url, "attach_to": []}, timeout=10
+    )
+    tools = httpx.get(f"{triage_gateway_url}/agents/triage", timeout=10).json()["tools"]
     assert default["used_by"] == ["triage"]
     assert alone.json()["used_by"] == []
     assert "ask" in tools and "alone" not in tools
