@@ -1,4 +1,5 @@
-"""Real uvicorn servers on loopback for end-to-end tests, started and stopped by fixtures."""
+"""Real uvicorn servers on loopback for end-to-end tests, started and stopped by fixtures, and ports for servers
+that tests start as processes."""
 
 from __future__ import annotations
 
@@ -44,11 +45,11 @@ def serve_app(
 
     The listening socket is bound here (to a port the kernel picks, unless ``port``), so no other
     server, of this run or of another running at the same time, can take the port between its
-    choice and the bind. Leaving the block fails if the server has not stopped within 10 s: a
-    request still running then is a test that left something behind.
+    choice and the bind. Leaving the block fails if the server has not stopped within STOP_TIMEOUT_S:
+    a request still running then is a test that left something behind.
     """
     # IPPROTO_TCP as getaddrinfo gives it when uvicorn binds: asyncio then sets TCP_NODELAY on each
-    # connection, as in production (with proto 0 it does not, and every keep-alive request waits 40 ms).
+    # connection, as in production (with proto 0 it does not, and every keep-alive request waits for a delayed ACK).
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port or 0))
