@@ -9,7 +9,7 @@ import gc
 import logging
 import time
 import tracemalloc
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import orjson
 import pytest
@@ -33,18 +33,10 @@ from tests.support.agent_tools import (
     silent_server,
     types_of,
 )
-from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
 
 LINE_LIMIT = 1 << 20
-
-
-@pytest.fixture(scope="module")
-def faulty() -> Iterator[tuple[FaultyAgent, str]]:
-    agent = FaultyAgent()
-    with serve_app(agent.app) as url:
-        yield agent, url
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ scripted agent, and agent servers that hand off by URL.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -22,13 +22,6 @@ from tests.support.servers import serve_app
 pytestmark = pytest.mark.anyio
 
 LINE_LIMIT = 64 * 1024
-
-
-@pytest.fixture(scope="module")
-def faulty() -> Iterator[tuple[FaultyAgent, str]]:
-    agent = FaultyAgent()
-    with serve_app(agent.app) as url:
-        yield agent, url
 
 
 def _summary(events: list[Event]) -> list[tuple[str, Any, Any]]:
