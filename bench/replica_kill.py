@@ -38,7 +38,7 @@ import orjson
 
 from bench._servers import Cores, placed, process, wait_ready
 from examples._loopback import free_port
-from examples._redis import LocalRedis
+from tests.support.redis import LocalRedis
 
 _AGENT = (
     "from agent_server import serve; from agent_server.testing import scripted_agent; "

@@ -43,10 +43,10 @@ import orjson
 
 from bench._servers import Cores, placed, process, wait_ready
 from examples._loopback import free_port
-from examples._redis import LocalRedis
 from gateway.event_log import EventLog, SQLiteEventLog
 from gateway.event_log.redis import RedisEventLog
 from gateway.recording.events import Event, EventType
+from tests.support.redis import LocalRedis
 
 SETUPS = ("sqlite x1", "redis x1", "redis x2", "redis x3")
 BASELINE = SETUPS[0]

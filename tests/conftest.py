@@ -1,4 +1,4 @@
-"""Shared fixtures. Async tests use anyio's pytest plugin on asyncio."""
+"""Shared fixtures: a Redis, the scripted agent and a gateway on loopback. Async tests use anyio's plugin on asyncio."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
-from examples._redis import LocalRedis
+from tests.support.gateway_service import agent_server, gateway_server, triage_service
+from tests.support.redis import LocalRedis
 
 # Property tests check behaviour, not speed: no per-example deadline on a busy 2-core machine.
 settings.register_profile("switchboard", deadline=None)
@@ -31,3 +32,17 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalRedi
 def redis_url(redis_server: LocalRedis) -> str:
     """A store spec on that server with a key prefix of this test's own, so no test sees another's keys."""
     return f"{redis_server.url}/0?prefix=t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="module")
+def scripted_url() -> Iterator[str]:
+    """The scripted agent (its messages are commands, agent_server.testing) on loopback, one per test module."""
+    with agent_server() as url:
+        yield url
+
+
+@pytest.fixture
+def triage_gateway_url() -> Iterator[str]:
+    """A gateway on loopback with the offline triage agent in front and memory stores, fresh for each test."""
+    with gateway_server(triage_service()) as url:
+        yield url

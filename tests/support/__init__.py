@@ -1,0 +1,1 @@
+"""What the tests share: servers on loopback and their ports, waits, fakes, test agents and recorded payloads."""

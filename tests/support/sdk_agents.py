@@ -1,0 +1,105 @@
+"""A real a2a-sdk 1.3 server for the interoperability tests: its own executor, its own task store, its own routes.
+
+The agent does what the message text says (the scripted agent's words, where they exist):
+
+- ``stream N DELAY COST``: N text chunks ``chunk-<i> `` as artifact updates ``DELAY`` seconds
+  apart, each reporting ``COST`` in ``metadata.cost_usd``, then completed;
+- ``sleep S``: one working status, then silence for S seconds (an idle timeout or a
+  deadline cancels it first), then completed;
+- ``ask``: ``input-required`` with the question ``which one?``; the task's next message
+  completes it with ``got <text>``;
+- anything else: completed with its text echoed (``echo: <text>``).
+
+``SdkAgent.canceled`` holds the ids of the tasks the executor saw canceled (its own
+``cancel`` hook ran), so a test knows the cancel reached the agent's code. ``v03=True``
+serves a card that offers only A2A 0.3 (the SDK's v0.3 compatibility on the same endpoint),
+so a client that follows the card speaks 0.3.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from a2a.helpers.proto_helpers import new_task_from_user_message
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
+from starlette.applications import Starlette
+
+from tests.support.servers import free_port, serve_app
+
+
+class SdkAgent(AgentExecutor):
+    """The executor: one behaviour per message, as the module docstring lists."""
+
+    def __init__(self) -> None:
+        self.canceled: list[str] = []
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None and context.context_id is not None
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        text = context.get_user_input()
+        words = text.split()
+        if context.current_task is None:
+            assert context.message is not None
+            await event_queue.enqueue_event(new_task_from_user_message(context.message))
+        await updater.start_work()
+        if words[:1] == ["stream"] and len(words) == 4:
+            count, delay, cost = int(words[1]), float(words[2]), float(words[3])
+            for index in range(count):
+                await asyncio.sleep(delay)
+                await updater.add_artifact(
+                    [Part(text=f"chunk-{index} ")],
+                    artifact_id="out",
+                    append=index > 0,
+                    last_chunk=index == count - 1,
+                    metadata={"cost_usd": cost},
+                )
+            await updater.complete()
+        elif words[:1] == ["sleep"] and len(words) == 2:
+            await asyncio.sleep(float(words[1]))
+            await updater.complete()
+        elif text == "ask":
+            await updater.requires_input(updater.new_agent_message([Part(text="which one?")]))
+        elif context.current_task is not None:
+            await updater.add_artifact([Part(text=f"got {text}")], artifact_id="answer")
+            await updater.complete()
+        else:
+            await updater.add_artifact([Part(text=f"echo: {text}")], artifact_id="answer")
+            await updater.complete()
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None and context.context_id is not None
+        self.canceled.append(context.task_id)
+        await TaskUpdater(event_queue, context.task_id, context.context_id).update_status(TaskState.TASK_STATE_CANCELED)
+
+
+def sdk_app(executor: SdkAgent, url: str, *, v03: bool = False) -> Starlette:
+    version = "0.3" if v03 else "1.0"
+    card = AgentCard(
+        name="sdk_helper",
+        description="An a2a-sdk agent: streams, sleeps, asks, echoes.",
+        version="1.0.0",
+        supported_interfaces=[AgentInterface(url=url + "/", protocol_binding="JSONRPC", protocol_version=version)],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="echo", name="echo", description="echoes", tags=["test"])],
+    )
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
+    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=v03)]
+    return Starlette(routes=routes)
+
+
+@contextmanager
+def serve_sdk_agent(*, v03: bool = False) -> Iterator[tuple[str, SdkAgent]]:
+    """The a2a-sdk agent on a loopback port: its base URL and its executor."""
+    port = free_port()
+    executor = SdkAgent()
+    with serve_app(sdk_app(executor, f"http://127.0.0.1:{port}", v03=v03), port=port) as url:
+        yield url, executor
