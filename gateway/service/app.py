@@ -48,11 +48,11 @@ from agent_server.telemetry.metrics import metrics_endpoint
 from agent_server.telemetry.middleware import ObservedRequests
 from gateway.config.model import GatewayConfig
 from gateway.console import console_routes, is_console_path
-from gateway.service import routes_agents, routes_boards, routes_reachable, routes_runs, routes_sessions, routes_tools
 from gateway.service.binding import swarm_agent
 from gateway.service.build import build_service, gateway_tokens, task_store_spec
 from gateway.service.core import GatewayService
 from gateway.service.http import api_route, service_of
+from gateway.service.routes import agents, boards, reachable, runs, sessions, tools
 from protocol import ErrorCode, ProtocolError
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
@@ -154,12 +154,12 @@ def create_gateway_app(
         api_route("/", _index, ["GET"], scope="chat"),
         Route("/", binding, methods=["POST"]),
         Route("/health", guarded(_health), methods=["GET"]),
-        *routes_reachable.routes,
-        *routes_agents.routes,
-        *routes_tools.routes,
-        *routes_sessions.routes,
-        *routes_boards.routes,
-        *routes_runs.routes,
+        *reachable.routes,
+        *agents.routes,
+        *tools.routes,
+        *sessions.routes,
+        *boards.routes,
+        *runs.routes,
         api_route("/metrics", metrics_endpoint, ["GET"]),
         Route("/tasks/{rest:path}", binding),
         *(Route(path, binding) for path in CARD_PATHS),

@@ -22,7 +22,7 @@ from gateway.service.bodies import BoardBody
 from gateway.service.core import GatewayService
 from gateway.service.errors import Conflict, NotFound
 from gateway.service.http import api_route, body_limit, read_body, service_of
-from gateway.service.routes_sessions import session_id_of
+from gateway.service.routes.sessions import session_id_of
 from protocol import ErrorCode, ProtocolError
 
 T = TypeVar("T")

@@ -15,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("protocol", "agent_server", "gateway")
 LAYERS = {"protocol": set(), "agent_server": {"protocol"}, "gateway": {"protocol", "agent_server"}}
 
