@@ -11,8 +11,8 @@ from typing import Literal
 EventLoop = Literal["auto", "asyncio", "uvloop"]
 """``auto`` (the default): uvloop when it is installed, else asyncio."""
 HttpParser = Literal["h11", "httptools"]
-"""h11 (the default) or httptools (faster); the limits and fuzz suites (tests/test_server_limits.py,
-tests/test_fuzz_servers.py) run on both."""
+"""h11 (the default) or httptools (faster); the limits and fuzz suites (tests/agent_server/http/test_server_limits.py,
+tests/e2e/test_fuzz_servers.py) run on both."""
 EVENT_LOOPS: tuple[EventLoop, ...] = ("auto", "asyncio", "uvloop")
 HTTP_PARSERS: tuple[HttpParser, ...] = ("h11", "httptools")
 DEFAULT_LOOP: EventLoop = "auto"

@@ -373,7 +373,7 @@ def _text_chunk(line: dict[str, Any]) -> TextLine | None:
 
     Every value is checked for its exact JSON type, stricter than pydantic (an integer cost, say, is left to
     it), so a line taken here is one ``parse_stream_event`` accepts, and reads the same
-    (``tests/test_text_chunks.py``). The cost must be finite and >= 0, as the call checks it.
+    (``tests/gateway/peers/test_text_lines.py``). The cost must be finite and >= 0, as the call checks it.
     """
     if line.get("type") != "artifact" or not line.keys() <= _TEXT_CHUNK_KEYS:
         return None

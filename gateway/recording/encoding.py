@@ -6,7 +6,7 @@ Their values are the gateway's own, or read from a stream line that was checked 
 so validating them again would only repeat a check. This module builds such an event as
 validation would have built it (its ``__dict__``, the fields set, no extra fields) and
 writes its JSON with orjson from the fields given, leaving to pydantic's serializer only
-a value that is not a plain JSON type. ``tests/test_trusted_events.py`` holds both ways
+a value that is not a plain JSON type. ``tests/gateway/recording/test_trusted_events.py`` holds both ways
 to the same event and the same JSON.
 
 The JSON an event keeps (the log keeps its events, and each event its JSON once it is

@@ -65,7 +65,7 @@ def cancel_reason(exc: BaseException) -> str | None:
     scope belongs to whoever runs the turn (the gateway service cancels its runs with
     "the gateway is shutting down"), so the message is the only channel that reaches the
     runner. This is the one place that reads that text; any other format gives None (the
-    event then says just "cancelled"), and tests/test_swarm_robustness.py pins the format.
+    event then says just "cancelled"), and tests/gateway/swarm/test_robustness.py pins the format.
     """
     message = str(exc)
     if not message.startswith(_ANYIO_CANCEL_MESSAGE):
