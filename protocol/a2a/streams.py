@@ -89,11 +89,6 @@ class StreamDecoder:
         self._cost = 0.0
         self._handed_off = False
 
-    @property
-    def passed_on(self) -> bool:
-        """Whether any event was decoded yet (a resubscribe then resumes)."""
-        return self._seq > 0
-
     def decode(self, event: v1.StreamResponse, *, final: bool = False) -> list[StreamEvent]:
         """The events ``event`` stands for; ``final`` forces the end (a v0.3 ``final: true``)."""
         if event.task is not None:
