@@ -56,40 +56,5 @@ if TYPE_CHECKING:
     from agent_server.stores.redis_settings import RedisSettings as RedisSettings
     from agent_server.tasks.manager import TaskManager as TaskManager
 
-_EXPORTS = {
-    "ANONYMOUS": "agent_server.http.auth",
-    "AgentHandler": "agent_server.hosted",
-    "DEFAULT_MAX_BODY_BYTES": "agent_server.app",
-    "DataChunk": "agent_server.hosted",
-    "Handoff": "agent_server.hosted",
-    "HostedAgent": "agent_server.hosted",
-    "InputRequired": "agent_server.hosted",
-    "MemoryTaskStore": "agent_server.stores",
-    "Principal": "agent_server.http.auth",
-    "RedisSettings": "agent_server.stores.redis_settings",
-    "RedisTaskStore": "agent_server.stores.redis",
-    "SQLiteTaskStore": "agent_server.stores",
-    "ServerLimits": "agent_server.http.limits",
-    "StoreFull": "agent_server.stores",
-    "StoreSpec": "agent_server.stores",
-    "StoreUnavailable": "agent_server.stores",
-    "TaskContext": "agent_server.hosted",
-    "TaskManager": "agent_server.tasks.manager",
-    "TaskStore": "agent_server.stores",
-    "TextChunk": "agent_server.hosted",
-    "TokenTable": "agent_server.http.auth",
-    "agent": "agent_server.hosted",
-    "as_hosted_agent": "agent_server.hosted",
-    "build_server": "agent_server.http.server",
-    "create_app": "agent_server.app",
-    "open_store": "agent_server.stores",
-    "parse_store_spec": "agent_server.stores",
-    "principal_of": "agent_server.http.auth",
-    "require_scope": "agent_server.http.auth",
-    "run_server": "agent_server.http.server",
-    "serve": "agent_server.app",
-}
 
-__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names are listed once, above
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__getattr__ = lazy_exports(__name__)

@@ -14,11 +14,15 @@ Commands (first word, then arguments):
 
 A ``Probe`` records, thread-safely and with ``time.monotonic()`` stamps, which tasks started
 and which saw cancellation, so tests can check that cancel really reached the agent's code,
-even when the server runs in another thread.
+even when the server runs in another thread. A cancel reaches a generator agent in one of two
+ways: as the cancellation exception at the await it is in, or, when it finds the agent at a
+``yield`` (the server busy with the item it yielded, e.g. writing it to its store), as the
+generator being closed there (``GeneratorExit``) inside the canceled scope. Both count.
 """
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import AsyncGenerator
@@ -80,6 +84,10 @@ def scripted_agent(name: str = "scripted", probe: Probe | None = None) -> Hosted
         except anyio.get_cancelled_exc_class():
             watch.record_cancel(ctx.task_id)
             raise
+        except GeneratorExit:
+            if _in_canceled_scope():  # closed at a yield by a canceled send, not at the end of a handoff
+                watch.record_cancel(ctx.task_id)
+            raise
 
     return HostedAgent(name=name, handler=run, description="Does what each message's text says; for tests.")
 
@@ -115,6 +123,10 @@ async def _perform(ctx: TaskContext) -> AsyncGenerator[Any, None]:
         raise RuntimeError(rest or "scripted failure")
     else:
         raise ValueError(f"unknown command {command!r}; see agent_server.testing for the commands")
+
+
+def _in_canceled_scope() -> bool:
+    return anyio.current_effective_deadline() == -math.inf
 
 
 def _command(text: str) -> tuple[str, str]:

@@ -2,7 +2,8 @@
 
 Standard A2A (v1.0, v0.3) is the subpackage ``protocol.a2a``.
 
-The names below are imported on first use (PEP 562).
+The names below, listed once (the type checker reads them, and so does ``protocol.lazy``), are
+imported on first use (PEP 562).
 """
 
 from __future__ import annotations
@@ -103,82 +104,5 @@ if TYPE_CHECKING:
         utc_now_iso as utc_now_iso,
     )
 
-_EXPORTS = {
-    "A2A_V03": ("protocol.card", "A2A_V03"),
-    "A2A_V1": ("protocol.card", "A2A_V1"),
-    "AgentCapabilities": ("protocol.card", "AgentCapabilities"),
-    "AgentCard": ("protocol.card", "AgentCard"),
-    "AgentInterface": ("protocol.card", "AgentInterface"),
-    "AgentSkill": ("protocol.card", "AgentSkill"),
-    "Call": ("protocol.jsonrpc", "Call"),
-    "Artifact": ("protocol.task", "Artifact"),
-    "ArtifactEvent": ("protocol.events", "ArtifactEvent"),
-    "DEFAULT_MAX_LINE_BYTES": ("protocol.ndjson", "DEFAULT_MAX_LINE_BYTES"),
-    "DataPart": ("protocol.task", "DataPart"),
-    "DecodedLine": ("protocol.ndjson", "DecodedLine"),
-    "Envelope": ("protocol.jsonrpc", "Envelope"),
-    "EnvelopedProtocolError": ("protocol.jsonrpc", "EnvelopedProtocolError"),
-    "ErrorBody": ("protocol.error_body", "ErrorBody"),
-    "ErrorCode": ("protocol.errors", "ErrorCode"),
-    "ErrorDetail": ("protocol.error_body", "ErrorDetail"),
-    "FileContent": ("protocol.task", "FileContent"),
-    "FilePart": ("protocol.task", "FilePart"),
-    "HandoffEvent": ("protocol.events", "HandoffEvent"),
-    "HandoffRequest": ("protocol.events", "HandoffRequest"),
-    "JSONRPC_BINDING": ("protocol.card", "JSONRPC_BINDING"),
-    "MAX_JSON_DEPTH": ("protocol.jsonrpc", "MAX_JSON_DEPTH"),
-    "MAX_LISTED_PROBLEMS": ("protocol.errors", "MAX_LISTED_PROBLEMS"),
-    "MAX_TOOL_NAME_LENGTH": ("protocol.handoff_names", "MAX_TOOL_NAME_LENGTH"),
-    "MalformedLine": ("protocol.ndjson", "MalformedLine"),
-    "Message": ("protocol.task", "Message"),
-    "NDJSON_BINDING": ("protocol.card", "NDJSON_BINDING"),
-    "NDJSONDecoder": ("protocol.ndjson", "NDJSONDecoder"),
-    "NDJSON_MEDIA_TYPE": ("protocol.ndjson", "MEDIA_TYPE"),
-    "OversizedEvent": ("protocol.sse", "OversizedEvent"),
-    "OversizedLine": ("protocol.ndjson", "OversizedLine"),
-    "ParsedRequest": ("protocol.jsonrpc", "ParsedRequest"),
-    "Part": ("protocol.task", "Part"),
-    "ProtocolError": ("protocol.errors", "ProtocolError"),
-    "SSEDecoder": ("protocol.sse", "SSEDecoder"),
-    "SSEEvent": ("protocol.sse", "SSEEvent"),
-    "SSE_MEDIA_TYPE": ("protocol.sse", "MEDIA_TYPE"),
-    "SkippedBytes": ("protocol.ndjson", "SkippedBytes"),
-    "StatusEvent": ("protocol.events", "StatusEvent"),
-    "StreamEvent": ("protocol.events", "StreamEvent"),
-    "SwitchboardError": ("protocol.errors", "SwitchboardError"),
-    "Task": ("protocol.task", "Task"),
-    "TaskIdParams": ("protocol.task", "TaskIdParams"),
-    "TaskQueryParams": ("protocol.task", "TaskQueryParams"),
-    "TaskResubscribeParams": ("protocol.task", "TaskResubscribeParams"),
-    "TaskSendParams": ("protocol.task", "TaskSendParams"),
-    "TaskState": ("protocol.task", "TaskState"),
-    "TaskStatus": ("protocol.task", "TaskStatus"),
-    "TextPart": ("protocol.task", "TextPart"),
-    "WireModel": ("protocol._wire", "WireModel"),
-    "aiter_ndjson": ("protocol.ndjson", "aiter_ndjson"),
-    "dotted_path": ("protocol.errors", "dotted_path"),
-    "encode_event": ("protocol.sse", "encode_event"),
-    "encode_line": ("protocol.ndjson", "encode_line"),
-    "join_text_parts": ("protocol.artifacts", "join_text_parts"),
-    "json_depth": ("protocol.jsonrpc", "json_depth"),
-    "major_minor": ("protocol.card", "major_minor"),
-    "ArtifactFold": ("protocol.artifacts", "ArtifactFold"),
-    "merge_artifact": ("protocol.artifacts", "merge_artifact"),
-    "merge_artifacts": ("protocol.artifacts", "merge_artifacts"),
-    "merged_artifacts": ("protocol.artifacts", "merged_artifacts"),
-    "more_problems": ("protocol.errors", "more_problems"),
-    "parse_call": ("protocol.jsonrpc", "parse_call"),
-    "parse_json_object": ("protocol.jsonrpc", "parse_json_object"),
-    "parse_params": ("protocol.jsonrpc", "parse_params"),
-    "parse_request": ("protocol.jsonrpc", "parse_request"),
-    "parse_stream_event": ("protocol.events", "parse_stream_event"),
-    "parts_text": ("protocol.task", "parts_text"),
-    "sanitize_agent_name": ("protocol.handoff_names", "sanitize_agent_name"),
-    "transfer_tool_name": ("protocol.handoff_names", "transfer_tool_name"),
-    "transfer_tool_names": ("protocol.handoff_names", "transfer_tool_names"),
-    "utc_now_iso": ("protocol.task", "utc_now_iso"),
-}
 
-__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names are listed once, above
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__getattr__ = lazy_exports(__name__)

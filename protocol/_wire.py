@@ -17,7 +17,7 @@ class WireModel(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     def copied(self) -> Self:
-        """A deep copy, built by pydantic's core from a dump: 2-3x faster than ``model_copy(deep=True)``."""
+        """A deep copy, built by pydantic's core from a dump, not by ``copy.deepcopy`` as ``model_copy(deep=True)``."""
         return self.model_validate(self.model_dump())
 
     def to_json(self) -> bytes:

@@ -126,7 +126,7 @@ def _extended(parts: list[Part], more: Iterable[str | Part]) -> list[Part]:
     """
     out = list(parts)
     texts: list[str] = []  # a run of plain text that will end ``out``, joined when it ends
-    # TextPart(text=...) validates one str in less time than model_construct takes (0.6 against 2.6 us)
+    # TextPart(text=...), not model_construct: validating one str costs less than model_construct does
     for part in more:
         if isinstance(part, str) or _plain_text(part):
             if not texts and out and _plain_text(out[-1]):
@@ -146,7 +146,7 @@ def _settled(chunk: Artifact) -> Artifact:
     """A copy of ``chunk`` to keep and extend: ``append`` unset, its parts copied and joined.
 
     A shallow copy with new parts and metadata, not ``copied()`` (a dump and a validation of
-    the whole): 4.3 -> 2.8 us for a chunk of text, the first of every send.
+    the whole, for the first chunk of every send).
     """
     parts = [TextPart(text=part.text) if _plain_text(part) else part.copied() for part in chunk.parts]  # type: ignore[union-attr]
     metadata = copy.deepcopy(chunk.metadata) if chunk.metadata is not None else None

@@ -23,8 +23,9 @@ class HandoffRequest(WireModel):
 
 
 class _EncodedOnce:
-    """``functools.cached_property`` of ``to_json()`` without its lock (Python 3.11 takes one at every read: 3 us of
-    a send on the server): the first read keeps the JSON in the event's ``__dict__``, where later reads find it."""
+    """``functools.cached_property`` of ``to_json()`` without its lock (Python 3.11 takes one at every read, on
+    every event a send streams): the first read keeps the JSON in the event's ``__dict__``, where later reads
+    find it."""
 
     @overload
     def __get__(self, event: None, owner: type[Any]) -> _EncodedOnce: ...

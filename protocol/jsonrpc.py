@@ -109,8 +109,8 @@ def parse_params(call: Call, model: type[P]) -> P:
 def json_depth(value: Any) -> int:
     """How deeply arrays and objects nest in ``value`` (a scalar is 0), without recursing.
 
-    A level at a time, keeping only the containers of the next one: no tuple per value walked
-    (2.1 -> 0.7 us on a plain send's body).
+    A level at a time, keeping only the containers of the next one: no tuple per value walked,
+    on a walk that every request's body takes.
     """
     depth = 0
     level = [value] if isinstance(value, _CONTAINERS) else []

@@ -44,31 +44,5 @@ if TYPE_CHECKING:
     )
     from gateway.models.scripted import ScriptedModel as ScriptedModel
 
-_EXPORTS = {
-    "ChatMessage": "gateway.models.base",
-    "ChatModel": "gateway.models.base",
-    "Embedder": "gateway.models.embeddings",
-    "ModelAuthError": "gateway.errors",
-    "ModelError": "gateway.errors",
-    "ModelNotConfigured": "gateway.errors",
-    "ModelResponse": "gateway.models.base",
-    "ModelSettings": "gateway.models.base",
-    "ModelStreamItem": "gateway.models.base",
-    "OfflineEmbedder": "gateway.models.embeddings",
-    "OfflineModel": "gateway.models.offline",
-    "OpenAIChatModel": "gateway.models.openai",
-    "OpenAIEmbedder": "gateway.models.embeddings",
-    "ProviderSettings": "gateway.models.providers",
-    "Providers": "gateway.models.providers",
-    "ScriptExhaustedError": "gateway.errors",
-    "ScriptedModel": "gateway.models.scripted",
-    "TextDelta": "gateway.models.base",
-    "TokenUsage": "gateway.models.base",
-    "ToolCall": "gateway.models.base",
-    "ToolSpec": "gateway.models.base",
-    "parse_model_name": "gateway.models.providers",
-}
 
-__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names are listed once, above
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__getattr__ = lazy_exports(__name__)

@@ -32,23 +32,4 @@ if TYPE_CHECKING:
     from gateway.peers.limits import PeerLimits as PeerLimits
     from gateway.peers.local import LocalAgentHost as LocalAgentHost, LocalPeer as LocalPeer
 
-_EXPORTS = {
-    "A2AHttpPeer": "gateway.peers.a2a_http",
-    "HttpAgentPeer": "gateway.peers.discovery",
-    "JsonRpcPeer": "gateway.peers.jsonrpc",
-    "LocalAgentHost": "gateway.peers.local",
-    "LocalPeer": "gateway.peers.local",
-    "Peer": "gateway.peers.base",
-    "PeerHttpClient": "gateway.peers.http_client",
-    "PeerLimits": "gateway.peers.limits",
-    "PeerResponse": "gateway.peers.http_client",
-    "RawLine": "gateway.peers.base",
-    "Resubscribed": "gateway.peers.base",
-    "StreamItem": "gateway.peers.base",
-    "StreamTooLarge": "gateway.peers.base",
-    "TextLine": "gateway.peers.base",
-}
-
-__all__ = sorted(_EXPORTS)  # noqa: PLE0605 - the names are listed once, above
-
-__getattr__ = lazy_exports(__name__, _EXPORTS)
+__getattr__ = lazy_exports(__name__)

@@ -166,13 +166,6 @@ class ListTasksRequest(WireModel):
         return None if value in ("TASK_STATE_UNSPECIFIED", "") else value
 
 
-class ListTasksResponse(WireModel):
-    tasks: list[Task]
-    next_page_token: str
-    page_size: int
-    total_size: int
-
-
 class CancelTaskRequest(WireModel):
     tenant: str | None = None
     id: str = Field(min_length=1)
