@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 import httpx
 
-from examples._loopback import free_port
+from agent_server.http.loopback import free_port
 
 STARTUP_S = 30.0
 STOP_S = 10.0

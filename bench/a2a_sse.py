@@ -33,8 +33,8 @@ import anyio
 import httpx
 import orjson
 
+from agent_server.http.loopback import free_port
 from bench._support import rate, stop, wait_ready
-from examples._loopback import free_port
 from protocol import NDJSONDecoder, SSEDecoder, SSEEvent
 
 CHUNKS = 200

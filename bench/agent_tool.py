@@ -29,8 +29,8 @@ import anyio
 import httpx
 import orjson
 
+from agent_server.http.loopback import free_port
 from bench._support import rate, stop, wait_ready
-from examples._loopback import free_port
 from gateway import Gateway, PeerLimits, SQLiteEventLog
 from protocol import NDJSONDecoder, Task, parse_stream_event
 

@@ -55,9 +55,9 @@ from typing import Any
 import aiohttp
 import orjson
 
+from agent_server.http.loopback import free_port
 from agent_server.http.speedups import DEFAULT_HTTP, HTTP_PARSERS, HttpParser
 from bench._support import stop, tail, wait_ready
-from examples._loopback import free_port
 from gateway.peers import PeerLimits
 
 _DEFAULTS = PeerLimits()

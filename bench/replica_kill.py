@@ -36,8 +36,8 @@ from typing import Any
 import httpx
 import orjson
 
+from agent_server.http.loopback import free_port
 from bench._servers import Cores, placed, process, wait_ready
-from examples._loopback import free_port
 from tests.support.redis import LocalRedis
 
 _AGENT = (

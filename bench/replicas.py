@@ -41,8 +41,8 @@ import anyio
 import httpx
 import orjson
 
+from agent_server.http.loopback import free_port
 from bench._servers import Cores, placed, process, wait_ready
-from examples._loopback import free_port
 from gateway.event_log import EventLog, SQLiteEventLog
 from gateway.event_log.redis import RedisEventLog
 from gateway.recording.events import Event, EventType

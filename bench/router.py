@@ -35,8 +35,8 @@ from typing import TypeVar
 import anyio
 import httpx
 
+from agent_server.http.loopback import free_port
 from bench._support import stop
-from examples._loopback import free_port
 from gateway.models import OfflineEmbedder, OfflineModel, OpenAIChatModel, ToolSpec
 from gateway.models.base import transfer_description
 from gateway.swarm import Agent, SemanticRouter

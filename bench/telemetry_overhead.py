@@ -39,8 +39,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from agent_server.http.loopback import free_port
 from bench._support import STOP_S, stop, wait_ready
-from examples._loopback import free_port
 
 _AGENT_SERVER = (
     "from agent_server import serve; from agent_server.testing import scripted_agent; "

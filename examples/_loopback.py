@@ -6,7 +6,6 @@ async with serve_agent(make_researcher()) as url:
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -14,26 +13,9 @@ import anyio
 from starlette.types import ASGIApp
 
 from agent_server import HostedAgent, build_server, create_app
+from agent_server.http.loopback import free_port
 
 STARTUP_TIMEOUT_S = 10.0
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 kept free for a server that binds it with ``SO_REUSEADDR`` (uvicorn, Redis, ours).
-
-    Closing a socket picked with port 0 would leave a race: until the server binds, the kernel
-    may hand the same port to anyone else asking for port 0 (a parallel test, a client's
-    ephemeral port). So the port is left in TIME_WAIT by one local connection: for a minute the
-    kernel gives it to no one asking for any port, while a ``SO_REUSEADDR`` listener may take it.
-    """
-    with socket.socket() as listener, socket.socket() as client:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        client.connect(listener.getsockname())
-        accepted, _ = listener.accept()
-        accepted.close()  # the side that closes first keeps the TIME_WAIT, on the listener's port
-        return int(listener.getsockname()[1])
 
 
 @asynccontextmanager

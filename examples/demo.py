@@ -27,7 +27,7 @@ from typing import Any, TextIO
 import httpx
 import orjson
 
-from examples._loopback import free_port
+from agent_server.http.loopback import free_port
 from examples._processes import ServiceGroup, service_group
 from gateway.cli.chat import ChatView
 

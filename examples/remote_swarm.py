@@ -17,7 +17,8 @@ from typing import Any
 import anyio
 
 from agent_server import Handoff, HostedAgent, TaskContext
-from examples._loopback import free_port, serve_agent
+from agent_server.http.loopback import free_port
+from examples._loopback import serve_agent
 from gateway import Agent, Gateway, HostAllowlist, Runner
 
 TECH_WORDS = ("crash", "error", "bug", "broken")

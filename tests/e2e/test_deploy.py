@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 import httpx
 import yaml
 
+from agent_server.http.loopback import free_port
 from examples._processes import service_group
-from tests.support.servers import free_port
 from tests.support.waiting import PROCESS_S
 
 ROOT = Path(__file__).resolve().parents[2]

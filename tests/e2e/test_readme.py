@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 import pytest
 
+from agent_server.http.loopback import free_port
 from examples._processes import ServiceGroup, service_group
-from tests.support.servers import free_port
 from tests.support.waiting import PROCESS_S
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import orjson
 
+from agent_server.http.loopback import free_port
 from tests.support.gateway_service import agent_server, client, lines_of, wait_for_health
-from tests.support.servers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

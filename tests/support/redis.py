@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from tests.support.servers import free_port
+from agent_server.http.loopback import free_port
 
 STARTUP_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0

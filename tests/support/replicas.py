@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import orjson
 
-from tests.support.servers import free_port
+from agent_server.http.loopback import free_port
 from tests.support.waiting import PROCESS_S
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -31,7 +31,8 @@ from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
 from starlette.applications import Starlette
 
-from tests.support.servers import free_port, serve_app
+from agent_server.http.loopback import free_port
+from tests.support.servers import serve_app
 
 
 class SdkAgent(AgentExecutor):

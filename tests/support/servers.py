@@ -15,23 +15,6 @@ from tests.support.waiting import wait_until
 
 STOP_TIMEOUT_S = 10.0
 
-_reservations: list[socket.socket] = []
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that this test process holds for a server to bind, in this process or a child.
-
-    The port stays bound, without listening, by a ``SO_REUSEADDR`` socket kept until the process
-    ends: Linux lets a ``SO_REUSEADDR`` listener (uvicorn, Redis, ours) bind it beside that socket,
-    also again after a restart, while a bind to port 0 or a client's connect never gets it. So no
-    parallel test and no client's ephemeral port takes it between its choice and the server's bind.
-    """
-    reservation = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    reservation.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    reservation.bind(("127.0.0.1", 0))
-    _reservations.append(reservation)
-    return int(reservation.getsockname()[1])
-
 
 @contextmanager
 def serve_app(

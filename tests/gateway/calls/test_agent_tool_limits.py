@@ -15,9 +15,9 @@ from functools import partial
 import anyio
 import pytest
 
+from agent_server.http.loopback import free_port
 from gateway import AgentToolTimeout, BudgetExceeded, Gateway, PeerConnectionError, PeerLimits
 from tests.support.agent_tools import PROBE, agent, call_events, progress_texts, scripted_url, silent_server, types_of  # noqa: F401 (fixtures)
-from tests.support.servers import free_port
 
 pytestmark = pytest.mark.anyio
 

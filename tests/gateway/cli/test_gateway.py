@@ -14,10 +14,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agent_server.http.loopback import free_port
 from agent_server.http.speedups import HTTP_PARSERS
 from gateway.cli.main import main
 from tests.support.gateway_service import wait_for_health
-from tests.support.servers import free_port
 from tests.support.waiting import PROCESS_S
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -19,8 +19,8 @@ import pytest
 import agent_server
 from agent_server import ServerLimits
 from agent_server.http import speedups
+from agent_server.http.loopback import free_port
 from gateway.cli.main import main
-from tests.support.servers import free_port
 from tests.support.waiting import PROCESS_S
 
 ROOT = Path(__file__).resolve().parents[3]

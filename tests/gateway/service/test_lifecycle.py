@@ -18,11 +18,12 @@ import orjson
 import pytest
 
 from agent_server import HostedAgent, TaskContext, create_app
+from agent_server.http.loopback import free_port
 from agent_server.testing import scripted_agent
 from gateway.config.load import load_config
 from gateway.service import AgentUnreachable, create_gateway_app
 from tests.support.gateway_service import client, lines_of, remote_first_service, wait_for_health
-from tests.support.servers import free_port, serve_app
+from tests.support.servers import serve_app
 from tests.support.waiting import PROCESS_S, wait_until
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -16,12 +16,13 @@ from typing import Any
 import pytest
 
 from agent_server import Handoff as HandoffLine, HostedAgent, InputRequired, TaskContext, TextChunk, create_app
+from agent_server.http.loopback import free_port
 from gateway import Agent, AgentHandoffError, Gateway, Handoff, HostAllowlist, Runner, tool
 from gateway.errors import AgentTaskFailed, PeerConnectionError
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
 from gateway.swarm import ESCALATION_MESSAGE, HUMAN, HandoffPayload, RemoteAgent, StructuredHistory
 from protocol import TaskState
-from tests.support.servers import free_port, serve_app
+from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import httpx
 import orjson
 
-from tests.support.servers import free_port, serve_app
+from agent_server.http.loopback import free_port
+from tests.support.servers import serve_app
 from tests.support.telemetry import ANSWER, USAGE, OTLPReceiver, ReceivedSpan, triage_model_app
 from tests.support.waiting import PROCESS_S, wait_until
 
