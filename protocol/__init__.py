@@ -24,8 +24,10 @@ if TYPE_CHECKING:
     from protocol.card import (
         A2A_V03 as A2A_V03,
         A2A_V1 as A2A_V1,
+        HTTP_JSON_BINDING as HTTP_JSON_BINDING,
         JSONRPC_BINDING as JSONRPC_BINDING,
         NDJSON_BINDING as NDJSON_BINDING,
+        REST_PATH as REST_PATH,
         AgentCapabilities as AgentCapabilities,
         AgentCard as AgentCard,
         AgentInterface as AgentInterface,

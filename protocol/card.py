@@ -2,7 +2,8 @@
 
 One card for every reader: A2A v1.0 clients read ``supportedInterfaces`` (the NDJSON
 binding first, as a custom binding named by ``NDJSON_BINDING``, then JSON-RPC 1.0 and 0.3
-at the same URL) and ``securityRequirements``; v0.3 clients read ``url``,
+at the same URL, then HTTP+JSON 1.0 under ``REST_PATH``, apart from the NDJSON binding's
+``/tasks/*`` paths) and ``securityRequirements``; v0.3 clients read ``url``,
 ``preferredTransport``, ``protocolVersion``, ``additionalInterfaces`` and ``security``;
 ``securitySchemes`` carries both spellings of each scheme. The model also reads the cards
 other agents serve, of any of these versions (``interfaces()``).
@@ -20,6 +21,9 @@ NDJSON_BINDING = "urn:switchboard:a2a-ndjson"
 """The ``protocolBinding`` naming Switchboard's own binding (per-method paths, NDJSON streams)."""
 NDJSON_BINDING_VERSION = "1.0"
 JSONRPC_BINDING = "JSONRPC"
+HTTP_JSON_BINDING = "HTTP+JSON"
+REST_PATH = "/a2a/rest"
+"""Where a Switchboard server speaks HTTP+JSON: its own base path, since ``GET /tasks/{id}`` is the NDJSON binding's."""
 A2A_V1 = "1.0"
 A2A_V03 = "0.3"
 BEARER_SCHEME = "bearer"
@@ -106,6 +110,7 @@ class AgentCard(WireModel):
                 AgentInterface(url=url, protocol_binding=NDJSON_BINDING, protocol_version=NDJSON_BINDING_VERSION),
                 AgentInterface(url=url, protocol_binding=JSONRPC_BINDING, protocol_version=A2A_V1),
                 AgentInterface(url=url, protocol_binding=JSONRPC_BINDING, protocol_version=A2A_V03),
+                AgentInterface(url=url + REST_PATH, protocol_binding=HTTP_JSON_BINDING, protocol_version=A2A_V1),
             ],
             url=url,
             preferred_transport=JSONRPC_BINDING,

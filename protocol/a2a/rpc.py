@@ -9,8 +9,7 @@ In 1.0, an A2A-specific error's ``data`` holds a ``google.rpc.ErrorInfo`` naming
 
 from __future__ import annotations
 
-from typing import Any
-
+from protocol.a2a.errors import ERROR_KINDS, error_info
 from protocol.card import A2A_V03, A2A_V1, major_minor
 from protocol.errors import ErrorCode, ProtocolError
 
@@ -48,20 +47,6 @@ V03_METHODS = frozenset(
 )
 STREAMING_METHODS = frozenset({"SendStreamingMessage", "SubscribeToTask", "message/stream", "tasks/resubscribe"})
 
-_REASONS = {
-    ErrorCode.TASK_NOT_FOUND: "TASK_NOT_FOUND",
-    ErrorCode.TASK_NOT_CANCELABLE: "TASK_NOT_CANCELABLE",
-    ErrorCode.PUSH_NOTIFICATION_NOT_SUPPORTED: "PUSH_NOTIFICATION_NOT_SUPPORTED",
-    ErrorCode.UNSUPPORTED_OPERATION: "UNSUPPORTED_OPERATION",
-    ErrorCode.CONTENT_TYPE_NOT_SUPPORTED: "CONTENT_TYPE_NOT_SUPPORTED",
-    ErrorCode.INVALID_AGENT_RESPONSE: "INVALID_AGENT_RESPONSE",
-    ErrorCode.EXTENDED_AGENT_CARD_NOT_CONFIGURED: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
-    ErrorCode.EXTENSION_SUPPORT_REQUIRED: "EXTENSION_SUPPORT_REQUIRED",
-    ErrorCode.VERSION_NOT_SUPPORTED: "VERSION_NOT_SUPPORTED",
-}
-ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
-ERROR_DOMAIN = "a2a-protocol.org"
-
 
 def requested_version(header: str | None) -> str:
     """The version a request asks for: ``1.0`` or ``0.3`` (no header, or an empty one); else -32009."""
@@ -97,9 +82,9 @@ def check_method(method: str, version: str) -> None:
 
 def for_version(error: ProtocolError, version: str) -> ProtocolError:
     """The error as ``version`` spells it: in 1.0, an A2A-specific one carries its ErrorInfo first in ``data``."""
-    reason = _REASONS.get(error.code)  # type: ignore[call-overload]
-    if version != A2A_V1 or reason is None:
+    kind = ERROR_KINDS.get(error.code)
+    if version != A2A_V1 or kind is None or not kind.a2a_specific:
         return error
-    info: dict[str, Any] = {"@type": ERROR_INFO_TYPE, "reason": reason, "domain": ERROR_DOMAIN, "metadata": {}}
+    info = error_info(kind.reason)
     details = error.data if isinstance(error.data, list) else ([] if error.data is None else [error.data])
     return ProtocolError(error.code, error.message, data=[info, *details], http_status=error.http_status)
