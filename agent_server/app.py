@@ -1,8 +1,8 @@
-"""The Starlette app that hosts one agent behind the A2A-NDJSON binding and standard A2A JSON-RPC, and ``serve``.
+"""The Starlette app that hosts one agent behind the A2A-NDJSON binding and standard A2A (JSON-RPC, HTTP+JSON).
 
-Both bindings drive the same TaskManager: ``/tasks/*`` the NDJSON one, ``POST /`` the
-JSON-RPC one (a2a_jsonrpc.py). The card is at ``/.well-known/agent-card.json`` and, as
-before, ``/.well-known/agent.json``.
+Every binding drives the same TaskManager: ``/tasks/*`` the NDJSON one, ``POST /`` the
+JSON-RPC one (bindings/jsonrpc.py), ``/a2a/rest/*`` the HTTP+JSON one (bindings/rest.py).
+The card is at ``/.well-known/agent-card.json`` and, as before, ``/.well-known/agent.json``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_server.bindings.jsonrpc import JsonRpcBinding
+from agent_server.bindings.rest import RestBinding
 from agent_server.hosted import AgentHandler, HostedAgent, as_hosted_agent
 from agent_server.http.auth import BearerAuth, Principal, TokenTable, principal_of
 from agent_server.http.browsers import browser_middleware
@@ -45,6 +46,7 @@ from agent_server.telemetry.logs import uvicorn_logging
 from agent_server.telemetry.metrics import metrics_endpoint
 from agent_server.telemetry.middleware import ObservedRequests
 from protocol import (
+    REST_PATH,
     Envelope,
     EnvelopedProtocolError,
     ErrorCode,
@@ -72,7 +74,8 @@ M = TypeVar("M", bound=BaseModel)
 
 _POST_ONLY_NAMES = frozenset({"send", "sendSubscribe", "get", "cancel", "resubscribe"})
 _ROUTES_HELP = (
-    "POST / (A2A JSON-RPC), /tasks/send, /tasks/sendSubscribe, /tasks/get, /tasks/cancel, /tasks/resubscribe; "
+    f"POST / (A2A JSON-RPC), {REST_PATH}/* (A2A HTTP+JSON), "
+    "/tasks/send, /tasks/sendSubscribe, /tasks/get, /tasks/cancel, /tasks/resubscribe; "
     "GET /tasks/{id}, /.well-known/agent-card.json, /.well-known/agent.json, /metrics"
 )
 
@@ -113,8 +116,10 @@ def create_app(
             yield
 
     jsonrpc = JsonRpcBinding(_manager, max_body_bytes=max_body_bytes)
+    rest = RestBinding(_manager, max_body_bytes=max_body_bytes)
     routes = [
         Route("/", guarded(jsonrpc.endpoint), methods=["POST"]),
+        *rest.routes(REST_PATH),
         Route("/tasks/send", guarded(handlers.send), methods=["POST"]),
         Route("/tasks/sendSubscribe", guarded(handlers.send_subscribe), methods=["POST"]),
         Route("/tasks/get", guarded(handlers.get), methods=["POST"]),

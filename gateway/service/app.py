@@ -20,6 +20,7 @@ Paths (docs/gateway-service.md has bodies and examples)::
     GET  /agents/{name}/reachable        whether a remote agent answers now (its card fetched)
     GET  /ui                             the operator's console (gateway/console/), on this API only
     POST /                               standard A2A JSON-RPC (v1.0, v0.3): the gateway as an agent
+    /a2a/rest/*                          standard A2A HTTP+JSON (v1.0): the same
     POST /tasks/*, GET /tasks/{id}       the A2A-NDJSON binding: the same, Switchboard's way
     GET  /.well-known/agent-card.json    the card (also at agent.json)
     GET  /metrics                        Prometheus metrics (admin)
@@ -53,7 +54,7 @@ from gateway.service.build import build_service, gateway_tokens, task_store_spec
 from gateway.service.core import GatewayService
 from gateway.service.http import api_route, service_of
 from gateway.service.routes import agents, boards, reachable, runs, sessions, tools
-from protocol import ErrorCode, ProtocolError
+from protocol import REST_PATH, ErrorCode, ProtocolError
 
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 ENDPOINTS = (
@@ -74,6 +75,7 @@ ENDPOINTS = (
     "GET /runs/{run_id}",
     "GET /runs/{run_id}/events",
     "POST / (A2A JSON-RPC)",
+    f"{REST_PATH}/* (A2A HTTP+JSON)",
     "GET /metrics",
     "POST /tasks/send|sendSubscribe|get|cancel|resubscribe",
     "GET /tasks/{id}",
@@ -162,6 +164,7 @@ def create_gateway_app(
         *runs.routes,
         api_route("/metrics", metrics_endpoint, ["GET"]),
         Route("/tasks/{rest:path}", binding),
+        Route(REST_PATH + "/{rest:path}", binding),
         *(Route(path, binding) for path in CARD_PATHS),
         *console_routes(),
     ]
