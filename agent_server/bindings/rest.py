@@ -183,7 +183,7 @@ class RestBinding:
                 message = f"{request.method} is not allowed on {path}; use {', '.join(allowed)}"
                 error = ProtocolError(ErrorCode.INVALID_REQUEST, message, http_status=405)
                 return error_response(error, headers={"allow": ", ".join(allowed)})
-            message = f"no HTTP+JSON operation at {request.method} {path}; the operations, under {prefix}, are {listing}"
+            message = f"no HTTP+JSON operation at {request.method} {path}; under {prefix} the operations are {listing}"
             return error_response(ProtocolError(ErrorCode.METHOD_NOT_FOUND, message))
 
         return unrouted
