@@ -2,18 +2,12 @@
 
 Each request is a JSON-RPC 2.0 POST to the card's interface URL with ``A2A-Version``;
 streams are Server-Sent Events, each ``data:`` a JSON-RPC response, read as the task
-model's events by the one stream mapping (protocol/a2a/streams.py). The server names
-tasks (``names_tasks`` is False): a new task is sent without an id and known by the id of
-the stream's first event; a later turn of the same task (``input-required``) names it as
-the message's ``taskId``.
+model's events by the one stream mapping (protocol/a2a/streams.py). The operations, the
+streams, their resumes and folds are what every standard peer shares (standard.py):
 
-- ``subscribe``: ``SendStreamingMessage`` / ``message/stream``. A stream cut before its
-  end is picked up by ``SubscribeToTask`` / ``tasks/resubscribe``: its opening Task is
-  read against what was already passed on, so only what is new comes through; a task that
-  ended meanwhile (-32004) is read once with ``GetTask``.
-- ``send``: for an agent whose card says it streams, the same stream folded into the
-  final Task, so its id is known from the first event and a deadline can still cancel it;
-  otherwise ``SendMessage``. The folded Task's ``metadata.cost_usd`` is what its events cost.
+- ``subscribe``: ``SendStreamingMessage`` / ``message/stream``, resumed by
+  ``SubscribeToTask`` / ``tasks/resubscribe``; ``send``: the folded stream, or
+  ``SendMessage`` / ``message/send`` for an agent that does not stream;
 - ``cancel``: ``CancelTask`` / ``tasks/cancel``; ``get``: ``GetTask`` / ``tasks/get``.
 
 A JSON-RPC error answer is a ``PeerRPCError`` with the peer's code and message.
@@ -22,36 +16,17 @@ A JSON-RPC error answer is a ``PeerRPCError`` with the peer's code and message.
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from typing import Any
 
 import orjson
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 
-from gateway.errors import AgentToolError, PeerProtocolError, PeerRPCError
-from gateway.peers.a2a_http import ByteBudget, HttpPeer, Segment
-from gateway.peers.base import OnSent, OnTask, RawLine, StreamItem, StreamRead, StreamTooLarge, items_of
-from gateway.peers.http_client import PeerHttpClient, PeerResponse
+from gateway.errors import PeerProtocolError, PeerRPCError
+from gateway.peers.http_client import PeerHttpClient
 from gateway.peers.limits import PeerLimits
-from protocol import (
-    A2A_V1,
-    AgentCard,
-    ArtifactEvent,
-    ArtifactFold,
-    ErrorCode,
-    HandoffEvent,
-    OversizedEvent,
-    OversizedLine,
-    SSEDecoder,
-    SSEEvent,
-    StatusEvent,
-    Task,
-    TaskSendParams,
-    TaskState,
-    TaskStatus,
-)
-from protocol.a2a import VERSION_HEADER, StreamDecoder, reply_task, send_request_to_v1, task_from_v1, v03, v1
+from gateway.peers.standard import Outgoing, StandardPeer
+from protocol import A2A_V1, AgentCard, ErrorCode, SSEEvent, TaskSendParams
+from protocol.a2a import VERSION_HEADER, send_request_to_v1, v03, v1
 from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 
 _METHODS = {
@@ -72,10 +47,8 @@ _METHODS = {
 }
 
 
-class JsonRpcPeer(HttpPeer):
+class JsonRpcPeer(StandardPeer):
     """The agent at ``url`` (its card's JSON-RPC interface, on the host it was registered at), speaking ``version``."""
-
-    names_tasks = False
 
     def __init__(
         self,
@@ -96,163 +69,13 @@ class JsonRpcPeer(HttpPeer):
         self._card = card
         self._methods = _METHODS[version]
 
-    async def send(self, params: TaskSendParams, on_sent: OnSent | None = None, on_task: OnTask | None = None) -> Task:
-        if not self._card.capabilities.streaming:
-            result = await self._call("send", self._send_params(params), on_sent=on_sent)
-            return self._send_result(result)
-        decoder = StreamDecoder()
-        async with self._stream(params, decoder, on_sent) as items:
-            return await self._fold(items, decoder, on_task)
-
-    @asynccontextmanager
-    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamRead]]:
-        async with self._stream(params, StreamDecoder()) as items:
-            yield items
-
-    async def cancel(self, task_id: str) -> bool:
-        try:
-            task = self._task(await self._call("cancel", {"id": task_id}, short=True))
-        except AgentToolError:
-            return False
-        return task.status.state == TaskState.CANCELED
-
-    async def get(self, task_id: str) -> Task:
-        return self._task(await self._call("get", {"id": task_id}, short=True))
-
-    async def card(self) -> AgentCard:
-        return self._card
-
-    # -- streams ---------------------------------------------------------------------------
-
-    @asynccontextmanager
-    async def _stream(
-        self, params: TaskSendParams, decoder: StreamDecoder, on_sent: OnSent | None = None
-    ) -> AsyncIterator[AsyncIterator[StreamRead]]:
-        budget = ByteBudget(self.limits.max_stream_bytes)
-
-        async def resume(held: AsyncExitStack) -> Segment | None:
-            if decoder.task_id is None:
-                return None
-            try:
-                again = await held.enter_async_context(self._open_sse("subscribe", {"id": decoder.task_id}))
-            except PeerRPCError as exc:
-                if exc.code != ErrorCode.UNSUPPORTED_OPERATION:
-                    raise
-                # the task ended while the stream was cut: read it as it ended
-                return self._snapshot(await self._call("get", {"id": decoder.task_id}, short=True), decoder)
-            return self._events(again, decoder, budget)
-
-        async with AsyncExitStack() as held:
-            response = await held.enter_async_context(self._open_sse("stream", self._send_params(params), on_sent))
-            async with aclosing(self._resumed(self._events(response, decoder, budget), held, resume)) as items:
-                yield items
-
-    @asynccontextmanager
-    async def _open_sse(
-        self, method: str, params: dict[str, Any], on_sent: OnSent | None = None
-    ) -> AsyncIterator[PeerResponse]:
-        """A stream's response; a JSON answer instead of events is the peer's error (PeerRPCError)."""
-        async with self._open_stream("", self._request(method, params), on_sent) as response:
-            if response.headers.get("content-type", "").split(";")[0].strip() == SSE_MEDIA_TYPE:
-                yield response
-                return
-            content = await response.read(self.limits.max_answer_bytes)
-        self._result(content)
-        raise PeerProtocolError(f"{self.uri} answered {self._methods[method]} without a stream", reason="bad_answer")
-
-    async def _events(self, response: PeerResponse, decoder: StreamDecoder, budget: ByteBudget) -> Segment:
-        """One response's events, decoded as they arrive; the stream's last event, or a limit, ends it."""
-        sse = SSEDecoder(self.limits.max_line_bytes)
-        async with aclosing(response.chunks()) as chunks:
-            async for chunk in chunks:
-                too_large = budget.take(len(chunk))
-                if too_large is not None:
-                    yield too_large
-                    return
-                for event in sse.feed(chunk):
-                    if isinstance(event, OversizedEvent):
-                        yield OversizedLine(size=event.size, limit=event.limit)
-                        return
-                    for item in self._decoded(event, decoder):
-                        yield item
-                    if decoder.final:
-                        return
-
-    async def _snapshot(self, result: Any, decoder: StreamDecoder) -> Segment:
-        """A task read with GetTask, as the events it adds to what was passed on (it has ended)."""
-        for item in decoder.decode(v1.StreamResponse(task=self._standard_task(result)), final=True):
-            yield item
-
-    def _decoded(self, event: SSEEvent, decoder: StreamDecoder) -> list[StreamItem]:
-        """The items of one event; an error event fails the call, an event that cannot be read is a RawLine."""
-        try:
-            answer = orjson.loads(event.data)
-        except orjson.JSONDecodeError:
-            return [RawLine(event.data)]
-        if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
-            raise _rpc_error(answer["error"])
-        result = answer.get("result") if isinstance(answer, dict) else None
-        try:
-            if self.version == A2A_V1:
-                return list(decoder.decode(v1.StreamResponse.model_validate(result)))
-            legacy = _V03_RESULT.validate_python(result)
-            final = isinstance(legacy, v03.TaskStatusUpdateEvent) and legacy.final
-            return list(decoder.decode(v03.result_to_v1(legacy), final=final))
-        except (ValidationError, ValueError):
-            return [RawLine(answer if isinstance(answer, dict) else event.data)]
-
-    async def _fold(self, reads: AsyncIterator[StreamRead], decoder: StreamDecoder, on_task: OnTask | None) -> Task:
-        """The final Task a stream amounts to: its last status, its artifacts merged, what its events cost."""
-        task: Task | None = None
-        cost = 0.0
-        handoff: dict[str, Any] | None = None
-        fold = ArtifactFold()
-        async for read in reads:
-            for item in items_of(read):
-                if isinstance(item, OversizedLine | StreamTooLarge):
-                    limit = "max_line_bytes" if isinstance(item, OversizedLine) else "max_stream_bytes"
-                    raise PeerProtocolError(
-                        f"{self.uri} sent more than {item.limit} bytes ({limit})", reason="bad_answer"
-                    )
-                if not isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
-                    continue
-                if task is None:
-                    task = Task(id=item.id, session_id=decoder.context_id, status=TaskStatus(state=TaskState.WORKING))
-                    if on_task is not None:
-                        on_task(item.id)
-                cost += item.cost_usd or 0.0
-                if isinstance(item, ArtifactEvent):
-                    fold.add(item.artifact)
-                elif isinstance(item, HandoffEvent):
-                    handoff = item.handoff.to_wire()
-                else:
-                    task.status = item.status
-                    if item.final:
-                        task.artifacts = fold.artifacts
-                        task.metadata = {"cost_usd": cost, **({"handoff": handoff} if handoff else {})}
-                        return task
-        raise PeerProtocolError(f"the stream from {self.uri} ended without a final event", reason="cut_off")
-
-    # -- requests --------------------------------------------------------------------------
-
-    async def _call(
-        self, method: str, params: dict[str, Any], *, short: bool = False, on_sent: OnSent | None = None
-    ) -> Any:
-        """One JSON-RPC request; its ``result`` (an error answer raises PeerRPCError)."""
-        content = await self._exchange("POST", "", self._request(method, params), short=short, on_sent=on_sent)
-        return self._result(content)
-
-    def _request(self, method: str, params: dict[str, Any]) -> bytes:
-        call = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": self._methods[method], "params": params}
-        return orjson.dumps(call)
+    def _request(self, operation: str, params: dict[str, Any]) -> Outgoing:
+        method = self._methods[operation]
+        call = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
+        return Outgoing("POST", "", orjson.dumps(call), method)
 
     def _result(self, content: bytes | bytearray) -> Any:
-        try:
-            answer = orjson.loads(content)
-        except orjson.JSONDecodeError as exc:
-            raise PeerProtocolError(
-                f"{self.uri} answered something that is not JSON: {exc}", reason="bad_answer"
-            ) from None
+        answer = self._json(content)
         if not isinstance(answer, dict) or ("result" not in answer and not isinstance(answer.get("error"), dict)):
             raise PeerProtocolError(
                 f"{self.uri} answered something that is not a JSON-RPC response", reason="bad_answer"
@@ -261,50 +84,38 @@ class JsonRpcPeer(HttpPeer):
             raise _rpc_error(answer["error"])
         return answer["result"]
 
+    def _event_result(self, event: SSEEvent, answer: Any) -> Any:
+        if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
+            raise _rpc_error(answer["error"])
+        return answer.get("result") if isinstance(answer, dict) else None
+
+    def _stream_response(self, result: Any) -> tuple[v1.StreamResponse, bool]:
+        if self.version == A2A_V1:
+            return super()._stream_response(result)
+        legacy = _V03_RESULT.validate_python(result)
+        final = isinstance(legacy, v03.TaskStatusUpdateEvent) and legacy.final
+        return v03.result_to_v1(legacy), final
+
     def _send_params(self, params: TaskSendParams) -> dict[str, Any]:
         request = send_request_to_v1(params)
         return request.to_wire() if self.version == A2A_V1 else v03.send_params_from_v1(request).to_wire()
 
-    def _send_result(self, result: Any) -> Task:
-        """A SendMessage answer: the task, or a direct message as the completed task it amounts to."""
-        try:
-            if self.version == A2A_V1:
-                answer = v1.SendMessageResponse.model_validate(result)
-                message = answer.message
-                standard = answer.task
-            else:
-                legacy = _V03_RESULT.validate_python(result)
-                if not isinstance(legacy, v03.Task | v03.Message):
-                    raise ValueError(f"a {legacy.kind} is no answer to message/send")
-                message = v03.message_to_v1(legacy) if isinstance(legacy, v03.Message) else None
-                standard = v03.task_to_v1(legacy) if isinstance(legacy, v03.Task) else None
-            if message is not None:
-                return reply_task(message)
-            assert standard is not None
-            return task_from_v1(standard)
-        except (ValidationError, ValueError) as exc:
-            raise PeerProtocolError(
-                f"{self.uri} answered something that is not a task: {exc}", reason="bad_answer"
-            ) from None
-
-    def _task(self, result: Any) -> Task:
-        try:
-            return task_from_v1(self._standard_task(result))
-        except ValueError as exc:
-            raise PeerProtocolError(
-                f"{self.uri} answered something that is not a task: {exc}", reason="bad_answer"
-            ) from None
+    def _send_answer(self, result: Any) -> tuple[v1.Message | None, v1.Task | None]:
+        if self.version == A2A_V1:
+            return super()._send_answer(result)
+        legacy = _V03_RESULT.validate_python(result)
+        if not isinstance(legacy, v03.Task | v03.Message):
+            raise ValueError(f"a {legacy.kind} is no answer to message/send")
+        message = v03.message_to_v1(legacy) if isinstance(legacy, v03.Message) else None
+        return message, v03.task_to_v1(legacy) if isinstance(legacy, v03.Task) else None
 
     def _standard_task(self, result: Any) -> v1.Task:
-        """A Task answer in v1.0's shapes; PeerProtocolError when it is none."""
+        if self.version == A2A_V1:
+            return super()._standard_task(result)
         try:
-            if self.version == A2A_V1:
-                return v1.Task.model_validate(result)
             return v03.task_to_v1(v03.Task.model_validate(result))
-        except (ValidationError, ValueError) as exc:
-            raise PeerProtocolError(
-                f"{self.uri} answered something that is not a task: {exc}", reason="bad_answer"
-            ) from None
+        except ValueError as exc:  # pydantic's ValidationError among them
+            raise self._not_a_task(exc) from None
 
 
 def _rpc_error(error: dict[str, Any]) -> PeerRPCError:
