@@ -3,10 +3,10 @@
 The card is read from ``/.well-known/agent-card.json``, else ``agent.json`` (older agents),
 once: the binding it names is kept for the gateway's life.
 The binding, in this order of preference: Switchboard's NDJSON binding (``NDJSON_BINDING``
-in ``supportedInterfaces``), A2A JSON-RPC 1.0, JSON-RPC 0.3 (an interface without a version
-counts as 1.0, after those that say so). A card that declares no interface at all is an
-older Switchboard agent's: NDJSON. Anything else (only gRPC or HTTP+JSON) is refused with
-``no_binding``.
+in ``supportedInterfaces``), A2A JSON-RPC 1.0, JSON-RPC 0.3 (a JSON-RPC interface without a
+version counts as 1.0, after those that say so), then HTTP+JSON 1.0 (likewise). A card that
+declares no interface at all is an older Switchboard agent's: NDJSON. Anything else (only
+gRPC, or HTTP+JSON 0.3) is refused with ``no_binding``.
 
 The gateway keeps to the host it was given: of an interface's URL it takes the path only,
 on the scheme, host and port of the agent's URI (a card saying ``localhost`` or another
@@ -26,8 +26,22 @@ from gateway.peers.base import UNRESOLVED, OnSent, OnTask, Peer, StreamRead
 from gateway.peers.http_client import PeerHttpClient
 from gateway.peers.jsonrpc import JsonRpcPeer
 from gateway.peers.limits import PeerLimits
+from gateway.peers.rest import RestPeer
 from gateway.uri import A2AHttpTarget
-from protocol import A2A_V03, A2A_V1, JSONRPC_BINDING, NDJSON_BINDING, AgentCard, Task, TaskSendParams, major_minor
+from protocol import (
+    A2A_V03,
+    A2A_V1,
+    HTTP_JSON_BINDING,
+    JSONRPC_BINDING,
+    NDJSON_BINDING,
+    AgentCard,
+    Task,
+    TaskSendParams,
+    major_minor,
+)
+
+_JSONRPC_RANKS = {A2A_V1: 1, A2A_V03: 2, None: 3}
+_HTTP_JSON_RANKS = {A2A_V1: 4, None: 5}
 
 
 class HttpAgentPeer(Peer):
@@ -105,6 +119,8 @@ class HttpAgentPeer(Peer):
                 if target == self._target
                 else A2AHttpPeer(target, self._client, self._limits, token=self._token)
             )
+        if binding == HTTP_JSON_BINDING:
+            return RestPeer(self.uri, url, card, self._client, self._limits, token=self._token)
         return JsonRpcPeer(self.uri, url, version, card, self._client, self._limits, token=self._token)
 
 
@@ -113,24 +129,24 @@ def choose_binding(card: AgentCard, base_url: str, uri: str) -> tuple[str, str, 
     interfaces = card.interfaces()
     if not interfaces:
         return NDJSON_BINDING, A2A_V1, base_url
-    ranked: list[tuple[int, str, str]] = []
+    ranked: list[tuple[int, str, str, str]] = []
     for interface in interfaces:
-        if interface.protocol_binding == NDJSON_BINDING:
-            ranked.append((0, A2A_V1, interface.url))
-        elif interface.protocol_binding == JSONRPC_BINDING:
-            version = major_minor(interface.protocol_version) if interface.protocol_version else None
-            rank = {A2A_V1: 1, A2A_V03: 2, None: 3}.get(version)
+        version = major_minor(interface.protocol_version) if interface.protocol_version else None
+        binding = interface.protocol_binding
+        if binding == NDJSON_BINDING:
+            ranked.append((0, binding, A2A_V1, interface.url))
+        elif binding in (JSONRPC_BINDING, HTTP_JSON_BINDING):
+            rank = (_JSONRPC_RANKS if binding == JSONRPC_BINDING else _HTTP_JSON_RANKS).get(version)
             if rank is not None:
-                ranked.append((rank, version or A2A_V1, interface.url))
+                ranked.append((rank, binding, version or A2A_V1, interface.url))
     if not ranked:
         offered = ", ".join(f"{i.protocol_binding} {i.protocol_version or ''}".strip() for i in interfaces)
         raise PeerProtocolError(
             f"the card of {uri} offers no binding the gateway speaks ({offered}); it speaks Switchboard's NDJSON "
-            f"binding and A2A JSON-RPC {A2A_V1} and {A2A_V03}",
+            f"binding, A2A JSON-RPC {A2A_V1} and {A2A_V03}, and A2A HTTP+JSON {A2A_V1}",
             reason="no_binding",
         )
-    rank, version, url = min(ranked, key=lambda choice: choice[0])
-    binding = NDJSON_BINDING if rank == 0 else JSONRPC_BINDING
+    _, binding, version, url = min(ranked, key=lambda choice: choice[0])
     return binding, version, on_origin(base_url, url)
 
 

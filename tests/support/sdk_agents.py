@@ -13,7 +13,8 @@ The agent does what the message text says (the scripted agent's words, where the
 ``SdkAgent.canceled`` holds the ids of the tasks the executor saw canceled (its own
 ``cancel`` hook ran), so a test knows the cancel reached the agent's code. ``v03=True``
 serves a card that offers only A2A 0.3 (the SDK's v0.3 compatibility on the same endpoint),
-so a client that follows the card speaks 0.3.
+so a client that follows the card speaks 0.3; ``rest=True`` serves only the SDK's HTTP+JSON
+routes (v1.0) and a card that offers only them.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from a2a.helpers.proto_helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
 from starlette.applications import Starlette
@@ -80,27 +81,33 @@ class SdkAgent(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).update_status(TaskState.TASK_STATE_CANCELED)
 
 
-def sdk_app(executor: SdkAgent, url: str, *, v03: bool = False) -> Starlette:
+def sdk_app(executor: SdkAgent, url: str, *, v03: bool = False, rest: bool = False) -> Starlette:
     version = "0.3" if v03 else "1.0"
+    interface = (
+        AgentInterface(url=url, protocol_binding="HTTP+JSON", protocol_version="1.0")
+        if rest
+        else AgentInterface(url=url + "/", protocol_binding="JSONRPC", protocol_version=version)
+    )
     card = AgentCard(
         name="sdk_helper",
         description="An a2a-sdk agent: streams, sleeps, asks, echoes.",
         version="1.0.0",
-        supported_interfaces=[AgentInterface(url=url + "/", protocol_binding="JSONRPC", protocol_version=version)],
+        supported_interfaces=[interface],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="echo", name="echo", description="echoes", tags=["test"])],
     )
     handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
-    routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=v03)]
+    served = create_rest_routes(handler) if rest else create_jsonrpc_routes(handler, "/", enable_v0_3_compat=v03)
+    routes = [*create_agent_card_routes(card), *served]
     return Starlette(routes=routes)
 
 
 @contextmanager
-def serve_sdk_agent(*, v03: bool = False) -> Iterator[tuple[str, SdkAgent]]:
+def serve_sdk_agent(*, v03: bool = False, rest: bool = False) -> Iterator[tuple[str, SdkAgent]]:
     """The a2a-sdk agent on a loopback port: its base URL and its executor."""
     port = free_port()
     executor = SdkAgent()
-    with serve_app(sdk_app(executor, f"http://127.0.0.1:{port}", v03=v03), port=port) as url:
+    with serve_app(sdk_app(executor, f"http://127.0.0.1:{port}", v03=v03, rest=rest), port=port) as url:
         yield url, executor

@@ -17,12 +17,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 
 import anyio
-import httpx
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 
 from agent_server import create_app
 from agent_server.testing import Probe, scripted_agent
@@ -32,13 +27,13 @@ from gateway.models import ModelResponse, ScriptedModel, ToolCall
 from gateway.peers.discovery import choose_binding
 from protocol import JSONRPC_BINDING, AgentCard
 from tests.support.agent_tools import call_events
+from tests.support.cutting_proxy import cutting_proxy
 from tests.support.servers import serve_app
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.anyio
 
 PROBE = Probe()
-CUT_AFTER_EVENTS = 3
 
 
 def jsonrpc_only(version: str) -> object:
@@ -122,44 +117,6 @@ async def test_a_remote_member_over_json_rpc_hands_back_to_a_local_agent(
     hops = [(e.fields["source"], e.fields["target"], e.fields["remote"]) for e in response.events_of("handoff")]
     assert hops == [("desk", "scripted", True), ("scripted", "desk", True)]
     assert response.active_agent_name == "desk" and response.content == "Desk again."
-
-
-def cutting_proxy(target: str) -> Starlette:
-    """Forwards every JSON-RPC request to ``target``; the first stream of each task is ended after a few events."""
-    cut: set[bytes] = set()
-
-    async def forward(request: Request) -> Response:
-        body = await request.body()
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
-        client = httpx.AsyncClient(timeout=30)
-        upstream = await client.send(
-            client.build_request("POST", target + "/", content=body, headers=headers), stream=True
-        )
-        cutting = b'"message/stream"' in body or b'"SendStreamingMessage"' in body
-        first = body not in cut
-        cut.add(body)
-
-        async def relay() -> AsyncIterator[bytes]:
-            events = 0
-            try:
-                async for chunk in upstream.aiter_raw():
-                    yield chunk
-                    events += chunk.count(b"\n\n")
-                    if cutting and first and events >= CUT_AFTER_EVENTS:
-                        return
-            finally:
-                await upstream.aclose()
-                await client.aclose()
-
-        media_type = upstream.headers.get("content-type")
-        return StreamingResponse(relay(), status_code=upstream.status_code, media_type=media_type)
-
-    async def card(request: Request) -> Response:
-        async with httpx.AsyncClient(timeout=30) as client:
-            answer = await client.get(target + request.url.path)
-        return Response(answer.content, media_type="application/json")
-
-    return Starlette(routes=[Route("/", forward, methods=["POST"]), Route("/.well-known/{name}", card)])
 
 
 async def test_a_stream_cut_in_the_middle_is_resubscribed_and_reads_as_if_it_never_broke(
