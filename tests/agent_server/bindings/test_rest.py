@@ -18,13 +18,7 @@ from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
-    Message,
-    Part,
-    Role,
-    SendMessageRequest,
-    StreamResponse,
     SubscribeToTaskRequest,
-    Task,
     TaskPushNotificationConfig,
     TaskState,
 )
@@ -34,6 +28,7 @@ from agent_server import Principal, TokenTable, create_app
 from agent_server.testing import scripted_agent
 from gateway.service import create_gateway_app
 from tests.support.gateway_service import triage_service
+from tests.support.sdk_client import events_of, message, text_of
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
@@ -68,20 +63,6 @@ async def rest_client(http: httpx.AsyncClient, base_url: str, *, streaming: bool
     card = await A2ACardResolver(http, base_url).get_agent_card()
     config = ClientConfig(streaming=streaming, httpx_client=http, supported_protocol_bindings=["HTTP+JSON"])
     return ClientFactory(config).create(card)
-
-
-def message(text: str, **ids: str) -> SendMessageRequest:
-    return SendMessageRequest(
-        message=Message(role=Role.ROLE_USER, message_id="m-" + text[:8], parts=[Part(text=text)], **ids)
-    )
-
-
-async def events_of(client: Client, request: SendMessageRequest) -> list[StreamResponse]:
-    return [event async for event in client.send_message(request)]
-
-
-def text_of(task: Task) -> str:
-    return "".join(part.text for artifact in task.artifacts for part in artifact.parts)
 
 
 def status_error(response: httpx.Response, status: int) -> dict[str, Any]:

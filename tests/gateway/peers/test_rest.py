@@ -99,14 +99,22 @@ async def test_a_budget_cutoff_and_an_idle_timeout_cancel_the_sdk_task(
     sdk: tuple[str, SdkAgent], gateway: Gateway
 ) -> None:
     url, executor = sdk
-    gateway.add_agent_tool("rest_spender", url, mode="streaming", budget={"max_cost_usd": 0.0035})
+    limits = {
+        "rest_spender": {"budget": {"max_cost_usd": 0.0035}},
+        "rest_sleeper": {"streaming": {"idle_timeout_secs": 0.3}},
+    }
+    for name, limit in limits.items():
+        gateway.add_agent_tool(name, url, mode="streaming", **limit)  # type: ignore[arg-type]
+
     with pytest.raises(BudgetExceeded) as spent:
         await gateway.call_tool("rest_spender", "stream 200 0.01 0.001", run_id="rest-budget")
-    assert spent.value.partial is not None and spent.value.partial.text == "chunk-0 chunk-1 chunk-2 "
+    partial = spent.value.partial
+    assert partial is not None and (partial.text, partial.task_id in executor.canceled) == (
+        "chunk-0 chunk-1 chunk-2 ",
+        True,
+    )
     assert (await call_events(gateway, "rest-budget"))[-1].fields["cancel_acknowledged"] is True
-    assert spent.value.partial.task_id in executor.canceled
 
-    gateway.add_agent_tool("rest_sleeper", url, mode="streaming", streaming={"idle_timeout_secs": 0.3})
     with pytest.raises(AgentToolTimeout) as idle:
         await gateway.call_tool("rest_sleeper", "sleep 30", run_id="rest-idle")
     assert idle.value.reason == "idle_timeout" and idle.value.partial is not None
