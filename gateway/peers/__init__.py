@@ -1,7 +1,8 @@
-"""Peers: agents the gateway can call, one interface over HTTP (the NDJSON binding, A2A JSON-RPC), in-process and MCP.
+"""Peers: agents the gateway can call, one interface over HTTP (the NDJSON binding, A2A JSON-RPC and HTTP+JSON),
+in-process and MCP.
 
 An http(s):// agent is an ``HttpAgentPeer``: its card names the binding, and the peer of
-that binding (``A2AHttpPeer`` or ``JsonRpcPeer``) is used.
+that binding (``A2AHttpPeer``, ``JsonRpcPeer`` or ``RestPeer``) is used.
 
 The MCP peer (``gateway.peers.mcp``) is imported where an MCP target is first used, so the
 MCP SDK costs nothing to a gateway that has none.
@@ -31,5 +32,6 @@ if TYPE_CHECKING:
     from gateway.peers.jsonrpc import JsonRpcPeer as JsonRpcPeer
     from gateway.peers.limits import PeerLimits as PeerLimits
     from gateway.peers.local import LocalAgentHost as LocalAgentHost, LocalPeer as LocalPeer
+    from gateway.peers.rest import RestPeer as RestPeer
 
 __getattr__ = lazy_exports(__name__)

@@ -52,9 +52,6 @@ from protocol import (
 from protocol.a2a import StreamDecoder, reply_task, send_request_to_v1, task_from_v1, v1
 from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 
-OPERATIONS = ("send", "stream", "subscribe", "get", "cancel")
-"""What the gateway asks of a standard peer; ``params`` of subscribe, get and cancel are ``{"id": task_id}``."""
-
 
 @dataclass(frozen=True)
 class Outgoing:
@@ -75,6 +72,8 @@ class StandardPeer(HttpPeer):
     # -- what a binding says ---------------------------------------------------------------
 
     def _request(self, operation: str, params: dict[str, Any]) -> Outgoing:
+        """``operation`` (``send``, ``stream``, ``subscribe``, ``get``, ``cancel``) on the wire; the ``params`` of the
+        last three are ``{"id": task_id}``."""
         raise NotImplementedError
 
     def _result(self, content: bytes | bytearray) -> Any:
