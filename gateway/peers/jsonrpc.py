@@ -30,26 +30,22 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from gateway.errors import AgentToolError, PeerProtocolError, PeerRPCError
-from gateway.peers.a2a_http import ByteBudget, HttpPeer, Segment
-from gateway.peers.base import OnSent, OnTask, RawLine, StreamItem, StreamRead, StreamTooLarge, items_of
+from gateway.peers.a2a_http import HttpPeer
+from gateway.peers.base import OnSent, OnTask, RawLine, StreamItem, StreamRead
 from gateway.peers.http_client import PeerHttpClient, PeerResponse
 from gateway.peers.limits import PeerLimits
+from gateway.peers.streams import ByteBudget, Segment, fold_stream, resumed
 from protocol import (
     A2A_V1,
     AgentCard,
-    ArtifactEvent,
-    ArtifactFold,
     ErrorCode,
-    HandoffEvent,
     OversizedEvent,
     OversizedLine,
     SSEDecoder,
     SSEEvent,
-    StatusEvent,
     Task,
     TaskSendParams,
     TaskState,
-    TaskStatus,
 )
 from protocol.a2a import VERSION_HEADER, StreamDecoder, reply_task, send_request_to_v1, task_from_v1, v03, v1
 from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
@@ -102,7 +98,7 @@ class JsonRpcPeer(HttpPeer):
             return self._send_result(result)
         decoder = StreamDecoder()
         async with self._stream(params, decoder, on_sent) as items:
-            return await self._fold(items, decoder, on_task)
+            return await fold_stream(items, decoder, on_task, self.uri)
 
     @asynccontextmanager
     async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamRead]]:
@@ -144,7 +140,8 @@ class JsonRpcPeer(HttpPeer):
 
         async with AsyncExitStack() as held:
             response = await held.enter_async_context(self._open_sse("stream", self._send_params(params), on_sent))
-            async with aclosing(self._resumed(self._events(response, decoder, budget), held, resume)) as items:
+            segment = self._events(response, decoder, budget)
+            async with aclosing(resumed(segment, held, resume, self.limits.max_resubscribes)) as items:
                 yield items
 
     @asynccontextmanager
@@ -200,38 +197,6 @@ class JsonRpcPeer(HttpPeer):
             return list(decoder.decode(v03.result_to_v1(legacy), final=final))
         except (ValidationError, ValueError):
             return [RawLine(answer if isinstance(answer, dict) else event.data)]
-
-    async def _fold(self, reads: AsyncIterator[StreamRead], decoder: StreamDecoder, on_task: OnTask | None) -> Task:
-        """The final Task a stream amounts to: its last status, its artifacts merged, what its events cost."""
-        task: Task | None = None
-        cost = 0.0
-        handoff: dict[str, Any] | None = None
-        fold = ArtifactFold()
-        async for read in reads:
-            for item in items_of(read):
-                if isinstance(item, OversizedLine | StreamTooLarge):
-                    limit = "max_line_bytes" if isinstance(item, OversizedLine) else "max_stream_bytes"
-                    raise PeerProtocolError(
-                        f"{self.uri} sent more than {item.limit} bytes ({limit})", reason="bad_answer"
-                    )
-                if not isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
-                    continue
-                if task is None:
-                    task = Task(id=item.id, session_id=decoder.context_id, status=TaskStatus(state=TaskState.WORKING))
-                    if on_task is not None:
-                        on_task(item.id)
-                cost += item.cost_usd or 0.0
-                if isinstance(item, ArtifactEvent):
-                    fold.add(item.artifact)
-                elif isinstance(item, HandoffEvent):
-                    handoff = item.handoff.to_wire()
-                else:
-                    task.status = item.status
-                    if item.final:
-                        task.artifacts = fold.artifacts
-                        task.metadata = {"cost_usd": cost, **({"handoff": handoff} if handoff else {})}
-                        return task
-        raise PeerProtocolError(f"the stream from {self.uri} ended without a final event", reason="cut_off")
 
     # -- requests --------------------------------------------------------------------------
 
