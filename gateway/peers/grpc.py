@@ -4,14 +4,12 @@ prefers (discovery.py).
 Loaded only when such an agent is first called: grpcio and the a2a-sdk's generated stubs
 are the ``grpc`` extra (docs/a2a.md). The requests and answers go through the same v1.0
 models as JSON-RPC, by ProtoJSON (``ParseDict`` / ``MessageToDict``), and streams through
-the same decoder, budget, resume and fold (protocol/a2a/streams.py, streams.py). The server
-names tasks (``names_tasks`` is False), as over JSON-RPC.
+the same decoder, budget, resume and fold (protocol/a2a/streams.py, streams.py); the calls
+are those of every standard binding (standard.py).
 
-- ``send``: for an agent whose card says it streams, ``SendStreamingMessage`` folded into
-  the final Task (its id known from the first message, so a deadline can still cancel it);
-  otherwise ``SendMessage``. ``subscribe``: ``SendStreamingMessage``; a stream cut before its
-  end (the connection broke, or the stream ended early) is picked up by ``SubscribeToTask``,
-  or read once with ``GetTask`` when the task ended meanwhile.
+- ``subscribe``: ``SendStreamingMessage``; a stream cut before its end (the connection
+  broke, or the stream ended early) is picked up by ``SubscribeToTask``, or read once with
+  ``GetTask`` when the task ended meanwhile (``FAILED_PRECONDITION``, UnsupportedOperation).
 - Every call carries ``a2a-version: 1.0`` and, when the peer has a token,
   ``authorization: Bearer <token>``. One channel per agent, opened on first use and closed
   with the gateway (``aclose``).
@@ -46,11 +44,12 @@ from gateway.errors import (
     PeerProtocolError,
     PeerRPCError,
 )
-from gateway.peers.base import OnSent, OnTask, Peer, RawLine, StreamItem, StreamRead
+from gateway.peers.base import OnSent, RawLine, StreamItem, StreamRead
 from gateway.peers.limits import PeerLimits
-from gateway.peers.streams import ByteBudget, Segment, fold_stream, resumed
-from protocol import A2A_V1, AgentCard, ErrorCode, OversizedLine, Task, TaskSendParams, TaskState
-from protocol.a2a import VERSION_HEADER, StreamDecoder, reply_task, send_request_to_v1, task_from_v1, v1
+from gateway.peers.standard import StandardPeer, TaskOperation, standard_task
+from gateway.peers.streams import ByteBudget, Segment, resumed
+from protocol import A2A_V1, AgentCard, ErrorCode, OversizedLine, TaskSendParams
+from protocol.a2a import VERSION_HEADER, StreamDecoder, send_request_to_v1, v1
 from protocol.a2a.rpc import ERROR_DOMAIN
 
 GRPC = "grpc-1.0"
@@ -65,11 +64,11 @@ _CODE_WITHOUT_INFO = {
 _HTTP_STATUS = {grpc.StatusCode.UNAUTHENTICATED: 401, grpc.StatusCode.PERMISSION_DENIED: 403}
 
 
-class GrpcPeer(Peer):
+class GrpcPeer(StandardPeer):
     """The agent at ``target`` (``host:port``, on the host it was registered at), over TLS when ``secure``."""
 
     binding = GRPC
-    names_tasks = False
+    version = A2A_V1
 
     def __init__(
         self,
@@ -91,33 +90,17 @@ class GrpcPeer(Peer):
         self._channel: Any = None
         self._stub: Any = None
 
-    async def send(self, params: TaskSendParams, on_sent: OnSent | None = None, on_task: OnTask | None = None) -> Task:
-        if not self._card.capabilities.streaming:
-            if on_sent is not None:
-                on_sent()
-            answer = await self._unary("SendMessage", _request(params))
-            return self._send_result(answer)
-        decoder = StreamDecoder()
-        async with self._stream(params, decoder, on_sent) as items:
-            return await fold_stream(items, decoder, on_task, self.uri)
+    async def _send_once(self, params: TaskSendParams, on_sent: OnSent | None) -> Any:
+        if on_sent is not None:
+            on_sent()
+        return json_format.MessageToDict(await self._unary("SendMessage", _request(params)))
 
-    @asynccontextmanager
-    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamRead]]:
-        async with self._stream(params, StreamDecoder()) as items:
-            yield items
-
-    async def cancel(self, task_id: str) -> bool:
-        try:
+    async def _task_answer(self, operation: TaskOperation, task_id: str) -> Any:
+        if operation == "cancel":
             answer = await self._unary("CancelTask", a2a_pb2.CancelTaskRequest(id=task_id), short=True)
-        except AgentToolError:
-            return False
-        return self._task(answer).status.state == TaskState.CANCELED
-
-    async def get(self, task_id: str) -> Task:
-        return self._task(await self._unary("GetTask", a2a_pb2.GetTaskRequest(id=task_id), short=True))
-
-    async def card(self) -> AgentCard:
-        return self._card
+        else:
+            answer = await self._unary("GetTask", a2a_pb2.GetTaskRequest(id=task_id), short=True)
+        return json_format.MessageToDict(answer)
 
     async def aclose(self) -> None:
         channel, self._channel, self._stub = self._channel, None, None
@@ -205,7 +188,9 @@ class GrpcPeer(Peer):
         async def snapshot() -> Segment:
             """The task read with GetTask, as the events it adds to what was passed on (it has ended)."""
             answer = await self._unary("GetTask", a2a_pb2.GetTaskRequest(id=decoder.task_id), short=True)
-            for item in decoder.decode(v1.StreamResponse(task=self._standard_task(answer)), final=True):
+            for item in decoder.decode(
+                v1.StreamResponse(task=standard_task(json_format.MessageToDict(answer), A2A_V1, self.uri)), final=True
+            ):
                 yield item
 
         return snapshot
@@ -251,35 +236,6 @@ class GrpcPeer(Peer):
             return PeerHTTPError(_HTTP_STATUS[code], message)
         a2a_code = _a2a_code(exc.trailing_metadata()) or _CODE_WITHOUT_INFO.get(code, ErrorCode.INTERNAL_ERROR)
         return PeerRPCError(a2a_code, message, data={"grpcStatus": code.name})
-
-    def _send_result(self, answer: Any) -> Task:
-        """A SendMessage answer: the task, or a direct message as the completed task it amounts to."""
-        try:
-            standard = v1.SendMessageResponse.model_validate(json_format.MessageToDict(answer))
-            if standard.message is not None:
-                return reply_task(standard.message)
-            assert standard.task is not None
-            return task_from_v1(standard.task)
-        except (ValidationError, ValueError) as exc:
-            raise PeerProtocolError(
-                f"{self.uri} answered something that is not a task: {exc}", reason="bad_answer"
-            ) from None
-
-    def _task(self, answer: Any) -> Task:
-        try:
-            return task_from_v1(self._standard_task(answer))
-        except ValueError as exc:
-            raise PeerProtocolError(
-                f"{self.uri} answered something that is not a task: {exc}", reason="bad_answer"
-            ) from None
-
-    def _standard_task(self, answer: Any) -> v1.Task:
-        try:
-            return v1.Task.model_validate(json_format.MessageToDict(answer))
-        except ValidationError as exc:
-            raise PeerProtocolError(
-                f"{self.uri} answered something that is not a task: {exc}", reason="bad_answer"
-            ) from None
 
 
 def _request(params: TaskSendParams) -> Any:

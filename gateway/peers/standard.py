@@ -1,0 +1,121 @@
+"""What the peers of the standard A2A bindings share (JSON-RPC, gRPC): the calls they make of the same operations,
+and the answers they read in v1.0's shapes (or v0.3's, translated).
+
+The server names tasks (``names_tasks`` is False): a new task is sent without an id and
+known by the id of the stream's first event; a later turn of the same task
+(``input-required``) names it as the message's ``taskId``.
+
+- ``send``: for an agent whose card says it streams, the stream folded into the final Task,
+  so its id is known from the first event and a deadline can still cancel it; otherwise
+  one ``SendMessage``. The folded Task's ``metadata.cost_usd`` is what its events cost.
+- ``subscribe``: the binding's stream, resumed after a cut by its subscribe operation.
+- ``cancel`` and ``get``: ``CancelTask`` and ``GetTask``; a cancel that fails is not acknowledged.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, Literal
+
+from pydantic import TypeAdapter, ValidationError
+
+from gateway.errors import AgentToolError, PeerProtocolError
+from gateway.peers.base import OnSent, OnTask, Peer, StreamRead
+from gateway.peers.streams import fold_stream
+from protocol import A2A_V1, AgentCard, Task, TaskSendParams, TaskState
+from protocol.a2a import StreamDecoder, reply_task, task_from_v1, v03, v1
+
+TaskOperation = Literal["cancel", "get"]
+
+
+class StandardPeer(Peer):
+    """An agent over a standard binding, speaking ``version``, described by ``_card``."""
+
+    names_tasks = False
+    version: str
+    _card: AgentCard
+
+    async def send(self, params: TaskSendParams, on_sent: OnSent | None = None, on_task: OnTask | None = None) -> Task:
+        if not self._card.capabilities.streaming:
+            return send_result(await self._send_once(params, on_sent), self.version, self.uri)
+        decoder = StreamDecoder()
+        async with self._stream(params, decoder, on_sent) as items:
+            return await fold_stream(items, decoder, on_task, self.uri)
+
+    @asynccontextmanager
+    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamRead]]:
+        async with self._stream(params, StreamDecoder()) as items:
+            yield items
+
+    async def cancel(self, task_id: str) -> bool:
+        try:
+            task = task_result(await self._task_answer("cancel", task_id), self.version, self.uri)
+        except AgentToolError:
+            return False
+        return task.status.state == TaskState.CANCELED
+
+    async def get(self, task_id: str) -> Task:
+        return task_result(await self._task_answer("get", task_id), self.version, self.uri)
+
+    async def card(self) -> AgentCard:
+        return self._card
+
+    @abc.abstractmethod
+    async def _send_once(self, params: TaskSendParams, on_sent: OnSent | None) -> Any:
+        """One ``SendMessage``: its answer as JSON (a SendMessageResponse, or a v0.3 result)."""
+
+    @abc.abstractmethod
+    async def _task_answer(self, operation: TaskOperation, task_id: str) -> Any:
+        """``CancelTask`` or ``GetTask`` of ``task_id``, answered within ``headers_timeout_s``: the Task as JSON."""
+
+    @abc.abstractmethod
+    def _stream(
+        self, params: TaskSendParams, decoder: StreamDecoder, on_sent: OnSent | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
+        """``SendStreamingMessage``, decoded by ``decoder``, resumed after a cut."""
+
+
+def send_result(result: Any, version: str, uri: str) -> Task:
+    """A SendMessage answer: the task, or a direct message as the completed task it amounts to."""
+    try:
+        if version == A2A_V1:
+            answer = v1.SendMessageResponse.model_validate(result)
+            message = answer.message
+            standard = answer.task
+        else:
+            legacy = V03_RESULT.validate_python(result)
+            if not isinstance(legacy, v03.Task | v03.Message):
+                raise ValueError(f"a {legacy.kind} is no answer to message/send")
+            message = v03.message_to_v1(legacy) if isinstance(legacy, v03.Message) else None
+            standard = v03.task_to_v1(legacy) if isinstance(legacy, v03.Task) else None
+        if message is not None:
+            return reply_task(message)
+        assert standard is not None
+        return task_from_v1(standard)
+    except (ValidationError, ValueError) as exc:
+        raise PeerProtocolError(f"{uri} answered something that is not a task: {exc}", reason="bad_answer") from None
+
+
+def task_result(result: Any, version: str, uri: str) -> Task:
+    """A Task answer in the task model; PeerProtocolError when it is none."""
+    try:
+        return task_from_v1(standard_task(result, version, uri))
+    except ValueError as exc:
+        raise PeerProtocolError(f"{uri} answered something that is not a task: {exc}", reason="bad_answer") from None
+
+
+def standard_task(result: Any, version: str, uri: str) -> v1.Task:
+    """A Task answer in v1.0's shapes; PeerProtocolError when it is none."""
+    try:
+        if version == A2A_V1:
+            return v1.Task.model_validate(result)
+        return v03.task_to_v1(v03.Task.model_validate(result))
+    except (ValidationError, ValueError) as exc:
+        raise PeerProtocolError(f"{uri} answered something that is not a task: {exc}", reason="bad_answer") from None
+
+
+V03_RESULT: TypeAdapter[v03.Task | v03.Message | v03.TaskStatusUpdateEvent | v03.TaskArtifactUpdateEvent] = TypeAdapter(
+    v03.StreamResult
+)
