@@ -24,8 +24,8 @@ are those of every standard binding (standard.py).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, aclosing, asynccontextmanager
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -44,10 +44,10 @@ from gateway.errors import (
     PeerProtocolError,
     PeerRPCError,
 )
-from gateway.peers.base import OnSent, RawLine, StreamItem, StreamRead
+from gateway.peers.base import OnSent, RawLine, StreamItem
 from gateway.peers.limits import PeerLimits
-from gateway.peers.standard import StandardPeer, TaskOperation, standard_task
-from gateway.peers.streams import ByteBudget, Segment, resumed
+from gateway.peers.standard import Reading, StandardPeer, TaskOperation
+from gateway.peers.streams import Segment
 from protocol import A2A_V1, AgentCard, ErrorCode, OversizedLine, TaskSendParams
 from protocol.a2a import VERSION_HEADER, StreamDecoder, send_request_to_v1, v1
 from protocol.a2a.rpc import ERROR_DOMAIN
@@ -109,91 +109,58 @@ class GrpcPeer(StandardPeer):
 
     # -- streams ---------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def _stream(
-        self, params: TaskSendParams, decoder: StreamDecoder, on_sent: OnSent | None = None
-    ) -> AsyncIterator[AsyncIterator[StreamRead]]:
-        budget = ByteBudget(self.limits.max_stream_bytes)
+    async def _streamed(self, held: AsyncExitStack, params: TaskSendParams, reading: Reading) -> Segment:
+        opening = self._open("SendStreamingMessage", _request(params), reading.on_sent)
+        return self._events(*await held.enter_async_context(opening), reading)
 
-        async def resume(held: AsyncExitStack) -> Segment | None:
-            if decoder.task_id is None:
-                return None
-            request = a2a_pb2.SubscribeToTaskRequest(id=decoder.task_id)
-            call = await held.enter_async_context(self._open("SubscribeToTask", request))
-            return self._events(call, decoder, budget, ended=self._ended_meanwhile(decoder))
-
-        async with AsyncExitStack() as held:
-            call = await held.enter_async_context(self._open("SendStreamingMessage", _request(params), on_sent))
-            segment = self._events(call, decoder, budget)
-            async with aclosing(resumed(segment, held, resume, self.limits.max_resubscribes)) as items:
-                yield items
+    async def _resubscribed(self, held: AsyncExitStack, task_id: str, reading: Reading) -> Segment:
+        opening = self._open("SubscribeToTask", a2a_pb2.SubscribeToTaskRequest(id=task_id))
+        return self._events(*await held.enter_async_context(opening), reading)
 
     @asynccontextmanager
-    async def _open(self, method: str, request: Any, on_sent: OnSent | None = None) -> AsyncIterator[Any]:
-        """A server-streaming call, cancelled when the block ends (the server sees the client go away)."""
+    async def _open(self, method: str, request: Any, on_sent: OnSent | None = None) -> AsyncIterator[tuple[Any, Any]]:
+        """A server-streaming call and its first message, which must come within ``headers_timeout_s`` (a refusal
+        is raised here); the call is cancelled when the block ends, so the server sees the client go away."""
         call = getattr(self._connected(), method)(request, metadata=self._metadata)
         if on_sent is not None:
             on_sent()
         try:
-            yield call
+            try:
+                with anyio.fail_after(self.limits.headers_timeout_s):
+                    first = await call.read()
+            except TimeoutError:
+                seconds = self.limits.headers_timeout_s
+                raise AgentToolTimeout(
+                    f"{self.uri} sent nothing within {seconds:g} s of the call",
+                    reason="headers_timeout",
+                    seconds=seconds,
+                ) from None
+            except grpc.aio.AioRpcError as exc:
+                raise self._error(exc) from None
+            yield call, first
         finally:
             call.cancel()
 
-    async def _events(
-        self,
-        call: Any,
-        decoder: StreamDecoder,
-        budget: ByteBudget,
-        *,
-        ended: Callable[[], Segment] | None = None,
-    ) -> Segment:
-        """One call's messages, decoded as they arrive; the stream's last event, or a limit, ends it.
-
-        ``ended``: what to read instead when the call is refused because the task has ended
-        (a resubscribe that came too late).
-        """
+    async def _events(self, call: Any, first: Any, reading: Reading) -> Segment:
+        """One call's messages from ``first``, decoded as they arrive; the stream's last event, or a limit, ends it."""
+        message = first
         try:
-            with anyio.fail_after(self.limits.headers_timeout_s):
-                message = await call.read()
             while message is not grpc.aio.EOF:
                 size = message.ByteSize()
                 if size > self.limits.max_line_bytes:
                     yield OversizedLine(size=size, limit=self.limits.max_line_bytes)
                     return
-                too_large = budget.take(size)
+                too_large = reading.budget.take(size)
                 if too_large is not None:
                     yield too_large
                     return
-                for item in _decoded(message, decoder):
+                for item in _decoded(message, reading.decoder):
                     yield item
-                if decoder.final:
+                if reading.decoder.final:
                     return
                 message = await call.read()
-            return
-        except TimeoutError:
-            raise AgentToolTimeout(
-                f"{self.uri} sent nothing within {self.limits.headers_timeout_s:g} s of the call",
-                reason="headers_timeout",
-                seconds=self.limits.headers_timeout_s,
-            ) from None
         except grpc.aio.AioRpcError as exc:
-            error = self._error(exc)
-            if ended is None or not isinstance(error, PeerRPCError) or error.code != ErrorCode.UNSUPPORTED_OPERATION:
-                raise error from None
-        async with aclosing(ended()) as rest:
-            async for read in rest:
-                yield read
-
-    def _ended_meanwhile(self, decoder: StreamDecoder) -> Callable[[], Segment]:
-        async def snapshot() -> Segment:
-            """The task read with GetTask, as the events it adds to what was passed on (it has ended)."""
-            answer = await self._unary("GetTask", a2a_pb2.GetTaskRequest(id=decoder.task_id), short=True)
-            for item in decoder.decode(
-                v1.StreamResponse(task=standard_task(json_format.MessageToDict(answer), A2A_V1, self.uri)), final=True
-            ):
-                yield item
-
-        return snapshot
+            raise self._error(exc) from None
 
     # -- calls -----------------------------------------------------------------------------
 

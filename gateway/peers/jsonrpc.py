@@ -5,10 +5,8 @@ streams are Server-Sent Events, each ``data:`` a JSON-RPC response, read as the 
 model's events by the one stream mapping (protocol/a2a/streams.py). What a call does with
 them (send, subscribe, cancel, get) is the same on every standard binding (standard.py).
 
-- ``subscribe``: ``SendStreamingMessage`` / ``message/stream``. A stream cut before its
-  end is picked up by ``SubscribeToTask`` / ``tasks/resubscribe``: its opening Task is
-  read against what was already passed on, so only what is new comes through; a task that
-  ended meanwhile (-32004) is read once with ``GetTask``.
+- ``subscribe``: ``SendStreamingMessage`` / ``message/stream``, resumed by
+  ``SubscribeToTask`` / ``tasks/resubscribe``.
 - ``send``: ``SendMessage`` / ``message/send``, or the stream folded; ``cancel``:
   ``CancelTask`` / ``tasks/cancel``; ``get``: ``GetTask`` / ``tasks/get``.
 
@@ -27,11 +25,11 @@ from pydantic import ValidationError
 
 from gateway.errors import PeerProtocolError, PeerRPCError
 from gateway.peers.a2a_http import HttpPeer
-from gateway.peers.base import OnSent, RawLine, StreamItem, StreamRead
+from gateway.peers.base import OnSent, RawLine, StreamItem
 from gateway.peers.http_client import PeerHttpClient, PeerResponse
 from gateway.peers.limits import PeerLimits
-from gateway.peers.standard import V03_RESULT, StandardPeer, TaskOperation, standard_task
-from gateway.peers.streams import ByteBudget, Segment, resumed
+from gateway.peers.standard import V03_RESULT, Reading, StandardPeer, TaskOperation
+from gateway.peers.streams import ByteBudget, Segment
 from protocol import (
     A2A_V1,
     AgentCard,
@@ -93,29 +91,13 @@ class JsonRpcPeer(StandardPeer, HttpPeer):
 
     # -- streams ---------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def _stream(
-        self, params: TaskSendParams, decoder: StreamDecoder, on_sent: OnSent | None = None
-    ) -> AsyncIterator[AsyncIterator[StreamRead]]:
-        budget = ByteBudget(self.limits.max_stream_bytes)
+    async def _streamed(self, held: AsyncExitStack, params: TaskSendParams, reading: Reading) -> Segment:
+        opening = self._open_sse("stream", self._send_params(params), reading.on_sent)
+        return self._events(await held.enter_async_context(opening), reading.decoder, reading.budget)
 
-        async def resume(held: AsyncExitStack) -> Segment | None:
-            if decoder.task_id is None:
-                return None
-            try:
-                again = await held.enter_async_context(self._open_sse("subscribe", {"id": decoder.task_id}))
-            except PeerRPCError as exc:
-                if exc.code != ErrorCode.UNSUPPORTED_OPERATION:
-                    raise
-                # the task ended while the stream was cut: read it as it ended
-                return self._snapshot(await self._call("get", {"id": decoder.task_id}, short=True), decoder)
-            return self._events(again, decoder, budget)
-
-        async with AsyncExitStack() as held:
-            response = await held.enter_async_context(self._open_sse("stream", self._send_params(params), on_sent))
-            segment = self._events(response, decoder, budget)
-            async with aclosing(resumed(segment, held, resume, self.limits.max_resubscribes)) as items:
-                yield items
+    async def _resubscribed(self, held: AsyncExitStack, task_id: str, reading: Reading) -> Segment:
+        response = await held.enter_async_context(self._open_sse("subscribe", {"id": task_id}))
+        return self._events(response, reading.decoder, reading.budget)
 
     @asynccontextmanager
     async def _open_sse(
@@ -147,11 +129,6 @@ class JsonRpcPeer(StandardPeer, HttpPeer):
                         yield item
                     if decoder.final:
                         return
-
-    async def _snapshot(self, result: Any, decoder: StreamDecoder) -> Segment:
-        """A task read with GetTask, as the events it adds to what was passed on (it has ended)."""
-        for item in decoder.decode(v1.StreamResponse(task=standard_task(result, self.version, self.uri)), final=True):
-            yield item
 
     def _decoded(self, event: SSEEvent, decoder: StreamDecoder) -> list[StreamItem]:
         """The items of one event; an error event fails the call, an event that cannot be read is a RawLine."""

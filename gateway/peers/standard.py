@@ -8,7 +8,9 @@ known by the id of the stream's first event; a later turn of the same task
 - ``send``: for an agent whose card says it streams, the stream folded into the final Task,
   so its id is known from the first event and a deadline can still cancel it; otherwise
   one ``SendMessage``. The folded Task's ``metadata.cost_usd`` is what its events cost.
-- ``subscribe``: the binding's stream, resumed after a cut by its subscribe operation.
+- ``subscribe``: the binding's stream. A stream cut before its end is picked up by
+  ``SubscribeToTask``: its opening Task is read against what was already passed on, so only
+  what is new comes through; a task that ended meanwhile (-32004) is read once with ``GetTask``.
 - ``cancel`` and ``get``: ``CancelTask`` and ``GetTask``; a cancel that fails is not acknowledged.
 """
 
@@ -16,18 +18,30 @@ from __future__ import annotations
 
 import abc
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from gateway.errors import AgentToolError, PeerProtocolError
+from gateway.errors import AgentToolError, PeerProtocolError, PeerRPCError
 from gateway.peers.base import OnSent, OnTask, Peer, StreamRead
-from gateway.peers.streams import fold_stream
-from protocol import A2A_V1, AgentCard, Task, TaskSendParams, TaskState
+from gateway.peers.limits import PeerLimits
+from gateway.peers.streams import ByteBudget, Segment, fold_stream, resumed
+from protocol import A2A_V1, AgentCard, ErrorCode, Task, TaskSendParams, TaskState
 from protocol.a2a import StreamDecoder, reply_task, task_from_v1, v03, v1
 
 TaskOperation = Literal["cancel", "get"]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How one call's stream is read, across its resubscribes: the decoder that knows what was passed on, the
+    bytes it may still send, and whom to tell once the first request is on its way."""
+
+    decoder: StreamDecoder
+    budget: ByteBudget
+    on_sent: OnSent | None
 
 
 class StandardPeer(Peer):
@@ -35,6 +49,7 @@ class StandardPeer(Peer):
 
     names_tasks = False
     version: str
+    limits: PeerLimits
     _card: AgentCard
 
     async def send(self, params: TaskSendParams, on_sent: OnSent | None = None, on_task: OnTask | None = None) -> Task:
@@ -71,10 +86,40 @@ class StandardPeer(Peer):
         """``CancelTask`` or ``GetTask`` of ``task_id``, answered within ``headers_timeout_s``: the Task as JSON."""
 
     @abc.abstractmethod
-    def _stream(
+    async def _streamed(self, held: AsyncExitStack, params: TaskSendParams, reading: Reading) -> Segment:
+        """``SendStreamingMessage`` opened (its call entered in ``held``): its events, as ``reading`` reads them."""
+
+    @abc.abstractmethod
+    async def _resubscribed(self, held: AsyncExitStack, task_id: str, reading: Reading) -> Segment:
+        """``SubscribeToTask`` opened the same way; a refusal is raised here (``PeerRPCError``), before any event."""
+
+    @asynccontextmanager
+    async def _stream(
         self, params: TaskSendParams, decoder: StreamDecoder, on_sent: OnSent | None = None
-    ) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
-        """``SendStreamingMessage``, decoded by ``decoder``, resumed after a cut."""
+    ) -> AsyncIterator[AsyncIterator[StreamRead]]:
+        """The stream of a new turn, resumed after a cut; a task that ended meanwhile (-32004) is read with GetTask."""
+        reading = Reading(decoder, ByteBudget(self.limits.max_stream_bytes), on_sent)
+
+        async def resume(held: AsyncExitStack) -> Segment | None:
+            if decoder.task_id is None:
+                return None
+            try:
+                return await self._resubscribed(held, decoder.task_id, reading)
+            except PeerRPCError as exc:
+                if exc.code != ErrorCode.UNSUPPORTED_OPERATION:
+                    raise
+                # the task ended while the stream was cut: read it as it ended
+                return self._snapshot(await self._task_answer("get", decoder.task_id), decoder)
+
+        async with AsyncExitStack() as held:
+            segment = await self._streamed(held, params, reading)
+            async with aclosing(resumed(segment, held, resume, self.limits.max_resubscribes)) as items:
+                yield items
+
+    async def _snapshot(self, result: Any, decoder: StreamDecoder) -> Segment:
+        """A task read with GetTask, as the events it adds to what was passed on (it has ended)."""
+        for item in decoder.decode(v1.StreamResponse(task=standard_task(result, self.version, self.uri)), final=True):
+            yield item
 
 
 def send_result(result: Any, version: str, uri: str) -> Task:

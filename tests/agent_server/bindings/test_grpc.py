@@ -21,12 +21,10 @@ from a2a.types import (
     GetTaskRequest,
     ListTasksRequest,
     Message,
-    Part,
     Role,
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
-    Task,
     TaskState,
     a2a_pb2_grpc,
 )
@@ -34,6 +32,7 @@ from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
 from agent_server import create_app
 from agent_server.testing import Probe, scripted_agent
+from tests.support.sdk_clients import message, streamed_text, text_of
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
@@ -74,18 +73,8 @@ async def client(request: pytest.FixtureRequest, card: AgentCard) -> AsyncIterat
         await client.close()
 
 
-def message(text: str, **ids: str) -> SendMessageRequest:
-    return SendMessageRequest(
-        message=Message(role=Role.ROLE_USER, message_id="m-" + text[:8], parts=[Part(text=text)], **ids)
-    )
-
-
 async def events_of(client: Client, request: SendMessageRequest) -> list[StreamResponse]:
     return [event async for event in client.send_message(request, context=AUTH)]
-
-
-def text_of(task: Task) -> str:
-    return "".join(part.text for artifact in task.artifacts for part in artifact.parts)
 
 
 async def test_send_answers_the_completed_task_and_get_and_list_find_it(client: Client) -> None:
@@ -133,10 +122,8 @@ async def test_subscribe_after_a_disconnect_follows_the_task_to_its_end(client: 
     events = [e async for e in client.subscribe(SubscribeToTaskRequest(id=first.task.id), context=AUTH)]
     assert events[0].HasField("task") and events[0].task.id == first.task.id, "the current Task comes first"
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
-    seen = text_of(events[0].task) + "".join(
-        e.artifact_update.artifact.parts[0].text for e in events if e.HasField("artifact_update")
-    )
-    assert seen == "".join(f"chunk-{i} " for i in range(6)), "the Task and the updates after it hold every chunk once"
+    expected = "".join(f"chunk-{i} " for i in range(6))
+    assert streamed_text(events) == expected, "the Task and the updates after it hold every chunk once"
 
 
 async def test_an_input_required_round_trip_continues_the_same_task(client: Client) -> None:

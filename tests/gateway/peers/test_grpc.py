@@ -100,9 +100,9 @@ class _CutCall:
 
 
 @asynccontextmanager
-async def _cut_after_one_chunk(context: AbstractAsyncContextManager[Any]) -> AsyncIterator[_CutCall]:
-    async with context as call:
-        yield _CutCall(call)
+async def _cut_after_one_chunk(context: AbstractAsyncContextManager[Any]) -> AsyncIterator[tuple[_CutCall, Any]]:
+    async with context as (call, first):
+        yield _CutCall(call), first
 
 
 async def test_a_switchboard_agent_server_over_its_own_grpc_binding(gateway: Gateway) -> None:
