@@ -34,6 +34,7 @@ from agent_server import create_app
 from agent_server.testing import Probe, scripted_agent
 from tests.support.sdk_clients import message, streamed_text, text_of
 from tests.support.servers import serve_app
+from tests.support.waiting import until
 
 pytestmark = pytest.mark.anyio
 
@@ -175,3 +176,16 @@ async def test_a_version_other_than_1_0_and_the_unoffered_operations_are_refused
             await stub.SendMessage(SendMessageRequest(message=Message(role=Role.ROLE_USER)), metadata=(auth,))
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, "a message without id or parts"
         assert "message" in (refused.value.details() or "")
+
+
+async def test_a_client_that_goes_away_ends_its_stream_and_with_cancel_on_disconnect_the_task() -> None:
+    probe = Probe()
+    with serve_app(create_app(scripted_agent(probe=probe), grpc_port=0, cancel_on_disconnect=True)) as url:
+        async with httpx.AsyncClient(timeout=30) as http:
+            card = await A2ACardResolver(http, url).get_agent_card()
+        address = next(i.url for i in card.supported_interfaces if i.protocol_binding == "GRPC")
+        async with grpc.aio.insecure_channel(address) as channel:
+            call = a2a_pb2_grpc.A2AServiceStub(channel).SendStreamingMessage(message("sleep 30"))
+            task_id = (await call.read()).task.id
+            call.cancel()
+        await until(lambda: probe.canceled_at(task_id) is not None, "the agent to see its task canceled")
