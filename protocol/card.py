@@ -11,6 +11,7 @@ other agents serve, of any of these versions (``interfaces()``).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import Field
 
@@ -20,6 +21,7 @@ NDJSON_BINDING = "urn:switchboard:a2a-ndjson"
 """The ``protocolBinding`` naming Switchboard's own binding (per-method paths, NDJSON streams)."""
 NDJSON_BINDING_VERSION = "1.0"
 JSONRPC_BINDING = "JSONRPC"
+GRPC_BINDING = "GRPC"
 A2A_V1 = "1.0"
 A2A_V03 = "0.3"
 BEARER_SCHEME = "bearer"
@@ -131,6 +133,11 @@ class AgentCard(WireModel):
             }
         )
 
+    def with_grpc(self, address: str) -> AgentCard:
+        """This card, offering A2A 1.0 over gRPC at ``address`` (``host:port``, as a gRPC channel names its target)."""
+        grpc = AgentInterface(url=address, protocol_binding=GRPC_BINDING, protocol_version=A2A_V1)
+        return self.model_copy(update={"supported_interfaces": [*self.supported_interfaces, grpc]})
+
     def interfaces(self) -> list[AgentInterface]:
         """Every interface the card declares: ``supportedInterfaces``, or those a v0.3 card names.
 
@@ -156,6 +163,12 @@ class AgentCard(WireModel):
 def _complete(skill: AgentSkill) -> AgentSkill:
     """The skill with the fields A2A 1.0 requires filled in where they are empty."""
     return skill.model_copy(update={"description": skill.description or skill.name, "tags": skill.tags or [skill.id]})
+
+
+def grpc_address(url: str, port: int) -> str:
+    """``host:port`` of a gRPC server on ``port`` of the host that ``url`` names (an IPv6 host in brackets)."""
+    host = urlsplit(url).hostname or "127.0.0.1"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def major_minor(version: str | None) -> str | None:

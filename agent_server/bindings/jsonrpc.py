@@ -24,18 +24,18 @@ HTTP layer before a request is read (401, 413, 415), which keep their status.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
+from agent_server.bindings import operations
+from agent_server.bindings.operations import OpenStream
 from agent_server.http.auth import principal_of
 from agent_server.http.responses import SSEStreamResponse, check_content_type, json_response, read_body
-from agent_server.stores import TaskFilter
 from agent_server.tasks.manager import TaskManager
 from protocol import (
     A2A_V1,
@@ -46,23 +46,11 @@ from protocol import (
     ProtocolError,
     StreamEvent,
     Task,
-    TaskSendParams,
     encode_event,
     parse_call,
     parse_params,
 )
-from protocol.a2a import (
-    VERSION_HEADER,
-    StreamEncoder,
-    check_method,
-    for_version,
-    requested_version,
-    send_params_from_v1,
-    task_to_v1,
-    v03,
-    v1,
-)
-from protocol.a2a.mapping import STATE_FROM_V1
+from protocol.a2a import VERSION_HEADER, check_method, for_version, requested_version, task_to_v1, v03, v1
 
 logger = logging.getLogger("agent_server")
 
@@ -99,17 +87,8 @@ class _Exchange:
             return parse_params(self.call, v1.SendMessageRequest)
         return v03.send_params_to_v1(parse_params(self.call, v03.MessageSendParams))
 
-    def send_params(self, request: v1.SendMessageRequest) -> TaskSendParams:
-        """The request as the task model's send; -32602 for what the model cannot hold (bytes that are not base64)."""
-        try:
-            return send_params_from_v1(request)
-        except ValueError as exc:
-            raise ProtocolError.invalid_param("message.parts", str(exc)) from None
-
-    def stream(
-        self, encoder: StreamEncoder, batches: AsyncIterator[list[StreamEvent]], ready: list[StreamEvent]
-    ) -> Response:
-        return SSEStreamResponse(_sse(self, encoder, batches, ready))
+    def stream(self, opened: OpenStream) -> Response:
+        return SSEStreamResponse(_sse(self, opened))
 
 
 class JsonRpcBinding:
@@ -161,33 +140,12 @@ class JsonRpcBinding:
 
 
 async def _send(exchange: _Exchange) -> Response:
-    request = exchange.send_request()
-    config = request.configuration
-    if config is not None and config.task_push_notification_config:
-        raise _push_unsupported()
-    params = exchange.send_params(request)
-    await _known(exchange, params.id)
-    if config is not None and config.return_immediately:
-        task = await exchange.manager.start(params, exchange.caller)
-    else:
-        task = await exchange.manager.send_in_caller_task(params, exchange.caller)
+    task = await operations.send(exchange.manager, exchange.send_request(), exchange.caller)
     return exchange.answer({"task": exchange.task(task)} if exchange.is_v1 else exchange.task(task))
 
 
 async def _send_streaming(exchange: _Exchange) -> Response:
-    request = exchange.send_request()
-    if request.configuration is not None and request.configuration.task_push_notification_config:
-        raise _push_unsupported()
-    params = exchange.send_params(request)
-    await _known(exchange, params.id)
-    opened: list[Task] = []
-    batches = exchange.manager.subscribe_batches(params, exchange.caller, on_start=opened.append)
-    try:
-        first = await anext(batches)  # the run's first line, the working status, is the Task the stream opens with
-    except BaseException:
-        await batches.aclose()
-        raise
-    return exchange.stream(StreamEncoder(opened[0]), batches, first[1:])
+    return exchange.stream(await operations.send_streaming(exchange.manager, exchange.send_request(), exchange.caller))
 
 
 async def _get(exchange: _Exchange) -> Response:
@@ -203,88 +161,29 @@ async def _cancel(exchange: _Exchange) -> Response:
 
 async def _subscribe(exchange: _Exchange) -> Response:
     target = parse_params(exchange.call, v1.SubscribeToTaskRequest)
-    task, last_seq = await exchange.manager.snapshot(target.id, exchange.caller)
-    if task.status.state.is_terminal:
-        raise ProtocolError(
-            ErrorCode.UNSUPPORTED_OPERATION,
-            f"task {target.id!r} is {task.status.state.value}: there is nothing to subscribe to; GetTask reads it",
-        )
-    batches = await exchange.manager.resubscribe_batches(target.id, last_seq, exchange.caller)
-    return exchange.stream(StreamEncoder(task), batches, [])
+    return exchange.stream(await operations.subscribe(exchange.manager, target.id, exchange.caller))
 
 
 async def _list(exchange: _Exchange) -> Response:
     query = parse_params(exchange.call, v1.ListTasksRequest)
-    where = TaskFilter(
-        session_id=query.context_id or None,
-        state=STATE_FROM_V1[query.status] if query.status is not None else None,
-        status_after=_utc_time(query.status_timestamp_after),
-    )
-    limit = query.page_size or v1.DEFAULT_PAGE_SIZE
-    page = await exchange.manager.list_tasks(
-        where, limit=limit, cursor=query.page_token or "", history_length=query.history_length, caller=exchange.caller
-    )
-    tasks = [task_to_v1(task, include_artifacts=query.include_artifacts).to_wire() for task in page.tasks]
-    return exchange.answer(
-        {"tasks": tasks, "nextPageToken": page.next_cursor, "pageSize": limit, "totalSize": page.total}
-    )
+    return exchange.answer(await operations.list_tasks(exchange.manager, query, exchange.caller))
 
 
 async def _no_extended_card(exchange: _Exchange) -> Response:
-    raise ProtocolError(
-        ErrorCode.UNSUPPORTED_OPERATION,
-        "this agent has no extended card (its card says capabilities.extendedAgentCard is not offered)",
-    )
+    raise operations.no_extended_card()
 
 
 async def _no_push_notifications(exchange: _Exchange) -> Response:
-    raise _push_unsupported()
+    raise operations.push_unsupported()
 
 
-def _push_unsupported() -> ProtocolError:
-    return ProtocolError(
-        ErrorCode.PUSH_NOTIFICATION_NOT_SUPPORTED,
-        "push notifications are not supported (the card says capabilities.pushNotifications: false); "
-        "stream the task or poll GetTask",
-    )
-
-
-async def _known(exchange: _Exchange, task_id: str | None) -> None:
-    """A message naming a task continues it: the caller's task (-32001 otherwise), not finished (-32004)."""
-    if task_id is None:
-        return
-    task = await exchange.manager.get(task_id, 0, exchange.caller)
-    if task.status.state.is_terminal:
-        raise ProtocolError(
-            ErrorCode.UNSUPPORTED_OPERATION,
-            f"task {task_id!r} is {task.status.state.value} and takes no more messages; "
-            "send the message without a taskId to start a new task (same contextId to stay in the conversation)",
-        )
-
-
-def _utc_time(value: str | None) -> str | None:
-    """A client's timestamp as ``utc_now_iso`` writes them (so stored ones compare as text); -32602 if unreadable."""
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ProtocolError.invalid_param(
-            "statusTimestampAfter", f"{value!r} is not an ISO 8601 time such as 2026-01-31T12:00:00Z"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-async def _sse(
-    exchange: _Exchange, encoder: StreamEncoder, batches: AsyncIterator[list[StreamEvent]], ready: list[StreamEvent]
-) -> AsyncGenerator[bytes, None]:
+async def _sse(exchange: _Exchange, opened: OpenStream) -> AsyncGenerator[bytes, None]:
     """The opening Task, then each event, each a JSON-RPC response; a failure mid-stream ends it with an error event.
 
     The events ready together (``ready`` with the opening, then each batch) are written in one piece.
     """
     envelope = exchange.call.envelope
+    encoder = opened.encoder
 
     def encoded(events: list[StreamEvent]) -> bytes:
         return b"".join(
@@ -292,8 +191,9 @@ async def _sse(
         )
 
     try:
-        yield encode_event(orjson.dumps(envelope.wrap_result(exchange.event(encoder.opening())))) + encoded(ready)
-        async with aclosing(batches) as stream:  # type: ignore[type-var]
+        opening = encode_event(orjson.dumps(envelope.wrap_result(exchange.event(encoder.opening()))))
+        yield opening + encoded(opened.ready)
+        async with aclosing(opened.batches) as stream:
             async for batch in stream:
                 yield encoded(batch)
     except Exception as exc:
