@@ -445,7 +445,7 @@ def _trimmed(task: Task, history_length: int | None) -> Task:
     """A deep copy of ``task`` with only the last ``history_length`` messages (all when None)."""
     copy = task.copied()
     if history_length is not None and copy.history is not None:
-        copy.history = copy.history[len(copy.history) - history_length :] if history_length else []
+        copy.history = _recent(copy.history, history_length)
     return copy
 
 
@@ -455,7 +455,12 @@ def _settled(task: Task, history_length: int | None) -> Task:
     history = task.history
     if history_length is None or history is None:
         return task
-    return task.model_copy(update={"history": history[len(history) - history_length :] if history_length else []})
+    return task.model_copy(update={"history": _recent(history, history_length)})
+
+
+def _recent(history: list[Message], history_length: int) -> list[Message]:
+    """The last ``history_length`` messages: all of them when there are fewer, none for 0."""
+    return history[-history_length:] if history_length > 0 else []
 
 
 async def _flattened(batches: AsyncGenerator[list[StreamEvent], None]) -> AsyncGenerator[StreamEvent, None]:
