@@ -12,8 +12,9 @@ the caller's principal, so ownership, limits and every task rule are the same:
   JSON-RPC response: the Task as the run starts, then its status and artifact updates,
   closed after the final one (protocol/a2a/streams.py).
 - ``GetTask`` / ``tasks/get``, ``CancelTask`` / ``tasks/cancel``, ``ListTasks`` (1.0 only).
-- ``SubscribeToTask`` / ``tasks/resubscribe``: the task now, then its events; -32004 for a
-  finished task.
+- ``SubscribeToTask`` / ``tasks/resubscribe``: the task now, then its events through the
+  next final one; on an ``input-required`` task the stream stays open for the run its next
+  message starts (or the cancel that closes it); -32004 for a finished task.
 - Push-notification configs: -32003 (the card says ``pushNotifications: false``); the
   extended card: -32004 (the card does not offer one).
 
@@ -209,7 +210,7 @@ async def _subscribe(exchange: _Exchange) -> Response:
             ErrorCode.UNSUPPORTED_OPERATION,
             f"task {target.id!r} is {task.status.state.value}: there is nothing to subscribe to; GetTask reads it",
         )
-    batches = await exchange.manager.resubscribe_batches(target.id, last_seq, exchange.caller)
+    batches = await exchange.manager.follow_batches(target.id, last_seq, exchange.caller)
     return exchange.stream(StreamEncoder(task), batches, [])
 
 
