@@ -4,7 +4,8 @@
 that follow began; then each status line is a ``statusUpdate``, each artifact line an
 ``artifactUpdate`` (the first chunk of an artifact creates it, ``append: false``; later ones
 append), and a handoff line a ``statusUpdate`` of the current state carrying
-``metadata.handoff``. A line's own cost travels as the event's ``metadata.cost_usd``.
+``metadata.handoff``. A line's own cost travels as the event's ``metadata.costUsd``
+(read as ``cost_usd`` too).
 
 ``StreamDecoder`` (a client): the other way, numbering the events from 0 as ``seq`` and
 the artifacts in the order their ids come. A ``task`` event, the first of a stream and the
@@ -42,7 +43,7 @@ class StreamEncoder:
         return v1.StreamResponse(task=mapping.task_to_v1(self._task))
 
     def encode(self, event: StreamEvent) -> v1.StreamResponse:
-        cost = {"cost_usd": event.cost_usd} if event.cost_usd is not None else {}
+        cost = {mapping.COST_KEY: event.cost_usd} if event.cost_usd is not None else {}
         if isinstance(event, StatusEvent):
             self._status = event.status
             return self._status_update(event.status, cost)
@@ -193,7 +194,7 @@ def _cost(metadata: dict[str, Any] | None) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"metadata.cost_usd is not a number: {value!r}")
+        raise ValueError(f"metadata.{mapping.COST_KEY} is not a number: {value!r}")
     return float(value)
 
 
