@@ -289,7 +289,8 @@ async def _sse(
 
     def encoded(events: list[StreamEvent]) -> bytes:
         return b"".join(
-            encode_event(orjson.dumps(envelope.wrap_result(exchange.event(encoder.encode(event))))) for event in events
+            encode_event(orjson.dumps(envelope.wrap_result(exchange.event(response))))
+            for response in encoder.encode_batch(events)
         )
 
     try:
