@@ -8,6 +8,9 @@ the caller's principal, so ownership, limits and every task rule are the same:
 - ``SendMessage`` / ``message/send``: a message without ``taskId`` starts a task (the server
   names it); with one, continues that task (unknown: -32001; finished: -32004). It answers
   once the task is terminal or ``input-required``, or at once with ``returnImmediately``.
+  A new task whose agent answered with a ``Message`` and nothing else is answered with that
+  Message alone (``{"message": ...}``; protocol/a2a/mapping.py ``bare_reply``); the task is
+  kept all the same, as the NDJSON binding has it.
 - ``SendStreamingMessage`` / ``message/stream``: Server-Sent Events, each ``data:`` one
   JSON-RPC response: the Task as the run starts, then its status and artifact updates,
   closed after the final one (protocol/a2a/streams.py).
@@ -63,7 +66,7 @@ from protocol.a2a import (
     v03,
     v1,
 )
-from protocol.a2a.mapping import STATE_FROM_V1
+from protocol.a2a.mapping import STATE_FROM_V1, bare_reply
 
 logger = logging.getLogger("agent_server")
 
@@ -91,6 +94,9 @@ class _Exchange:
     def task(self, task: Task) -> dict[str, Any]:
         standard = task_to_v1(task)
         return standard.to_wire() if self.is_v1 else v03.task_from_v1(standard).to_wire()
+
+    def message(self, message: v1.Message) -> dict[str, Any]:
+        return {"message": message.to_wire()} if self.is_v1 else v03.message_from_v1(message).to_wire()
 
     def event(self, event: v1.StreamResponse) -> dict[str, Any]:
         return event.to_wire() if self.is_v1 else v03.event_from_v1(event).to_wire()
@@ -172,6 +178,9 @@ async def _send(exchange: _Exchange) -> Response:
         task = await exchange.manager.start(params, exchange.caller)
     else:
         task = await exchange.manager.send_in_caller_task(params, exchange.caller)
+        reply = bare_reply(task) if params.id is None else None
+        if reply is not None:
+            return exchange.answer(exchange.message(reply))
     return exchange.answer({"task": exchange.task(task)} if exchange.is_v1 else exchange.task(task))
 
 

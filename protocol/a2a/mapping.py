@@ -124,9 +124,13 @@ def new_message_id() -> str:
 def status_to_v1(status: TaskStatus, task_id: str, context_id: str | None) -> v1.TaskStatus:
     message = None
     if status.message is not None:
-        message_id = f"{task_id}-status-{status.timestamp}"
+        message_id = _status_message_id(task_id, status)
         message = message_to_v1(status.message, message_id=message_id, task_id=task_id, context_id=context_id)
     return v1.TaskStatus(state=STATE_TO_V1[status.state], message=message, timestamp=status.timestamp)
+
+
+def _status_message_id(task_id: str, status: TaskStatus) -> str:
+    return f"{task_id}-status-{status.timestamp}"
 
 
 def status_from_v1(status: v1.TaskStatus) -> TaskStatus:
@@ -199,6 +203,27 @@ def task_from_v1(task: v1.Task) -> Task:
         artifacts=[artifact_from_v1(artifact, index) for index, artifact in enumerate(task.artifacts or [])],
         history=[message_from_v1(message) for message in task.history] if task.history is not None else None,
         metadata=metadata_from_v1(task.metadata),
+    )
+
+
+def bare_reply(task: Task) -> v1.Message | None:
+    """The Message a new task amounts to when its agent answered with one and nothing else; None otherwise.
+
+    That is a task ``completed`` with the agent's message as its status message and no
+    artifact, no handoff: the agent returned a ``Message``. The reply is that status message,
+    with the ``messageId`` GetTask shows for it, and no ``taskId`` (a bare answer starts no
+    task the client follows).
+    """
+    status = task.status
+    if (
+        status.state is not TaskState.COMPLETED
+        or status.message is None
+        or task.artifacts
+        or "handoff" in task.metadata
+    ):
+        return None
+    return message_to_v1(
+        status.message, message_id=_status_message_id(task.id, status), task_id=None, context_id=task.session_id
     )
 
 
