@@ -14,17 +14,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
-import orjson
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import Message as SdkMessage, Part, Role, SendMessageRequest
 
 from agent_server import HostedAgent, InputRequired, TaskContext, create_app
 from protocol import Message
+from tests.support.a2a_clients import V1, rpc, sdk_client, sse_results
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
-V1 = {"A2A-Version": "1.0"}
 
 
 async def _greeter(ctx: TaskContext) -> Any:
@@ -38,10 +36,6 @@ async def _greeter(ctx: TaskContext) -> Any:
 def base_url() -> Iterator[str]:
     with serve_app(create_app(HostedAgent("greeter", _greeter, description="Greets."))) as url:
         yield url
-
-
-def rpc(method: str, params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
 
 
 def v1_send(text: str, **more: Any) -> dict[str, Any]:
@@ -76,7 +70,7 @@ def test_the_task_is_kept_and_other_bindings_and_continuations_answer_with_it(ba
         task = ndjson.json()
         assert task["status"]["state"] == "completed" and task["status"]["message"]["parts"][0]["text"] == "hello dan"
         stream = http.post("/", json=rpc("SendStreamingMessage", v1_send("eve")), headers=V1)
-        events = [orjson.loads(line[6:])["result"] for line in stream.text.splitlines() if line.startswith("data: ")]
+        events = sse_results(stream)
         assert "task" in events[0], "a stream opens with the Task, before the agent has answered"
         assert events[-1]["statusUpdate"]["status"]["message"]["parts"] == [{"text": "hello eve"}]
         asked = http.post("/", json=rpc("SendMessage", v1_send("ask")), headers=V1).json()["result"]["task"]
@@ -88,13 +82,7 @@ def test_the_task_is_kept_and_other_bindings_and_continuations_answer_with_it(ba
 @pytest.mark.parametrize("version", ["1.0", "0.3"])
 async def test_the_a2a_sdk_client_reads_the_bare_message(base_url: str, version: str) -> None:
     async with httpx.AsyncClient(timeout=30) as http:
-        card = await A2ACardResolver(http, base_url).get_agent_card()
-        keep = [
-            i for i in card.supported_interfaces if i.protocol_binding == "JSONRPC" and i.protocol_version == version
-        ]
-        del card.supported_interfaces[:]
-        card.supported_interfaces.extend(keep)
-        client = ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
+        client = await sdk_client(http, base_url, version, streaming=False)
         request = SendMessageRequest(
             message=SdkMessage(role=Role.ROLE_USER, message_id="m-sdk", parts=[Part(text="gil")])
         )

@@ -8,37 +8,24 @@ NDJSON binding's clients read ``cost_usd``, which it keeps.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import httpx
 import orjson
 import pytest
 
-from agent_server import create_app
-from agent_server.testing import scripted_agent
 from protocol.a2a import StreamDecoder, task_from_v1, v1
-from tests.support.servers import serve_app
-
-V1 = {"A2A-Version": "1.0"}
+from tests.support.a2a_clients import V1, rpc, sse_results
 
 
-@pytest.fixture(scope="module")
-def http() -> Iterator[httpx.Client]:
-    with serve_app(create_app(scripted_agent())) as url, httpx.Client(base_url=url, timeout=30) as client:
+@pytest.fixture
+def http(scripted_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=scripted_url, timeout=30) as client:
         yield client
-
-
-def rpc(method: str, params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-
-
-def events_of(response: httpx.Response) -> list[dict[str, Any]]:
-    return [orjson.loads(line[6:])["result"] for line in response.text.splitlines() if line.startswith("data: ")]
 
 
 def test_v1_streams_and_tasks_carry_cost_usd_in_camel_case(http: httpx.Client) -> None:
     params = {"message": {"messageId": "c1", "role": "ROLE_USER", "parts": [{"text": "stream 2 0 0.25"}]}}
-    events = events_of(http.post("/", json=rpc("SendStreamingMessage", params), headers=V1))
+    events = sse_results(http.post("/", json=rpc("SendStreamingMessage", params), headers=V1))
     chunks = [event["artifactUpdate"] for event in events if "artifactUpdate" in event]
     assert [chunk["metadata"] for chunk in chunks] == [{"costUsd": 0.25}, {"costUsd": 0.25}]
     task_id = events[0]["task"]["id"]
@@ -54,7 +41,7 @@ def test_v03_streams_and_tasks_carry_cost_usd_in_camel_case(http: httpx.Client) 
         "role": "user",
         "parts": [{"kind": "text", "text": "stream 1 0 0.5"}],
     }
-    events = events_of(http.post("/", json=rpc("message/stream", {"message": message})))
+    events = sse_results(http.post("/", json=rpc("message/stream", {"message": message})))
     [chunk] = [event for event in events if event["kind"] == "artifact-update"]
     assert chunk["metadata"] == {"costUsd": 0.5}
     task = http.post("/", json=rpc("tasks/get", {"id": events[0]["id"]})).json()["result"]

@@ -12,21 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
-from agent_server import create_app
-from agent_server.testing import scripted_agent
-from tests.support.servers import serve_app
-
-V1 = {"A2A-Version": "1.0"}
+from tests.support.a2a_clients import V1, rpc
 
 
-@pytest.fixture(scope="module")
-def http() -> Iterator[httpx.Client]:
-    with serve_app(create_app(scripted_agent())) as url, httpx.Client(base_url=url, timeout=30) as client:
+@pytest.fixture
+def http(scripted_url: str) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=scripted_url, timeout=30) as client:
         yield client
-
-
-def rpc(method: str, params: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
 
 
 def v1_send(text: str, **configuration: Any) -> dict[str, Any]:

@@ -11,19 +11,16 @@ server and on the gateway.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
 import anyio
-import httpx
 import pytest
-from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
-from a2a.types import AgentCard, Message, Part, Role, SendMessageRequest, StreamResponse, TaskState
+from a2a.client import Client
+from a2a.types import Message, Part, Role, SendMessageRequest, StreamResponse, TaskState
 
-from agent_server import HostedAgent, TaskContext, create_app
-from gateway.service import create_gateway_app
-from tests.support.gateway_service import remote_first_service
-from tests.support.servers import serve_app
+from agent_server import HostedAgent, TaskContext
+from tests.support.a2a_clients import agent_and_gateway
 
 pytestmark = pytest.mark.anyio
 
@@ -43,41 +40,16 @@ def _pausing_agent() -> HostedAgent:
 
 
 @pytest.fixture(scope="module")
-def agent_url() -> Iterator[str]:
-    with serve_app(create_app(_pausing_agent())) as url:
-        yield url
-
-
-@pytest.fixture(scope="module")
-def gateway_url(agent_url: str) -> Iterator[str]:
-    with serve_app(create_gateway_app(remote_first_service(agent_url, name="counter"))) as url:
-        yield url
-
-
-@pytest.fixture(params=["server", "gateway"])
-def base_url(request: pytest.FixtureRequest, agent_url: str, gateway_url: str) -> str:
-    return agent_url if request.param == "server" else gateway_url
-
-
-@pytest.fixture(params=["1.0", "0.3"])
-async def client(request: pytest.FixtureRequest, base_url: str) -> AsyncIterator[Client]:
-    async with httpx.AsyncClient(timeout=30) as http:
-        card: AgentCard = await A2ACardResolver(http, base_url).get_agent_card()
-        keep = [
-            each
-            for each in card.supported_interfaces
-            if each.protocol_binding == "JSONRPC" and each.protocol_version == request.param
-        ]
-        del card.supported_interfaces[:]
-        card.supported_interfaces.extend(keep)
-        yield ClientFactory(ClientConfig(streaming=True, httpx_client=http)).create(card)
+def faces() -> Iterator[dict[str, str]]:
+    with agent_and_gateway(_pausing_agent()) as urls:
+        yield urls
 
 
 @pytest.mark.parametrize("how", ["burst", "pause"])
-async def test_the_last_chunk_the_sdk_client_reads_is_marked_last_chunk(client: Client, how: str) -> None:
+async def test_the_last_chunk_the_sdk_client_reads_is_marked_last_chunk(sdk_client: Client, how: str) -> None:
     request = SendMessageRequest(message=Message(role=Role.ROLE_USER, message_id=f"m-{how}", parts=[Part(text=how)]))
     with anyio.fail_after(20):
-        events: list[StreamResponse] = [event async for event in client.send_message(request)]
+        events: list[StreamResponse] = [event async for event in sdk_client.send_message(request)]
     chunks = [event.artifact_update for event in events if event.HasField("artifact_update")]
     assert chunks and chunks[-1].last_chunk, "the final chunk is marked lastChunk"
     assert not any(chunk.last_chunk for chunk in chunks[:-1]), "only the final one"
