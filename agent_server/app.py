@@ -28,6 +28,7 @@ from agent_server.http.browsers import browser_middleware
 from agent_server.http.limits import ServerLimits
 from agent_server.http.responses import (
     JSON_MEDIA_TYPE,
+    CardDates,
     NDJSONStreamResponse,
     card_response,
     check_content_type,
@@ -59,7 +60,8 @@ from protocol import (
     encode_line,
     parse_request,
 )
-from protocol.card import grpc_address
+from protocol.a2a import VERSION_HEADER
+from protocol.card import grpc_address, reader_version
 
 logger = logging.getLogger("agent_server")
 
@@ -214,6 +216,7 @@ class _Handlers:
         self.max_body_bytes = max_body_bytes
         self.public_url = public_url
         self.authenticated = authenticated
+        self.card_dates = CardDates()
 
     async def send(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/send")
@@ -269,7 +272,8 @@ class _Handlers:
             card = card.with_grpc(grpc_address(url, grpc_port))
         if self.authenticated:
             card = card.with_bearer_auth()
-        return card_response(request, card.to_wire())
+        asked = request.headers.get(VERSION_HEADER) or request.query_params.get(VERSION_HEADER)
+        return card_response(request, card.for_reader(reader_version(asked)), self.card_dates)
 
     async def _parse(self, request: Request, model: type[M], method: str) -> ParsedRequest[M]:
         check_content_type(request)

@@ -91,8 +91,10 @@ class GrpcBinding:
 
     async def SendMessage(self, request: a2a_pb2.SendMessageRequest, context: Context) -> a2a_pb2.SendMessageResponse:
         async def work(caller: Principal) -> a2a_pb2.SendMessageResponse:
-            task = await operations.send(self.manager, _read(request, v1.SendMessageRequest), caller)
-            return a2a_pb2.SendMessageResponse(task=_task_message(task))
+            answer = await operations.send(self.manager, _read(request, v1.SendMessageRequest), caller)
+            if isinstance(answer, v1.Message):
+                return a2a_pb2.SendMessageResponse(message=_proto(answer.to_wire(), a2a_pb2.Message()))
+            return a2a_pb2.SendMessageResponse(task=_task_message(answer))
 
         return await self._unary(context, work)
 
@@ -168,12 +170,12 @@ class GrpcBinding:
             opened = await opening(self._caller(context))
             encoder = opened.encoder
             yield _stream_message(encoder.opening())
-            for event in opened.ready:
-                yield _stream_message(encoder.encode(event))
+            for response in encoder.encode_batch(opened.ready):
+                yield _stream_message(response)
             async with aclosing(opened.batches) as batches:
                 async for batch in batches:
-                    for event in batch:
-                        yield _stream_message(encoder.encode(event))
+                    for response in encoder.encode_batch(batch):
+                        yield _stream_message(response)
         except ProtocolError as exc:
             error = exc
         except Exception as exc:

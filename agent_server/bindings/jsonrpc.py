@@ -8,12 +8,16 @@ the caller's principal, so ownership, limits and every task rule are the same:
 - ``SendMessage`` / ``message/send``: a message without ``taskId`` starts a task (the server
   names it); with one, continues that task (unknown: -32001; finished: -32004). It answers
   once the task is terminal or ``input-required``, or at once with ``returnImmediately``.
+  A new task whose agent answered with a ``Message`` and nothing else is answered with that
+  Message alone (``{"message": ...}``; protocol/a2a/mapping.py ``bare_reply``); the task is
+  kept all the same, as the NDJSON binding has it.
 - ``SendStreamingMessage`` / ``message/stream``: Server-Sent Events, each ``data:`` one
   JSON-RPC response: the Task as the run starts, then its status and artifact updates,
   closed after the final one (protocol/a2a/streams.py).
 - ``GetTask`` / ``tasks/get``, ``CancelTask`` / ``tasks/cancel``, ``ListTasks`` (1.0 only).
-- ``SubscribeToTask`` / ``tasks/resubscribe``: the task now, then its events; -32004 for a
-  finished task.
+- ``SubscribeToTask`` / ``tasks/resubscribe``: the task now, then its events through the
+  next final one; on an ``input-required`` task the stream stays open for the run its next
+  message starts (or the cancel that closes it); -32004 for a finished task.
 - Push-notification configs: -32003 (the card says ``pushNotifications: false``); the
   extended card: -32004 (the card does not offer one).
 
@@ -79,6 +83,9 @@ class _Exchange:
         standard = task_to_v1(task)
         return standard.to_wire() if self.is_v1 else v03.task_from_v1(standard).to_wire()
 
+    def message(self, message: v1.Message) -> dict[str, Any]:
+        return {"message": message.to_wire()} if self.is_v1 else v03.message_from_v1(message).to_wire()
+
     def event(self, event: v1.StreamResponse) -> dict[str, Any]:
         return event.to_wire() if self.is_v1 else v03.event_from_v1(event).to_wire()
 
@@ -140,7 +147,10 @@ class JsonRpcBinding:
 
 
 async def _send(exchange: _Exchange) -> Response:
-    task = await operations.send(exchange.manager, exchange.send_request(), exchange.caller)
+    answer = await operations.send(exchange.manager, exchange.send_request(), exchange.caller)
+    if isinstance(answer, v1.Message):
+        return exchange.answer(exchange.message(answer))
+    task = answer
     return exchange.answer({"task": exchange.task(task)} if exchange.is_v1 else exchange.task(task))
 
 
@@ -187,7 +197,8 @@ async def _sse(exchange: _Exchange, opened: OpenStream) -> AsyncGenerator[bytes,
 
     def encoded(events: list[StreamEvent]) -> bytes:
         return b"".join(
-            encode_event(orjson.dumps(envelope.wrap_result(exchange.event(encoder.encode(event))))) for event in events
+            encode_event(orjson.dumps(envelope.wrap_result(exchange.event(response))))
+            for response in encoder.encode_batch(events)
         )
 
     try:

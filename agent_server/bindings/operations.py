@@ -20,7 +20,7 @@ from agent_server.stores import TaskFilter
 from agent_server.tasks.manager import TaskManager
 from protocol import ErrorCode, ProtocolError, StreamEvent, Task, TaskSendParams
 from protocol.a2a import StreamEncoder, send_params_from_v1, task_to_v1, v1
-from protocol.a2a.mapping import STATE_FROM_V1
+from protocol.a2a.mapping import STATE_FROM_V1, bare_reply
 
 Batches = AsyncGenerator[list[StreamEvent], None]
 
@@ -35,13 +35,19 @@ class OpenStream:
     batches: Batches
 
 
-async def send(manager: TaskManager, request: v1.SendMessageRequest, caller: Principal) -> Task:
-    """``SendMessage``: the task once terminal or ``input-required``, or as it starts with ``returnImmediately``."""
+async def send(manager: TaskManager, request: v1.SendMessageRequest, caller: Principal) -> Task | v1.Message:
+    """``SendMessage``: the task once terminal or ``input-required``, or as it starts with ``returnImmediately``.
+
+    A new task whose agent answered with a bare Message and nothing else is answered with that
+    Message (``bare_reply``); the task is kept all the same, as the NDJSON binding has it.
+    """
     params = await _send_params(manager, request, caller)
     config = request.configuration
     if config is not None and config.return_immediately:
         return await manager.start(params, caller)
-    return await manager.send_in_caller_task(params, caller)
+    task = await manager.send_in_caller_task(params, caller)
+    reply = bare_reply(task) if params.id is None else None
+    return task if reply is None else reply
 
 
 async def send_streaming(manager: TaskManager, request: v1.SendMessageRequest, caller: Principal) -> OpenStream:
@@ -58,14 +64,14 @@ async def send_streaming(manager: TaskManager, request: v1.SendMessageRequest, c
 
 
 async def subscribe(manager: TaskManager, task_id: str, caller: Principal) -> OpenStream:
-    """``SubscribeToTask``: the task now, then its events; -32004 for a finished task."""
+    """``SubscribeToTask``: the task now, then its events, waiting through ``input-required``; -32004 if finished."""
     task, last_seq = await manager.snapshot(task_id, caller)
     if task.status.state.is_terminal:
         raise ProtocolError(
             ErrorCode.UNSUPPORTED_OPERATION,
             f"task {task_id!r} is {task.status.state.value}: there is nothing to subscribe to; GetTask reads it",
         )
-    batches = await manager.resubscribe_batches(task_id, last_seq, caller)
+    batches = await manager.follow_batches(task_id, last_seq, caller)
     return OpenStream(StreamEncoder(task), [], batches)
 
 

@@ -11,7 +11,8 @@ The agent does what the message text says (the scripted agent's words, where the
 - anything else: completed with its text echoed (``echo: <text>``).
 
 ``SdkAgent.canceled`` holds the ids of the tasks the executor saw canceled (its own
-``cancel`` hook ran), so a test knows the cancel reached the agent's code. ``v03=True``
+``cancel`` hook ran), so a test knows the cancel reached the agent's code;
+``SdkAgent.message_ids`` the ``messageId`` of each message it was handed. ``v03=True``
 serves a card that offers only A2A 0.3 (the SDK's v0.3 compatibility on the same endpoint),
 so a client that follows the card speaks 0.3. ``serve_sdk_grpc_agent`` serves the same agent
 over gRPC only (the SDK's GrpcHandler), its card over HTTP.
@@ -41,10 +42,13 @@ class SdkAgent(AgentExecutor):
 
     def __init__(self) -> None:
         self.canceled: list[str] = []
+        self.message_ids: list[str] = []
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.context_id is not None
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        if context.message is not None:
+            self.message_ids.append(context.message.message_id)
         text = context.get_user_input()
         words = text.split()
         if context.current_task is None:
