@@ -29,6 +29,7 @@ from agent_server.http.browsers import browser_middleware
 from agent_server.http.limits import ServerLimits
 from agent_server.http.responses import (
     JSON_MEDIA_TYPE,
+    CardDates,
     NDJSONStreamResponse,
     card_response,
     check_content_type,
@@ -61,6 +62,8 @@ from protocol import (
     encode_line,
     parse_request,
 )
+from protocol.a2a import VERSION_HEADER
+from protocol.card import grpc_address, reader_version
 
 logger = logging.getLogger("agent_server")
 
@@ -89,6 +92,8 @@ def create_app(
     public_url: str | None = None,
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
+    grpc_port: int | None = None,
+    grpc_host: str = "127.0.0.1",
 ) -> Starlette:
     """An app serving ``agent``; its TaskManager runs for the app's lifespan (``app.state.task_manager``).
 
@@ -98,7 +103,10 @@ def create_app(
     ``Authorization: Bearer <token>``, and the card says so. ``allowed_origins``: the web
     origins whose pages may call it (browsers.py; default none). ``GET /metrics`` serves the
     process's metrics, behind the token when there is one. Spans are recorded once the
-    process has called ``telemetry.tracing.configure`` (``serve`` does).
+    process has called ``telemetry.tracing.configure`` (``serve`` does). ``grpc_port``: also
+    serve A2A over gRPC on ``grpc_host:grpc_port`` (0: a free port) for the app's lifespan,
+    listed in the card (needs the ``grpc`` extra; bindings/grpc.py); the port bound is
+    ``app.state.grpc_port``.
     """
     hosted = as_hosted_agent(agent)
     handlers = _Handlers(hosted, max_body_bytes=max_body_bytes, public_url=public_url, authenticated=token is not None)
@@ -113,6 +121,13 @@ def create_app(
             manager = TaskManager(hosted, task_store, cancel_on_disconnect=cancel_on_disconnect)
             await stack.enter_async_context(manager.running())
             app.state.task_manager = manager
+            if grpc_port is not None:
+                from agent_server.bindings.grpc import grpc_serving  # grpcio is an extra, loaded only when asked for
+
+                serving = grpc_serving(
+                    manager, tokens, host=grpc_host, port=grpc_port, max_message_bytes=max_body_bytes
+                )
+                app.state.grpc_port = await stack.enter_async_context(serving)
             yield
 
     jsonrpc = JsonRpcBinding(_manager, max_body_bytes=max_body_bytes)
@@ -162,6 +177,7 @@ def serve(
     limits: ServerLimits | None = None,
     loop: EventLoop = DEFAULT_LOOP,
     http: HttpParser = DEFAULT_HTTP,
+    grpc_port: int | None = None,
 ) -> None:
     """Run the agent's app with uvicorn until interrupted, behind ``limits`` (default ``ServerLimits()``).
 
@@ -170,6 +186,7 @@ def serve(
     ``log_format="json"``: uvicorn's lines go through the root logger (telemetry/logs.py).
     Traces go where the ``OTEL_*`` environment says (telemetry/tracing.py).
     ``loop`` and ``http``: the event loop and the HTTP parser (agent_server/http/speedups.py).
+    ``grpc_port``: A2A over gRPC on that port of ``host`` too (see ``create_app``).
     """
     tracing.configure(f"switchboard-agent-{as_hosted_agent(agent).name}")
     app = create_app(
@@ -179,6 +196,8 @@ def serve(
         public_url=public_url,
         token=token,
         allowed_origins=allowed_origins,
+        grpc_port=grpc_port,
+        grpc_host=host,
     )
     server = build_server(
         app,
@@ -202,6 +221,7 @@ class _Handlers:
         self.max_body_bytes = max_body_bytes
         self.public_url = public_url
         self.authenticated = authenticated
+        self.card_dates = CardDates()
 
     async def send(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/send")
@@ -252,9 +272,13 @@ class _Handlers:
     async def agent_card(self, request: Request) -> Response:
         url = self.public_url or str(request.base_url).rstrip("/")
         card = self.agent.card(url)
+        grpc_port: int | None = getattr(request.app.state, "grpc_port", None)
+        if grpc_port is not None:
+            card = card.with_grpc(grpc_address(url, grpc_port))
         if self.authenticated:
             card = card.with_bearer_auth()
-        return card_response(request, card.to_wire())
+        asked = request.headers.get(VERSION_HEADER) or request.query_params.get(VERSION_HEADER)
+        return card_response(request, card.for_reader(reader_version(asked)), self.card_dates)
 
     async def _parse(self, request: Request, model: type[M], method: str) -> ParsedRequest[M]:
         check_content_type(request)

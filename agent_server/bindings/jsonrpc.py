@@ -2,19 +2,23 @@
 
 One endpoint, ``POST /``, takes every method; the ``A2A-Version`` header says which
 version's methods and shapes the request uses (protocol/a2a/rpc.py). Each method is one of
-the v1.0 operations (operations.py, shared with the HTTP+JSON binding) on the task manager
-the NDJSON binding drives, with the caller's principal, so ownership, limits and every task
-rule are the same; this module reads the envelope and writes the answers:
+the v1.0 operations (operations.py, shared with the HTTP+JSON and gRPC bindings) on the task
+manager the NDJSON binding drives, with the caller's principal, so ownership, limits and
+every task rule are the same; this module reads the envelope and writes the answers:
 
 - ``SendMessage`` / ``message/send``: a message without ``taskId`` starts a task (the server
   names it); with one, continues that task (unknown: -32001; finished: -32004). It answers
   once the task is terminal or ``input-required``, or at once with ``returnImmediately``.
+  A new task whose agent answered with a ``Message`` and nothing else is answered with that
+  Message alone (``{"message": ...}``; protocol/a2a/mapping.py ``bare_reply``); the task is
+  kept all the same, as the NDJSON binding has it.
 - ``SendStreamingMessage`` / ``message/stream``: Server-Sent Events, each ``data:`` one
   JSON-RPC response: the Task as the run starts, then its status and artifact updates,
   closed after the final one (protocol/a2a/streams.py).
 - ``GetTask`` / ``tasks/get``, ``CancelTask`` / ``tasks/cancel``, ``ListTasks`` (1.0 only).
-- ``SubscribeToTask`` / ``tasks/resubscribe``: the task now, then its events; -32004 for a
-  finished task.
+- ``SubscribeToTask`` / ``tasks/resubscribe``: the task now, then its events through the
+  next final one; on an ``input-required`` task the stream stays open for the run its next
+  message starts (or the cancel that closes it); -32004 for a finished task.
 - Push-notification configs: -32003 (the card says ``pushNotifications: false``); the
   extended card: -32004 (the card does not offer one).
 
@@ -32,7 +36,8 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_server.bindings.operations import Operations, TaskStream, no_extended_card, push_unsupported, sse_events
+from agent_server.bindings import operations
+from agent_server.bindings.operations import OpenStream
 from agent_server.http.auth import principal_of
 from agent_server.http.responses import SSEStreamResponse, check_content_type, json_response, read_body
 from agent_server.tasks.manager import TaskManager
@@ -62,7 +67,8 @@ class _Exchange:
         self.request = request
         self.call = call
         self.version = version
-        self.operations = Operations(manager, principal_of(request))
+        self.manager = manager
+        self.caller = principal_of(request)
 
     @property
     def is_v1(self) -> bool:
@@ -75,6 +81,9 @@ class _Exchange:
         standard = task_to_v1(task)
         return standard.to_wire() if self.is_v1 else v03.task_from_v1(standard).to_wire()
 
+    def message(self, message: v1.Message) -> dict[str, Any]:
+        return {"message": message.to_wire()} if self.is_v1 else v03.message_from_v1(message).to_wire()
+
     def event(self, event: v1.StreamResponse) -> dict[str, Any]:
         return event.to_wire() if self.is_v1 else v03.event_from_v1(event).to_wire()
 
@@ -83,7 +92,7 @@ class _Exchange:
             return parse_params(self.call, v1.SendMessageRequest)
         return v03.send_params_to_v1(parse_params(self.call, v03.MessageSendParams))
 
-    def stream(self, stream: TaskStream) -> Response:
+    def stream(self, opened: OpenStream) -> Response:
         envelope = self.call.envelope
 
         def encode(event: v1.StreamResponse) -> bytes:
@@ -92,7 +101,7 @@ class _Exchange:
         def fail(error: ProtocolError) -> bytes:
             return orjson.dumps(envelope.wrap_error(error))
 
-        return SSEStreamResponse(sse_events(stream, encode, fail))
+        return SSEStreamResponse(operations.sse_events(opened, encode, fail))
 
 
 class JsonRpcBinding:
@@ -144,38 +153,44 @@ class JsonRpcBinding:
 
 
 async def _send(exchange: _Exchange) -> Response:
-    task = await exchange.operations.send(exchange.send_request())
+    answer = await operations.send(exchange.manager, exchange.send_request(), exchange.caller)
+    if isinstance(answer, v1.Message):
+        return exchange.answer(exchange.message(answer))
+    task = answer
     return exchange.answer({"task": exchange.task(task)} if exchange.is_v1 else exchange.task(task))
 
 
 async def _send_streaming(exchange: _Exchange) -> Response:
-    return exchange.stream(await exchange.operations.stream(exchange.send_request()))
+    return exchange.stream(await operations.send_streaming(exchange.manager, exchange.send_request(), exchange.caller))
 
 
 async def _get(exchange: _Exchange) -> Response:
-    return exchange.answer(exchange.task(await exchange.operations.get(parse_params(exchange.call, v1.GetTaskRequest))))
+    query = parse_params(exchange.call, v1.GetTaskRequest)
+    task = await exchange.manager.get(query.id, query.history_length, exchange.caller)
+    return exchange.answer(exchange.task(task))
 
 
 async def _cancel(exchange: _Exchange) -> Response:
     target = parse_params(exchange.call, v1.CancelTaskRequest)
-    return exchange.answer(exchange.task(await exchange.operations.cancel(target.id)))
+    return exchange.answer(exchange.task(await exchange.manager.cancel(target.id, exchange.caller)))
 
 
 async def _subscribe(exchange: _Exchange) -> Response:
     target = parse_params(exchange.call, v1.SubscribeToTaskRequest)
-    return exchange.stream(await exchange.operations.subscribe(target.id))
+    return exchange.stream(await operations.subscribe(exchange.manager, target.id, exchange.caller))
 
 
 async def _list(exchange: _Exchange) -> Response:
-    return exchange.answer(await exchange.operations.list(parse_params(exchange.call, v1.ListTasksRequest)))
+    query = parse_params(exchange.call, v1.ListTasksRequest)
+    return exchange.answer(await operations.list_tasks(exchange.manager, query, exchange.caller))
 
 
 async def _no_extended_card(exchange: _Exchange) -> Response:
-    raise no_extended_card()
+    raise operations.no_extended_card()
 
 
 async def _no_push_notifications(exchange: _Exchange) -> Response:
-    raise push_unsupported()
+    raise operations.push_unsupported()
 
 
 def _error(error: ProtocolError, envelope: Envelope, *, status: int = 200) -> Response:

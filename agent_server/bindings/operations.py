@@ -1,17 +1,17 @@
-"""The A2A v1.0 operations over the TaskManager, for one caller: what every standard binding does, in v1.0 shapes.
+"""The standard A2A operations over the TaskManager, in v1.0's objects, for every binding to frame its own way.
 
-A binding reads a request in its own framing (a JSON-RPC envelope, a REST path and body),
-hands it here as the v1.0 request object, and writes the answer back in its own framing.
-So the rules are written once: a message naming a task continues the caller's task, a
-finished task takes no more messages, ``returnImmediately``, what a list page holds, which
-tasks can be subscribed to, and the refusals of what this server does not offer (push
-notifications, the extended card). Ownership is the TaskManager's, by ``caller``.
+A binding parses its request into the v1.0 model (protocol/a2a/v1.py), calls one of these
+with the caller's principal, and writes what comes back in its own framing (a JSON-RPC
+response, an HTTP+JSON answer, a gRPC message). So the rules live once: a message naming a task continues that
+task (the caller's, not finished), ``returnImmediately`` answers as the run starts, a
+stream opens with the Task, a finished task has nothing to subscribe to, and the
+operations this server does not offer are refused with the same words on every binding.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,99 +22,83 @@ from agent_server.stores import TaskFilter
 from agent_server.tasks.manager import TaskManager
 from protocol import ErrorCode, ProtocolError, StreamEvent, Task, TaskSendParams, encode_event
 from protocol.a2a import StreamEncoder, send_params_from_v1, task_to_v1, v1
-from protocol.a2a.mapping import STATE_FROM_V1
+from protocol.a2a.mapping import STATE_FROM_V1, bare_reply
 
 logger = logging.getLogger("agent_server")
 
+Batches = AsyncGenerator[list[StreamEvent], None]
+
 
 @dataclass(frozen=True)
-class TaskStream:
-    """A stream about to be sent: the Task it opens with (in ``encoder``), the events ready now, then the rest."""
+class OpenStream:
+    """A stream about to be written: its encoder (which opens with the Task), the events ready with the opening,
+    then the batches of the rest (the caller closes them)."""
 
     encoder: StreamEncoder
     ready: list[StreamEvent]
-    batches: AsyncIterator[list[StreamEvent]]
+    batches: Batches
 
 
-@dataclass(frozen=True)
-class Operations:
-    """The operations one request may run: ``manager`` serves them, for ``caller``."""
+async def send(manager: TaskManager, request: v1.SendMessageRequest, caller: Principal) -> Task | v1.Message:
+    """``SendMessage``: the task once terminal or ``input-required``, or as it starts with ``returnImmediately``.
 
-    manager: TaskManager
-    caller: Principal
+    A new task whose agent answered with a bare Message and nothing else is answered with that
+    Message (``bare_reply``); the task is kept all the same, as the NDJSON binding has it.
+    """
+    params = await _send_params(manager, request, caller)
+    config = request.configuration
+    if config is not None and config.return_immediately:
+        return await manager.start(params, caller)
+    task = await manager.send_in_caller_task(params, caller)
+    reply = bare_reply(task) if params.id is None else None
+    return task if reply is None else reply
 
-    async def send(self, request: v1.SendMessageRequest) -> Task:
-        """SendMessage: the task once terminal or ``input-required``; as it starts, with ``returnImmediately``."""
-        params = await self._send_params(request)
-        if request.configuration is not None and request.configuration.return_immediately:
-            return await self.manager.start(params, self.caller)
-        return await self.manager.send_in_caller_task(params, self.caller)
 
-    async def stream(self, request: v1.SendMessageRequest) -> TaskStream:
-        """SendStreamingMessage: the Task as the run starts, then its events until the final one."""
-        params = await self._send_params(request)
-        opened: list[Task] = []
-        batches = self.manager.subscribe_batches(params, self.caller, on_start=opened.append)
-        try:
-            first = await anext(batches)  # the run's first line, the working status, is the Task the stream opens with
-        except BaseException:
-            await batches.aclose()
-            raise
-        return TaskStream(StreamEncoder(opened[0]), first[1:], batches)
+async def send_streaming(manager: TaskManager, request: v1.SendMessageRequest, caller: Principal) -> OpenStream:
+    """``SendStreamingMessage``: the run started, its first line (the working status) read as the opening Task."""
+    params = await _send_params(manager, request, caller)
+    opened: list[Task] = []
+    batches = manager.subscribe_batches(params, caller, on_start=opened.append)
+    try:
+        first = await anext(batches)
+    except BaseException:
+        await batches.aclose()
+        raise
+    return OpenStream(StreamEncoder(opened[0]), first[1:], batches)
 
-    async def get(self, query: v1.GetTaskRequest) -> Task:
-        return await self.manager.get(query.id, query.history_length, self.caller)
 
-    async def cancel(self, task_id: str) -> Task:
-        return await self.manager.cancel(task_id, self.caller)
-
-    async def subscribe(self, task_id: str) -> TaskStream:
-        """SubscribeToTask: the task now, then its events; a finished task has none (-32004)."""
-        task, last_seq = await self.manager.snapshot(task_id, self.caller)
-        if task.status.state.is_terminal:
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED_OPERATION,
-                f"task {task_id!r} is {task.status.state.value}: there is nothing to subscribe to; GetTask reads it",
-            )
-        batches = await self.manager.resubscribe_batches(task_id, last_seq, self.caller)
-        return TaskStream(StreamEncoder(task), [], batches)
-
-    async def list(self, query: v1.ListTasksRequest) -> dict[str, Any]:
-        """ListTasks: one page of the caller's tasks, as the ListTasksResponse's JSON."""
-        where = TaskFilter(
-            session_id=query.context_id or None,
-            state=STATE_FROM_V1[query.status] if query.status is not None else None,
-            status_after=_utc_time(query.status_timestamp_after),
+async def subscribe(manager: TaskManager, task_id: str, caller: Principal) -> OpenStream:
+    """``SubscribeToTask``: the task now, then its events, waiting through ``input-required``; -32004 if finished."""
+    task, last_seq = await manager.snapshot(task_id, caller)
+    if task.status.state.is_terminal:
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_OPERATION,
+            f"task {task_id!r} is {task.status.state.value}: there is nothing to subscribe to; GetTask reads it",
         )
-        limit = query.page_size or v1.DEFAULT_PAGE_SIZE
-        page = await self.manager.list_tasks(
-            where, limit=limit, cursor=query.page_token or "", history_length=query.history_length, caller=self.caller
-        )
-        tasks = [task_to_v1(task, include_artifacts=query.include_artifacts).to_wire() for task in page.tasks]
-        return {"tasks": tasks, "nextPageToken": page.next_cursor, "pageSize": limit, "totalSize": page.total}
+    batches = await manager.follow_batches(task_id, last_seq, caller)
+    return OpenStream(StreamEncoder(task), [], batches)
 
-    async def _send_params(self, request: v1.SendMessageRequest) -> TaskSendParams:
-        """The request as the task model's send, its task the caller's and still open; refusals as the spec says."""
-        config = request.configuration
-        if config is not None and config.task_push_notification_config:
-            raise push_unsupported()
-        try:
-            params = send_params_from_v1(request)
-        except ValueError as exc:  # bytes that are not base64
-            raise ProtocolError.invalid_param("message.parts", str(exc)) from None
-        if params.id is not None:
-            await self._still_open(params.id)
-        return params
 
-    async def _still_open(self, task_id: str) -> None:
-        """A message naming a task continues it: the caller's task (-32001 otherwise), not finished (-32004)."""
-        task = await self.manager.get(task_id, 0, self.caller)
-        if task.status.state.is_terminal:
-            raise ProtocolError(
-                ErrorCode.UNSUPPORTED_OPERATION,
-                f"task {task_id!r} is {task.status.state.value} and takes no more messages; "
-                "send the message without a taskId to start a new task (same contextId to stay in the conversation)",
-            )
+async def list_tasks(manager: TaskManager, query: v1.ListTasksRequest, caller: Principal) -> dict[str, Any]:
+    """``ListTasks``: one page of the caller's tasks, as the ListTasksResponse's JSON."""
+    where = TaskFilter(
+        session_id=query.context_id or None,
+        state=STATE_FROM_V1[query.status] if query.status is not None else None,
+        status_after=_utc_time(query.status_timestamp_after),
+    )
+    limit = query.page_size or v1.DEFAULT_PAGE_SIZE
+    page = await manager.list_tasks(
+        where, limit=limit, cursor=query.page_token or "", history_length=query.history_length, caller=caller
+    )
+    tasks = [task_to_v1(task, include_artifacts=query.include_artifacts).to_wire() for task in page.tasks]
+    return {"tasks": tasks, "nextPageToken": page.next_cursor, "pageSize": limit, "totalSize": page.total}
+
+
+def no_extended_card() -> ProtocolError:
+    return ProtocolError(
+        ErrorCode.UNSUPPORTED_OPERATION,
+        "this agent has no extended card (its card says capabilities.extendedAgentCard is not offered)",
+    )
 
 
 def push_unsupported() -> ProtocolError:
@@ -125,37 +109,57 @@ def push_unsupported() -> ProtocolError:
     )
 
 
-def no_extended_card() -> ProtocolError:
-    return ProtocolError(
-        ErrorCode.UNSUPPORTED_OPERATION,
-        "this agent has no extended card (its card says capabilities.extendedAgentCard is not offered)",
-    )
-
-
 async def sse_events(
-    stream: TaskStream,
+    opened: OpenStream,
     encode: Callable[[v1.StreamResponse], bytes],
     fail: Callable[[ProtocolError], bytes],
 ) -> AsyncGenerator[bytes, None]:
-    """The stream as Server-Sent Events, each ``data:`` what ``encode`` makes of an event; a failure mid-stream
-    ends it with an ``error`` event, its ``data:`` what ``fail`` makes of the error.
+    """The stream as Server-Sent Events, for the bindings that stream over SSE (JSON-RPC, HTTP+JSON).
 
-    The events ready together (the opening with ``ready``, then each batch) are written in one piece.
+    Each ``data:`` is what ``encode`` makes of one StreamResponse; a failure mid-stream ends
+    the stream with an ``error`` event, its ``data:`` what ``fail`` makes of the error. The
+    events ready together (``ready`` with the opening, then each batch) are written in one
+    piece, encoded as a batch so an artifact's last chunk in it says ``lastChunk``.
     """
-    encoder = stream.encoder
+    encoder = opened.encoder
 
     def encoded(events: list[StreamEvent]) -> bytes:
-        return b"".join(encode_event(encode(encoder.encode(event))) for event in events)
+        return b"".join(encode_event(encode(response)) for response in encoder.encode_batch(events))
 
     try:
-        yield encode_event(encode(encoder.opening())) + encoded(stream.ready)
-        async with aclosing(stream.batches) as batches:  # type: ignore[type-var]
-            async for batch in batches:
+        yield encode_event(encode(encoder.opening())) + encoded(opened.ready)
+        async with aclosing(opened.batches) as stream:
+            async for batch in stream:
                 yield encoded(batch)
     except Exception as exc:
         logger.exception("a task event stream broke off")
         error = ProtocolError(ErrorCode.INTERNAL_ERROR, f"the stream broke off: {type(exc).__name__}: {exc}")
         yield encode_event(fail(error), "error")
+
+
+async def _send_params(manager: TaskManager, request: v1.SendMessageRequest, caller: Principal) -> TaskSendParams:
+    """The request as the task model's send, refused where it cannot be served.
+
+    -32003 for a push config; -32602 for what the model cannot hold (bytes that are not
+    base64); a message naming a task continues it: the caller's task (-32001 otherwise),
+    not finished (-32004).
+    """
+    config = request.configuration
+    if config is not None and config.task_push_notification_config:
+        raise push_unsupported()
+    try:
+        params = send_params_from_v1(request)
+    except ValueError as exc:
+        raise ProtocolError.invalid_param("message.parts", str(exc)) from None
+    if params.id is not None:
+        task = await manager.get(params.id, 0, caller)
+        if task.status.state.is_terminal:
+            raise ProtocolError(
+                ErrorCode.UNSUPPORTED_OPERATION,
+                f"task {params.id!r} is {task.status.state.value} and takes no more messages; "
+                "send the message without a taskId to start a new task (same contextId to stay in the conversation)",
+            )
+    return params
 
 
 def _utc_time(value: str | None) -> str | None:

@@ -4,13 +4,15 @@ Each operation is an HTTP method and a path, as the specification's HTTP+JSON bi
 a2a.proto's ``google.api.http`` annotations give them, under ``/a2a/rest`` (the NDJSON
 binding owns ``/tasks/*`` at the root: ``GET /tasks/{id}`` is its, with its own Task shape):
 
-- ``POST /message:send``: the SendMessageRequest; answers ``{"task": Task}``.
+- ``POST /message:send``: the SendMessageRequest; answers ``{"task": Task}``, or
+  ``{"message": Message}`` when a new task's agent answered with a bare Message alone.
 - ``POST /message:stream``: Server-Sent Events, each ``data:`` one StreamResponse: the Task
   as the run starts, then its status and artifact updates, closed after the final one.
 - ``GET /tasks/{id}`` (``?historyLength=``), ``GET /tasks`` (ListTasks, its fields as query
   parameters), ``POST /tasks/{id}:cancel``.
-- ``GET`` or ``POST /tasks/{id}:subscribe``: the task now, then its events (a2a.proto says
-  GET, the specification's text and the a2a-sdk client POST; both are served).
+- ``GET`` or ``POST /tasks/{id}:subscribe``: the task now, then its events, waiting through
+  ``input-required`` (a2a.proto says GET, the specification's text and the a2a-sdk client
+  POST; both are served).
 - ``/tasks/{id}/pushNotificationConfigs[/{configId}]`` and ``GET /extendedAgentCard``:
   refused as the JSON-RPC binding refuses them, from the one table (``OPERATIONS``).
 
@@ -36,8 +38,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Route
 
-from agent_server.bindings.operations import Operations, TaskStream, no_extended_card, push_unsupported, sse_events
-from agent_server.http.auth import principal_of
+from agent_server.bindings import operations
+from agent_server.bindings.operations import OpenStream
+from agent_server.http.auth import Principal, principal_of
 from agent_server.http.responses import SSEStreamResponse, check_content_type, read_body
 from agent_server.tasks.manager import TaskManager
 from protocol import A2A_V1, ErrorCode, ProtocolError, Task, WireModel, major_minor
@@ -68,8 +71,8 @@ OPERATIONS: tuple[RestOperation, ...] = (
     RestOperation("POST", "/message:stream", "SendStreamingMessage"),
     RestOperation("GET", "/tasks", "ListTasks"),
     RestOperation("POST", "/tasks/{id}:cancel", "CancelTask"),
-    RestOperation("GET", "/tasks/{id}:subscribe", "SubscribeToTask"),
-    RestOperation("POST", "/tasks/{id}:subscribe", "SubscribeToTask"),
+    # a2a.proto says GET, the specification's text and the a2a-sdk client POST: both are served
+    *(RestOperation(verb, "/tasks/{id}:subscribe", "SubscribeToTask") for verb in ("GET", "POST")),
     RestOperation("POST", "/tasks/{id}/pushNotificationConfigs", "CreateTaskPushNotificationConfig"),
     RestOperation("GET", "/tasks/{id}/pushNotificationConfigs", "ListTaskPushNotificationConfigs"),
     RestOperation("GET", "/tasks/{id}/pushNotificationConfigs/{config_id}", "GetTaskPushNotificationConfig"),
@@ -83,9 +86,10 @@ OPERATIONS: tuple[RestOperation, ...] = (
 class _Exchange:
     """One request: its path parameters, the operations it may run for its caller, and how it is answered."""
 
-    def __init__(self, request: Request, operations: Operations, max_body_bytes: int) -> None:
+    def __init__(self, request: Request, manager: TaskManager, max_body_bytes: int) -> None:
         self.request = request
-        self.operations = operations
+        self.manager = manager
+        self.caller: Principal = principal_of(request)
         self.max_body_bytes = max_body_bytes
 
     @property
@@ -112,8 +116,8 @@ class _Exchange:
         except ValidationError as exc:
             raise ProtocolError.from_validation_error(exc, what) from None
 
-    def stream(self, stream: TaskStream) -> Response:
-        return SSEStreamResponse(sse_events(stream, _wire_json, _status_json))
+    def stream(self, opened: OpenStream) -> Response:
+        return SSEStreamResponse(operations.sse_events(opened, _wire_json, _status_json))
 
 
 class RestBinding:
@@ -151,10 +155,7 @@ class RestBinding:
         async def endpoint(request: Request) -> Response:
             try:
                 _check_version(request)
-                exchange = _Exchange(
-                    request, Operations(self.manager(request), principal_of(request)), self.max_body_bytes
-                )
-                return await handler(exchange)
+                return await handler(_Exchange(request, self.manager(request), self.max_body_bytes))
             except ProtocolError as exc:
                 return error_response(exc)
             except Exception as exc:
@@ -203,41 +204,45 @@ def _task(task: Task) -> dict[str, Any]:
 
 
 async def _send(exchange: _Exchange) -> Response:
-    task = await exchange.operations.send(await exchange.body(v1.SendMessageRequest, "SendMessageRequest"))
-    return _answer({"task": _task(task)})
+    request = await exchange.body(v1.SendMessageRequest, "SendMessageRequest")
+    answer = await operations.send(exchange.manager, request, exchange.caller)
+    if isinstance(answer, v1.Message):
+        return _answer({"message": answer.to_wire()})
+    return _answer({"task": _task(answer)})
 
 
 async def _send_streaming(exchange: _Exchange) -> Response:
     request = await exchange.body(v1.SendMessageRequest, "SendMessageRequest")
-    return exchange.stream(await exchange.operations.stream(request))
+    return exchange.stream(await operations.send_streaming(exchange.manager, request, exchange.caller))
 
 
 async def _get(exchange: _Exchange) -> Response:
     query = exchange.query(v1.GetTaskRequest, "GetTaskRequest", id=exchange.task_id)
-    return _answer(_task(await exchange.operations.get(query)))
+    return _answer(_task(await exchange.manager.get(query.id, query.history_length, exchange.caller)))
 
 
 async def _list(exchange: _Exchange) -> Response:
-    return _answer(await exchange.operations.list(exchange.query(v1.ListTasksRequest, "ListTasksRequest")))
+    query = exchange.query(v1.ListTasksRequest, "ListTasksRequest")
+    return _answer(await operations.list_tasks(exchange.manager, query, exchange.caller))
 
 
 async def _cancel(exchange: _Exchange) -> Response:
     await exchange.json_body("CancelTaskRequest", optional=True)  # its id is the path's
-    return _answer(_task(await exchange.operations.cancel(exchange.task_id)))
+    return _answer(_task(await exchange.manager.cancel(exchange.task_id, exchange.caller)))
 
 
 async def _subscribe(exchange: _Exchange) -> Response:
     if exchange.request.method == "POST":
         await exchange.json_body("SubscribeToTaskRequest", optional=True)  # its id is the path's
-    return exchange.stream(await exchange.operations.subscribe(exchange.task_id))
+    return exchange.stream(await operations.subscribe(exchange.manager, exchange.task_id, exchange.caller))
 
 
 async def _no_push_notifications(exchange: _Exchange) -> Response:
-    raise push_unsupported()
+    raise operations.push_unsupported()
 
 
 async def _no_extended_card(exchange: _Exchange) -> Response:
-    raise no_extended_card()
+    raise operations.no_extended_card()
 
 
 def _check_version(request: Request) -> None:

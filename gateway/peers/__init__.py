@@ -1,8 +1,8 @@
 """Peers: agents the gateway can call, one interface over HTTP (the NDJSON binding, A2A JSON-RPC and HTTP+JSON),
-in-process and MCP.
+gRPC, in-process and MCP.
 
 An http(s):// agent is an ``HttpAgentPeer``: its card names the binding, and the peer of
-that binding (``A2AHttpPeer``, ``JsonRpcPeer`` or ``RestPeer``) is used.
+that binding (``A2AHttpPeer``, ``JsonRpcPeer``, ``RestPeer`` or, with the ``grpc`` extra, ``GrpcPeer``) is used.
 
 The MCP peer (``gateway.peers.mcp``) is imported where an MCP target is first used, so the
 MCP SDK costs nothing to a gateway that has none.

@@ -4,18 +4,21 @@ The card is read from ``/.well-known/agent-card.json``, else ``agent.json`` (old
 once: the binding it names is kept for the gateway's life.
 The binding, in this order of preference: Switchboard's NDJSON binding (``NDJSON_BINDING``
 in ``supportedInterfaces``), A2A JSON-RPC 1.0, JSON-RPC 0.3 (a JSON-RPC interface without a
-version counts as 1.0, after those that say so), then HTTP+JSON 1.0 (likewise). A card that
-declares no interface at all is an older Switchboard agent's: NDJSON. Anything else (only
-gRPC, or HTTP+JSON 0.3) is refused with ``no_binding``.
+version counts as 1.0, after those that say so), then HTTP+JSON 1.0 (likewise), then gRPC
+1.0 (with the ``grpc`` extra installed; grpc.py). A card that declares no interface at all
+is an older Switchboard agent's: NDJSON. Anything else (HTTP+JSON 0.3, gRPC without the
+extra) is refused with ``no_binding``.
 
 The gateway keeps to the host it was given: of an interface's URL it takes the path only,
 on the scheme, host and port of the agent's URI (a card saying ``localhost`` or another
 host leads nowhere else, and a card may not send the gateway's calls, and its token, to a
-host the operator did not name).
+host the operator did not name). A gRPC interface's port is kept, on the URI's host; TLS
+when the URI is https.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -31,6 +34,7 @@ from gateway.uri import A2AHttpTarget
 from protocol import (
     A2A_V03,
     A2A_V1,
+    GRPC_BINDING,
     HTTP_JSON_BINDING,
     JSONRPC_BINDING,
     NDJSON_BINDING,
@@ -42,6 +46,7 @@ from protocol import (
 
 _JSONRPC_RANKS = {A2A_V1: 1, A2A_V03: 2, None: 3}
 _HTTP_JSON_RANKS = {A2A_V1: 4, None: 5}
+_GRPC_RANK = 6
 
 
 class HttpAgentPeer(Peer):
@@ -110,6 +115,10 @@ class HttpAgentPeer(Peer):
     async def get(self, task_id: str) -> Task:
         return await (await self.resolve()).get(task_id)
 
+    async def aclose(self) -> None:
+        if self._peer is not None:
+            await self._peer.aclose()
+
     def _peer_for(self, card: AgentCard) -> Peer:
         binding, version, url = choose_binding(card, self._target.base_url, self.uri)
         if binding == NDJSON_BINDING:
@@ -121,6 +130,11 @@ class HttpAgentPeer(Peer):
             )
         if binding == HTTP_JSON_BINDING:
             return RestPeer(self.uri, url, card, self._client, self._limits, token=self._token)
+        if binding == GRPC_BINDING:
+            from gateway.peers.grpc import GrpcPeer  # grpcio is an extra, loaded for the first gRPC agent
+
+            secure = urlsplit(self._target.base_url).scheme == "https"
+            return GrpcPeer(self.uri, url, card, self._limits, token=self._token, secure=secure)
         return JsonRpcPeer(self.uri, url, version, card, self._client, self._limits, token=self._token)
 
 
@@ -139,15 +153,41 @@ def choose_binding(card: AgentCard, base_url: str, uri: str) -> tuple[str, str, 
             rank = (_JSONRPC_RANKS if binding == JSONRPC_BINDING else _HTTP_JSON_RANKS).get(version)
             if rank is not None:
                 ranked.append((rank, binding, version or A2A_V1, interface.url))
+        elif binding == GRPC_BINDING and _speaks_grpc(interface.protocol_version):
+            ranked.append((_GRPC_RANK, binding, A2A_V1, interface.url))
     if not ranked:
         offered = ", ".join(f"{i.protocol_binding} {i.protocol_version or ''}".strip() for i in interfaces)
         raise PeerProtocolError(
             f"the card of {uri} offers no binding the gateway speaks ({offered}); it speaks Switchboard's NDJSON "
-            f"binding, A2A JSON-RPC {A2A_V1} and {A2A_V03}, and A2A HTTP+JSON {A2A_V1}",
+            f"binding, A2A JSON-RPC {A2A_V1} and {A2A_V03}, A2A HTTP+JSON {A2A_V1}, and gRPC {A2A_V1} with the grpc "
+            "extra installed",
             reason="no_binding",
         )
     _, binding, version, url = min(ranked, key=lambda choice: choice[0])
+    if binding == GRPC_BINDING:
+        return binding, version, grpc_on_host(base_url, url)
     return binding, version, on_origin(base_url, url)
+
+
+def _speaks_grpc(version: str | None) -> bool:
+    """A gRPC interface of A2A 1.0 (0.3's service is another one), and grpcio and the stubs installed."""
+    if version is not None and major_minor(version) != A2A_V1:
+        return False
+    return all(importlib.util.find_spec(name) is not None for name in ("grpc", "a2a"))
+
+
+def grpc_on_host(base_url: str, url: str) -> str:
+    """The ``host:port`` to call: the port of a gRPC interface's URL (``host:port`` or with a scheme), on
+    ``base_url``'s host (its own port when the URL names none)."""
+    origin = urlsplit(base_url)
+    where = urlsplit(url if "://" in url else "//" + url)
+    try:
+        port = where.port or origin.port
+    except ValueError:
+        port = origin.port
+    host = origin.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port}" if port else host
 
 
 def on_origin(base_url: str, url: str) -> str:

@@ -2,8 +2,9 @@
 
 Each request is a JSON-RPC 2.0 POST to the card's interface URL with ``A2A-Version``;
 streams are Server-Sent Events, each ``data:`` a JSON-RPC response, read as the task
-model's events by the one stream mapping (protocol/a2a/streams.py). The operations, the
-streams, their resumes and folds are what every standard peer shares (standard.py):
+model's events by the one stream mapping (protocol/a2a/streams.py). The operations, their
+resumes and folds are what every standard peer shares (standard.py), the requests and SSE
+streams what the ones over HTTP share (sse.py):
 
 - ``subscribe``: ``SendStreamingMessage`` / ``message/stream``, resumed by
   ``SubscribeToTask`` / ``tasks/resubscribe``; ``send``: the folded stream, or
@@ -19,12 +20,12 @@ import uuid
 from typing import Any
 
 import orjson
-from pydantic import TypeAdapter
 
 from gateway.errors import PeerProtocolError, PeerRPCError
 from gateway.peers.http_client import PeerHttpClient
 from gateway.peers.limits import PeerLimits
-from gateway.peers.standard import Outgoing, StandardPeer
+from gateway.peers.sse import Outgoing, SsePeer
+from gateway.peers.standard import V03_RESULT
 from protocol import A2A_V1, AgentCard, ErrorCode, SSEEvent, TaskSendParams
 from protocol.a2a import VERSION_HEADER, send_request_to_v1, v03, v1
 from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
@@ -47,7 +48,7 @@ _METHODS = {
 }
 
 
-class JsonRpcPeer(StandardPeer):
+class JsonRpcPeer(SsePeer):
     """The agent at ``url`` (its card's JSON-RPC interface, on the host it was registered at), speaking ``version``."""
 
     def __init__(
@@ -92,30 +93,13 @@ class JsonRpcPeer(StandardPeer):
     def _stream_response(self, result: Any) -> tuple[v1.StreamResponse, bool]:
         if self.version == A2A_V1:
             return super()._stream_response(result)
-        legacy = _V03_RESULT.validate_python(result)
+        legacy = V03_RESULT.validate_python(result)
         final = isinstance(legacy, v03.TaskStatusUpdateEvent) and legacy.final
         return v03.result_to_v1(legacy), final
 
     def _send_params(self, params: TaskSendParams) -> dict[str, Any]:
         request = send_request_to_v1(params)
         return request.to_wire() if self.version == A2A_V1 else v03.send_params_from_v1(request).to_wire()
-
-    def _send_answer(self, result: Any) -> tuple[v1.Message | None, v1.Task | None]:
-        if self.version == A2A_V1:
-            return super()._send_answer(result)
-        legacy = _V03_RESULT.validate_python(result)
-        if not isinstance(legacy, v03.Task | v03.Message):
-            raise ValueError(f"a {legacy.kind} is no answer to message/send")
-        message = v03.message_to_v1(legacy) if isinstance(legacy, v03.Message) else None
-        return message, v03.task_to_v1(legacy) if isinstance(legacy, v03.Task) else None
-
-    def _standard_task(self, result: Any) -> v1.Task:
-        if self.version == A2A_V1:
-            return super()._standard_task(result)
-        try:
-            return v03.task_to_v1(v03.Task.model_validate(result))
-        except ValueError as exc:  # pydantic's ValidationError among them
-            raise self._not_a_task(exc) from None
 
 
 def _rpc_error(error: dict[str, Any]) -> PeerRPCError:
@@ -126,8 +110,3 @@ def _rpc_error(error: dict[str, Any]) -> PeerRPCError:
         message if isinstance(message, str) else "(no message)",
         data=error.get("data"),
     )
-
-
-_V03_RESULT: TypeAdapter[v03.Task | v03.Message | v03.TaskStatusUpdateEvent | v03.TaskArtifactUpdateEvent] = (
-    TypeAdapter(v03.StreamResult)
-)

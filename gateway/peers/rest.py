@@ -4,8 +4,9 @@ Each operation is the HTTP method and path the specification gives, under the ca
 HTTP+JSON interface URL, with ``A2A-Version: 1.0``: ``POST /message:send``, ``POST
 /message:stream`` (Server-Sent Events, each ``data:`` one StreamResponse), ``POST
 /tasks/{id}:subscribe`` (the specification's text and the a2a-sdk's verb), ``GET
-/tasks/{id}``, ``POST /tasks/{id}:cancel``. Streams, resumes and folds are every standard
-peer's (standard.py).
+/tasks/{id}``, ``POST /tasks/{id}:cancel``. The operations, their resumes and folds are
+every standard peer's (standard.py), the requests and SSE streams what the ones over HTTP
+share (sse.py).
 
 An error is an HTTP status with a ``google.rpc.Status`` body: a ``PeerHTTPError`` whose
 ``code`` is the A2A code its ErrorInfo names (``TASK_NOT_FOUND`` -> -32001), so a finished
@@ -23,7 +24,7 @@ import orjson
 from gateway.errors import AgentToolError, PeerHTTPError
 from gateway.peers.http_client import PeerHttpClient
 from gateway.peers.limits import PeerLimits
-from gateway.peers.standard import Outgoing, StandardPeer
+from gateway.peers.sse import Outgoing, SsePeer
 from protocol import A2A_V1, AgentCard, SSEEvent
 from protocol.a2a import VERSION_HEADER
 from protocol.a2a.errors import error_of_status
@@ -32,7 +33,7 @@ from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 MEDIA_TYPE = "application/a2a+json"
 
 
-class RestPeer(StandardPeer):
+class RestPeer(SsePeer):
     """The agent at ``url`` (its card's HTTP+JSON interface, on the host it was registered at)."""
 
     binding = f"http+json-{A2A_V1}"

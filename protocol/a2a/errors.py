@@ -1,5 +1,7 @@
 """How each binding spells an A2A error: its reason word, its HTTP status and its gRPC status, in one table.
 
+The JSON-RPC, HTTP+JSON and gRPC bindings (and the gateway's peers of them) all read it.
+
 The specification maps every A2A error onto each binding (its "Error Code Mappings"): the
 JSON-RPC code is ``ErrorCode`` itself; the HTTP+JSON binding answers with the HTTP status
 and a ``google.rpc.Status`` body whose ``details`` lead with a ``google.rpc.ErrorInfo``
@@ -53,7 +55,14 @@ CODE_OF_REASON: dict[str, int] = {kind.reason: code for code, kind in ERROR_KIND
 """The later entry wins: INVALID_REQUEST reads back as -32600, not as the parse error that shares its reason."""
 _HTTP_LAYER = frozenset({401, 403, 405, 413, 415, 503})
 """Statuses of a refusal before the request was read as an operation (token, size, content type): kept as given."""
-_GRPC_OF_HTTP = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 503: "UNAVAILABLE"}
+GRPC_OF_HTTP = {
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    413: "RESOURCE_EXHAUSTED",
+    429: "RESOURCE_EXHAUSTED",
+    503: "UNAVAILABLE",
+}
+"""Refusals that are not A2A errors keep the meaning of their HTTP status (a missing token, a server at its limit)."""
 
 
 def error_info(reason: str, metadata: dict[str, str] | None = None) -> dict[str, Any]:
@@ -78,7 +87,7 @@ def status_body(error: ProtocolError) -> dict[str, Any]:
     status = http_status(error)
     kind = ERROR_KINDS.get(error.code)
     reason = kind.reason if kind is not None else "UNKNOWN_ERROR"
-    grpc = _GRPC_OF_HTTP.get(status) or (kind.grpc_status if kind is not None else "UNKNOWN")
+    grpc = GRPC_OF_HTTP.get(status) or (kind.grpc_status if kind is not None else "UNKNOWN")
     data = error.data
     metadata = {str(key): _text(value) for key, value in data.items()} if isinstance(data, dict) else None
     details: list[dict[str, Any]] = [error_info(reason, metadata)]

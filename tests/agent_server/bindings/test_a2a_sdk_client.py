@@ -26,7 +26,7 @@ from agent_server import create_app
 from agent_server.testing import Probe, scripted_agent
 from gateway.service import create_gateway_app
 from tests.support.gateway_service import remote_first_service
-from tests.support.sdk_client import events_of, message, text_of
+from tests.support.sdk_clients import events_of, message, text_of
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
