@@ -22,7 +22,7 @@ from gateway import Agent, AgentToolTimeout, BudgetExceeded, Gateway, HostAllowl
 from gateway.errors import PeerHTTPError, PeerProtocolError
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
 from gateway.peers.discovery import choose_binding
-from protocol import A2A_V1, HTTP_JSON_BINDING, JSONRPC_BINDING, NDJSON_BINDING, AgentCard
+from protocol import A2A_V1, GRPC_BINDING, HTTP_JSON_BINDING, JSONRPC_BINDING, NDJSON_BINDING, AgentCard
 from tests.support.agent_tools import call_events, progress_texts
 from tests.support.cutting_proxy import cutting_proxy
 from tests.support.sdk_agents import SdkAgent, serve_sdk_agent
@@ -159,6 +159,7 @@ def test_http_json_is_chosen_only_when_the_card_offers_neither_ndjson_nor_json_r
     assert choose_binding(card(rest), base, base) == (HTTP_JSON_BINDING, A2A_V1, f"{base}/http+json")
     assert choose_binding(card(rest, (JSONRPC_BINDING, "0.3")), base, base)[0] == JSONRPC_BINDING
     assert choose_binding(card(rest, (NDJSON_BINDING, "1.0")), base, base)[0] == NDJSON_BINDING
+    assert choose_binding(card((GRPC_BINDING, A2A_V1), rest), base, base)[0] == HTTP_JSON_BINDING, "gRPC comes last"
     with pytest.raises(PeerProtocolError) as refused:
         choose_binding(card((HTTP_JSON_BINDING, "0.3")), base, base)
     assert refused.value.reason == "no_binding" and "HTTP+JSON 1.0" in refused.value.message
