@@ -22,6 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_server.bindings.jsonrpc import JsonRpcBinding
+from agent_server.extended_card import ExtendedCard
 from agent_server.hosted import AgentHandler, HostedAgent, as_hosted_agent
 from agent_server.http.auth import BearerAuth, Principal, TokenTable, principal_of
 from agent_server.http.browsers import browser_middleware
@@ -38,6 +39,7 @@ from agent_server.http.responses import (
 )
 from agent_server.http.server import build_server, run_server
 from agent_server.http.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
+from agent_server.push.settings import PushSettings
 from agent_server.stores import TaskStore, open_store
 from agent_server.tasks.manager import TaskManager
 from agent_server.telemetry import tracing
@@ -45,6 +47,7 @@ from agent_server.telemetry.logs import uvicorn_logging
 from agent_server.telemetry.metrics import metrics_endpoint
 from agent_server.telemetry.middleware import ObservedRequests
 from protocol import (
+    AgentCard,
     Envelope,
     EnvelopedProtocolError,
     ErrorCode,
@@ -68,6 +71,8 @@ CARD_PATH = "/.well-known/agent-card.json"
 CARD_PATHS = frozenset({CARD_PATH, "/.well-known/agent.json"})
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+DEFAULT_PUSH = PushSettings()
+"""Push notifications on, to public webhook hosts only."""
 M = TypeVar("M", bound=BaseModel)
 
 _POST_ONLY_NAMES = frozenset({"send", "sendSubscribe", "get", "cancel", "resubscribe"})
@@ -86,6 +91,8 @@ def create_app(
     public_url: str | None = None,
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
+    push: PushSettings | None = DEFAULT_PUSH,
+    extended_card: ExtendedCard | None = None,
 ) -> Starlette:
     """An app serving ``agent``; its TaskManager runs for the app's lifespan (``app.state.task_manager``).
 
@@ -96,9 +103,21 @@ def create_app(
     origins whose pages may call it (browsers.py; default none). ``GET /metrics`` serves the
     process's metrics, behind the token when there is one. Spans are recorded once the
     process has called ``telemetry.tracing.configure`` (``serve`` does).
+    ``push``: how task updates reach webhooks (agent_server/push/; by default to public
+    hosts only); None: no push notifications. ``extended_card``: what a caller with the
+    token learns beyond the public card (needs a ``token``).
     """
+    if extended_card is not None and token is None:
+        raise ValueError("an extended card is for authenticated callers: give the server a token too")
     hosted = as_hosted_agent(agent)
-    handlers = _Handlers(hosted, max_body_bytes=max_body_bytes, public_url=public_url, authenticated=token is not None)
+    handlers = _Handlers(
+        hosted,
+        max_body_bytes=max_body_bytes,
+        public_url=public_url,
+        authenticated=token is not None,
+        pushes=push is not None,
+        extended_card=extended_card,
+    )
     tokens = TokenTable({token: Principal(OPERATOR)} if token is not None else None)
 
     @asynccontextmanager
@@ -107,12 +126,14 @@ def create_app(
             task_store = store if isinstance(store, TaskStore) else open_store(store or "memory")
             if not isinstance(store, TaskStore):
                 stack.push_async_callback(task_store.aclose)
-            manager = TaskManager(hosted, task_store, cancel_on_disconnect=cancel_on_disconnect)
+            manager = TaskManager(hosted, task_store, cancel_on_disconnect=cancel_on_disconnect, push=push)
             await stack.enter_async_context(manager.running())
             app.state.task_manager = manager
             yield
 
-    jsonrpc = JsonRpcBinding(_manager, max_body_bytes=max_body_bytes)
+    jsonrpc = JsonRpcBinding(
+        _manager, max_body_bytes=max_body_bytes, extended_card=handlers.extended_card if extended_card else None
+    )
     routes = [
         Route("/", guarded(jsonrpc.endpoint), methods=["POST"]),
         Route("/tasks/send", guarded(handlers.send), methods=["POST"]),
@@ -151,6 +172,8 @@ def serve(
     public_url: str | None = None,
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
+    push: PushSettings | None = DEFAULT_PUSH,
+    extended_card: ExtendedCard | None = None,
     log_level: str = "info",
     log_format: str = "text",
     graceful_shutdown_s: int = 5,
@@ -160,7 +183,7 @@ def serve(
 ) -> None:
     """Run the agent's app with uvicorn until interrupted, behind ``limits`` (default ``ServerLimits()``).
 
-    ``token`` and ``allowed_origins``: see ``create_app``. Open streams get
+    ``token``, ``allowed_origins``, ``push`` and ``extended_card``: see ``create_app``. Open streams get
     ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
     ``log_format="json"``: uvicorn's lines go through the root logger (telemetry/logs.py).
     Traces go where the ``OTEL_*`` environment says (telemetry/tracing.py).
@@ -174,6 +197,8 @@ def serve(
         public_url=public_url,
         token=token,
         allowed_origins=allowed_origins,
+        push=push,
+        extended_card=extended_card,
     )
     server = build_server(
         app,
@@ -192,11 +217,22 @@ def serve(
 class _Handlers:
     """The endpoints; each parses its body, asks the TaskManager, and answers in the caller's style."""
 
-    def __init__(self, agent: HostedAgent, *, max_body_bytes: int, public_url: str | None, authenticated: bool) -> None:
+    def __init__(
+        self,
+        agent: HostedAgent,
+        *,
+        max_body_bytes: int,
+        public_url: str | None,
+        authenticated: bool,
+        pushes: bool,
+        extended_card: ExtendedCard | None,
+    ) -> None:
         self.agent = agent
         self.max_body_bytes = max_body_bytes
         self.public_url = public_url
         self.authenticated = authenticated
+        self.pushes = pushes
+        self.extended = extended_card
 
     async def send(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/send")
@@ -245,11 +281,17 @@ class _Handlers:
         return _answer(task, parsed.envelope)
 
     async def agent_card(self, request: Request) -> Response:
+        return card_response(request, self.public_card(request).to_wire())
+
+    def public_card(self, request: Request) -> AgentCard:
         url = self.public_url or str(request.base_url).rstrip("/")
-        card = self.agent.card(url)
-        if self.authenticated:
-            card = card.with_bearer_auth()
-        return card_response(request, card.to_wire())
+        card = self.agent.card(url).offering(push_notifications=self.pushes, extended_card=self.extended is not None)
+        return card.with_bearer_auth() if self.authenticated else card
+
+    def extended_card(self, request: Request) -> AgentCard:
+        """The public card with what ``extended_card`` adds (the binding asks only for an authenticated caller)."""
+        card = self.public_card(request)
+        return self.extended.applied_to(card) if self.extended is not None else card
 
     async def _parse(self, request: Request, model: type[M], method: str) -> ParsedRequest[M]:
         check_content_type(request)

@@ -79,6 +79,7 @@ class AgentCard(WireModel):
     security_schemes: dict[str, dict[str, Any]] | None = None
     security: list[dict[str, list[str]]] | None = None
     security_requirements: list[dict[str, Any]] | None = None
+    supports_authenticated_extended_card: bool | None = None
 
     @classmethod
     def standard(
@@ -129,6 +130,16 @@ class AgentCard(WireModel):
                 "security": [{BEARER_SCHEME: []}],
                 "security_requirements": [{"schemes": {BEARER_SCHEME: {"list": []}}}],
             }
+        )
+
+    def offering(self, *, push_notifications: bool, extended_card: bool) -> AgentCard:
+        """This card, saying whether the agent delivers push notifications and has an extended card for
+        authenticated callers (``capabilities.extendedAgentCard``, in v0.3 ``supportsAuthenticatedExtendedCard``)."""
+        capabilities = self.capabilities.model_copy(
+            update={"push_notifications": push_notifications, "extended_agent_card": extended_card or None}
+        )
+        return self.model_copy(
+            update={"capabilities": capabilities, "supports_authenticated_extended_card": extended_card or None}
         )
 
     def interfaces(self) -> list[AgentInterface]:

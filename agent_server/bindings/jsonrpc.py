@@ -14,8 +14,12 @@ the caller's principal, so ownership, limits and every task rule are the same:
 - ``GetTask`` / ``tasks/get``, ``CancelTask`` / ``tasks/cancel``, ``ListTasks`` (1.0 only).
 - ``SubscribeToTask`` / ``tasks/resubscribe``: the task now, then its events; -32004 for a
   finished task.
-- Push-notification configs: -32003 (the card says ``pushNotifications: false``); the
-  extended card: -32004 (the card does not offer one).
+- ``CreateTaskPushNotificationConfig`` / ``tasks/pushNotificationConfig/set``, and Get, List,
+  Delete: the task's webhooks (agent_server/push/configs.py, the owner's only); a config
+  may also come with a send (``configuration.taskPushNotificationConfig``, v0.3
+  ``pushNotificationConfig``). -32003 on a server made without push.
+- ``GetExtendedAgentCard`` / ``agent/getAuthenticatedExtendedCard``: the card a caller with a
+  token gets (agent_server/extended_card.py); -32004 where the server offers none.
 
 Every answer is HTTP 200 with a JSON-RPC response or error, except the refusals of the
 HTTP layer before a request is read (401, 413, 415), which keep their status.
@@ -30,10 +34,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_server.http.auth import principal_of
+from agent_server.extended_card import no_extended_card
+from agent_server.http.auth import ANONYMOUS, principal_of
 from agent_server.http.responses import SSEStreamResponse, check_content_type, json_response, read_body
 from agent_server.stores import TaskFilter
 from agent_server.tasks.manager import TaskManager
@@ -56,6 +62,7 @@ from protocol.a2a import (
     StreamEncoder,
     check_method,
     for_version,
+    push,
     requested_version,
     send_params_from_v1,
     task_to_v1,
@@ -63,10 +70,12 @@ from protocol.a2a import (
     v1,
 )
 from protocol.a2a.mapping import STATE_FROM_V1
+from protocol.card import AgentCard
 
 logger = logging.getLogger("agent_server")
 
 Manager = Callable[[Request], TaskManager]
+CardOf = Callable[[Request], AgentCard]
 Handler = Callable[["_Exchange"], Awaitable[Response]]
 
 
@@ -99,6 +108,29 @@ class _Exchange:
             return parse_params(self.call, v1.SendMessageRequest)
         return v03.send_params_to_v1(parse_params(self.call, v03.MessageSendParams))
 
+    def webhook(self, request: v1.SendMessageRequest) -> push.TaskPushNotificationConfig | None:
+        """The push config a send carries, in v1.0's form; -32602 when it is not one."""
+        raw = request.configuration.task_push_notification_config if request.configuration is not None else None
+        if not raw:
+            return None
+        try:
+            if self.is_v1:
+                return push.TaskPushNotificationConfig.model_validate(raw)
+            return push.config_from_legacy(push.LegacyPushConfig.model_validate(raw), None)
+        except ValidationError as exc:
+            raise ProtocolError.from_validation_error(exc, "configuration.taskPushNotificationConfig") from None
+
+    def push_config(self, config: push.TaskPushNotificationConfig) -> dict[str, Any]:
+        return config.to_wire() if self.is_v1 else push.config_to_legacy(config).to_wire()
+
+    def push_target(self) -> tuple[str, str | None]:
+        """The task and the config id a get or delete names (v0.3 may leave the id out)."""
+        if self.is_v1:
+            target = parse_params(self.call, push.GetTaskPushNotificationConfigRequest)
+            return target.task_id, target.id
+        legacy = parse_params(self.call, push.LegacyConfigParams)
+        return legacy.id, legacy.push_notification_config_id
+
     def send_params(self, request: v1.SendMessageRequest) -> TaskSendParams:
         """The request as the task model's send; -32602 for what the model cannot hold (bytes that are not base64)."""
         try:
@@ -115,9 +147,10 @@ class _Exchange:
 class JsonRpcBinding:
     """The endpoint; ``manager`` finds the running TaskManager of a request's app."""
 
-    def __init__(self, manager: Manager, *, max_body_bytes: int) -> None:
+    def __init__(self, manager: Manager, *, max_body_bytes: int, extended_card: CardOf | None = None) -> None:
         self.manager = manager
         self.max_body_bytes = max_body_bytes
+        self.extended_card = extended_card
         self._methods: dict[str, Handler] = {
             "SendMessage": _send,
             "message/send": _send,
@@ -130,8 +163,16 @@ class JsonRpcBinding:
             "SubscribeToTask": _subscribe,
             "tasks/resubscribe": _subscribe,
             "ListTasks": _list,
-            "GetExtendedAgentCard": _no_extended_card,
-            "agent/getAuthenticatedExtendedCard": _no_extended_card,
+            "GetExtendedAgentCard": self._extended_card,
+            "agent/getAuthenticatedExtendedCard": self._extended_card,
+            "CreateTaskPushNotificationConfig": _create_push,
+            "tasks/pushNotificationConfig/set": _create_push,
+            "GetTaskPushNotificationConfig": _get_push,
+            "tasks/pushNotificationConfig/get": _get_push,
+            "ListTaskPushNotificationConfigs": _list_push,
+            "tasks/pushNotificationConfig/list": _list_push,
+            "DeleteTaskPushNotificationConfig": _delete_push,
+            "tasks/pushNotificationConfig/delete": _delete_push,
         }
 
     async def endpoint(self, request: Request) -> Response:
@@ -150,7 +191,7 @@ class JsonRpcBinding:
         try:
             version = requested_version(request.headers.get(VERSION_HEADER))
             check_method(call.method, version)
-            handler = self._methods.get(call.method, _no_push_notifications)
+            handler = self._methods[call.method]
             return await handler(_Exchange(request, call, version, self.manager(request)))
         except ProtocolError as exc:
             return _error(for_version(exc, version), call.envelope)
@@ -159,29 +200,33 @@ class JsonRpcBinding:
             internal = ProtocolError(ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}")
             return _error(internal, call.envelope)
 
+    async def _extended_card(self, exchange: _Exchange) -> Response:
+        """The extended card, for a caller the tokens know (a server offering one has tokens: create_app)."""
+        if self.extended_card is None or exchange.caller is ANONYMOUS:
+            raise no_extended_card()
+        return exchange.answer(self.extended_card(exchange.request).to_wire())
+
 
 async def _send(exchange: _Exchange) -> Response:
     request = exchange.send_request()
     config = request.configuration
-    if config is not None and config.task_push_notification_config:
-        raise _push_unsupported()
+    webhook = exchange.webhook(request)
     params = exchange.send_params(request)
     await _known(exchange, params.id)
     if config is not None and config.return_immediately:
-        task = await exchange.manager.start(params, exchange.caller)
+        task = await exchange.manager.start(params, exchange.caller, webhook=webhook)
     else:
-        task = await exchange.manager.send_in_caller_task(params, exchange.caller)
+        task = await exchange.manager.send_in_caller_task(params, exchange.caller, webhook=webhook)
     return exchange.answer({"task": exchange.task(task)} if exchange.is_v1 else exchange.task(task))
 
 
 async def _send_streaming(exchange: _Exchange) -> Response:
     request = exchange.send_request()
-    if request.configuration is not None and request.configuration.task_push_notification_config:
-        raise _push_unsupported()
+    webhook = exchange.webhook(request)
     params = exchange.send_params(request)
     await _known(exchange, params.id)
     opened: list[Task] = []
-    batches = exchange.manager.subscribe_batches(params, exchange.caller, on_start=opened.append)
+    batches = exchange.manager.subscribe_batches(params, exchange.caller, on_start=opened.append, webhook=webhook)
     try:
         first = await anext(batches)  # the run's first line, the working status, is the Task the stream opens with
     except BaseException:
@@ -230,23 +275,47 @@ async def _list(exchange: _Exchange) -> Response:
     )
 
 
-async def _no_extended_card(exchange: _Exchange) -> Response:
-    raise ProtocolError(
-        ErrorCode.UNSUPPORTED_OPERATION,
-        "this agent has no extended card (its card says capabilities.extendedAgentCard is not offered)",
-    )
+async def _create_push(exchange: _Exchange) -> Response:
+    if exchange.is_v1:
+        config = parse_params(exchange.call, push.TaskPushNotificationConfig)
+        if not config.task_id:
+            raise ProtocolError.invalid_param("taskId", "missing", "name the task the webhook is for")
+        task_id = config.task_id
+    else:
+        legacy = parse_params(exchange.call, push.LegacyTaskPushConfig)
+        task_id = legacy.task_id
+        config = push.config_from_legacy(legacy.push_notification_config, task_id)
+    configs = await exchange.manager.push_configs(task_id, exchange.caller)
+    return exchange.answer(exchange.push_config(await configs.create(config)))
 
 
-async def _no_push_notifications(exchange: _Exchange) -> Response:
-    raise _push_unsupported()
+async def _get_push(exchange: _Exchange) -> Response:
+    task_id, config_id = exchange.push_target()
+    configs = await exchange.manager.push_configs(task_id, exchange.caller)
+    if config_id is None:  # v0.3: the task's config when it has one
+        found = await configs.list()
+        if not found:
+            raise ProtocolError(ErrorCode.TASK_NOT_FOUND, f"task {task_id!r} has no push config")
+        return exchange.answer(exchange.push_config(found[0]))
+    return exchange.answer(exchange.push_config(await configs.get(config_id)))
 
 
-def _push_unsupported() -> ProtocolError:
-    return ProtocolError(
-        ErrorCode.PUSH_NOTIFICATION_NOT_SUPPORTED,
-        "push notifications are not supported (the card says capabilities.pushNotifications: false); "
-        "stream the task or poll GetTask",
-    )
+async def _list_push(exchange: _Exchange) -> Response:
+    if exchange.is_v1:
+        task_id = parse_params(exchange.call, push.ListTaskPushNotificationConfigsRequest).task_id
+    else:
+        task_id = parse_params(exchange.call, push.LegacyConfigParams).id
+    configs = await (await exchange.manager.push_configs(task_id, exchange.caller)).list()
+    listed = [exchange.push_config(config) for config in configs]  # a task has few: one page
+    return exchange.answer({"configs": listed} if exchange.is_v1 else listed)
+
+
+async def _delete_push(exchange: _Exchange) -> Response:
+    task_id, config_id = exchange.push_target()
+    if config_id is None:
+        raise ProtocolError.invalid_param("pushNotificationConfigId", "missing", "name the config to delete")
+    await (await exchange.manager.push_configs(task_id, exchange.caller)).delete(config_id)
+    return exchange.answer({} if exchange.is_v1 else None)
 
 
 async def _known(exchange: _Exchange, task_id: str | None) -> None:
