@@ -8,7 +8,7 @@ opening Task), and queued with the webhooks of that moment: a config deleted aft
 gets nothing more. Per task one drainer at a time, in the sender's task group, POSTs the
 queue in order to each webhook, with ``X-A2A-Notification-Token: <token>`` and
 ``Authorization: <scheme> <credentials>``; a failed try (no answer, a 5xx, 408 or 429) is
-retried after a backoff that doubles, up to ``max_attempts``; redirects are not followed.
+retried after a backoff that doubles (``RetryPolicy``); redirects are not followed.
 The host rule (hosts.py) is asked again before each try. The sender's queue holds at most
 ``max_pending`` notifications (PushSettings says what is dropped when it is full); every
 outcome is counted in ``switchboard_push_notifications_total``. Leaving ``running`` gives
@@ -22,9 +22,9 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
-import httpx
 import orjson
 from anyio.abc import TaskGroup
 
@@ -35,6 +35,9 @@ from agent_server.telemetry import metrics
 from protocol import StreamEvent, Task
 from protocol.a2a import StreamEncoder
 from protocol.a2a.push import NOTIFICATION_TOKEN_HEADER, TaskPushNotificationConfig
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger("agent_server")
 
@@ -72,8 +75,11 @@ class PushSender:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Own the HTTP client and the task group the drainers live in."""
-        client = httpx.AsyncClient(timeout=self.settings.timeout_s, follow_redirects=False, trust_env=False)
+        """Own the HTTP client and the task group the drainers live in; httpx is imported here, by a server that
+        delivers, not by every program that imports a task manager."""
+        import httpx
+
+        client = httpx.AsyncClient(timeout=self.settings.retry.timeout_s, follow_redirects=False, trust_env=False)
         async with client, anyio.create_task_group() as task_group:
             self._client, self._task_group = client, task_group
             try:
@@ -149,7 +155,8 @@ class PushSender:
         auth = webhook.authentication
         if auth is not None and auth.credentials:
             headers["authorization"] = f"{auth.scheme} {auth.credentials}"
-        for attempt in range(1, self.settings.max_attempts + 1):
+        retry = self.settings.retry
+        for attempt in range(1, retry.max_attempts + 1):
             try:
                 await self.hosts.check(webhook.url)
             except WebhookRefused as exc:
@@ -160,17 +167,19 @@ class PushSender:
             if problem is None:
                 metrics.record_push("delivered")
                 return
-            if not retryable or attempt == self.settings.max_attempts:
+            if not retryable or attempt == retry.max_attempts:
                 logger.warning(
                     "push to %s for task %s failed after %d tries: %s", webhook.url, task_id, attempt, problem
                 )
                 metrics.record_push("failed")
                 return
             metrics.record_push("retried")
-            await anyio.sleep(self.settings.backoff_s(attempt))
+            await anyio.sleep(retry.backoff_s(attempt))
 
     async def _post(self, url: str, body: bytes, headers: dict[str, str]) -> tuple[str | None, bool]:
         """One try: (None, _) when the webhook took it, else what went wrong and whether another try may help."""
+        import httpx
+
         assert self._client is not None
         try:
             response = await self._client.post(url, content=body, headers=headers)

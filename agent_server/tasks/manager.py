@@ -299,13 +299,9 @@ class TaskManager:
         return sender.watch(run.current(), await configs.list())
 
     def _sender_or_fail(self) -> PushSender:
-        if self._push is None:
-            raise ProtocolError(
-                ErrorCode.PUSH_NOTIFICATION_NOT_SUPPORTED,
-                "push notifications are not supported (the card says capabilities.pushNotifications: false); "
-                "stream the task or poll GetTask",
-            )
-        return self._push
+        if self._push is not None:
+            return self._push
+        raise _no_push()
 
     async def get(self, task_id: str, history_length: int | None = None, caller: Principal | None = None) -> Task:
         await self._check_visible(task_id, caller)
@@ -511,6 +507,11 @@ class TaskManager:
             if hook is not None:
                 hook(event)
         return task
+
+
+def _no_push() -> ProtocolError:
+    message = "push notifications are not supported (the card says capabilities.pushNotifications: false)"
+    return ProtocolError(ErrorCode.PUSH_NOTIFICATION_NOT_SUPPORTED, message + "; stream the task or poll GetTask")
 
 
 def _not_found(task_id: str) -> ProtocolError:

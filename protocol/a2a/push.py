@@ -31,14 +31,19 @@ class AuthenticationInfo(WireModel):
     credentials: str | None = None
 
 
-class TaskPushNotificationConfig(WireModel):
-    """A webhook for one task (v1.0); ``id`` is the server's to choose when the client gives none."""
+class _Webhook(WireModel):
+    """What both versions' configs hold alike; ``id`` is the server's to choose when the client gives none."""
 
-    tenant: str | None = None
     id: str | None = None
-    task_id: str | None = None
     url: Name
     token: str | None = None
+
+
+class TaskPushNotificationConfig(_Webhook):
+    """A webhook for one task (v1.0)."""
+
+    tenant: str | None = None
+    task_id: str | None = None
     authentication: AuthenticationInfo | None = None
 
 
@@ -66,10 +71,9 @@ class LegacyAuthentication(WireModel):
     credentials: str | None = None
 
 
-class LegacyPushConfig(WireModel):
-    id: str | None = None
-    url: Name
-    token: str | None = None
+class LegacyPushConfig(_Webhook):
+    """v0.3's webhook, its task beside it (``LegacyTaskPushConfig``) or implied (a send's)."""
+
     authentication: LegacyAuthentication | None = None
 
 

@@ -36,7 +36,7 @@ from a2a.utils.errors import A2AError
 
 from agent_server import create_app
 from agent_server.extended_card import ExtendedCard
-from agent_server.push.settings import PushSettings
+from agent_server.push.settings import PushSettings, RetryPolicy
 from agent_server.testing import scripted_agent
 from tests.support.servers import serve_app
 from tests.support.waiting import until
@@ -47,7 +47,7 @@ pytestmark = pytest.mark.anyio
 TOKEN = "operator-secret"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 V1 = {"A2A-Version": "1.0", **AUTH}
-LOOPBACK_PUSH = PushSettings(allowed_hosts=("127.0.0.1",), first_backoff_s=0.01)
+LOOPBACK_PUSH = PushSettings(allowed_hosts=("127.0.0.1",), retry=RetryPolicy(first_backoff_s=0.01))
 EXTENDED = ExtendedCard.of(
     description="The scripted agent, as its operator's callers know it.",
     skills=[{"id": "backstage", "name": "backstage", "description": "only for callers with a token", "tags": ["ops"]}],

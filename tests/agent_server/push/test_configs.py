@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agent_server import MemoryTaskStore, Principal, SQLiteTaskStore, TaskManager, TaskStore
-from agent_server.push.settings import PushSettings
+from agent_server.push.settings import PushSettings, RetryPolicy
 from agent_server.stores.redis import RedisTaskStore
 from agent_server.testing import scripted_agent
 from protocol import ErrorCode, Message, ProtocolError, TaskSendParams, TaskState
@@ -20,7 +20,7 @@ from tests.support.webhooks import Webhooks, serve_webhooks
 
 pytestmark = pytest.mark.anyio
 
-PUSH = PushSettings(allowed_hosts=("127.0.0.1",), first_backoff_s=0.01)
+PUSH = PushSettings(allowed_hosts=("127.0.0.1",), retry=RetryPolicy(first_backoff_s=0.01))
 ALICE, BOB = Principal("alice", "chat"), Principal("bob", "chat")
 
 

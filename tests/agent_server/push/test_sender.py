@@ -11,7 +11,7 @@ import pytest
 from agent_server.http.loopback import free_port
 from agent_server.push.hosts import WebhookHosts
 from agent_server.push.sender import PushSender
-from agent_server.push.settings import PushSettings
+from agent_server.push.settings import PushSettings, RetryPolicy
 from agent_server.telemetry.metrics import REGISTRY
 from protocol import StatusEvent, Task, TaskState, TaskStatus
 from protocol.a2a.push import TaskPushNotificationConfig
@@ -33,8 +33,9 @@ def counted(outcome: str) -> float:
     return REGISTRY.get_sample_value("switchboard_push_notifications_total", {"outcome": outcome}) or 0.0
 
 
-def sender(**settings: Any) -> PushSender:
-    return PushSender(PushSettings(allowed_hosts=LOOPBACK, **settings), WebhookHosts(LOOPBACK))
+def sender(max_pending: int = 100, **retry: Any) -> PushSender:
+    settings = PushSettings(allowed_hosts=LOOPBACK, max_pending=max_pending, retry=RetryPolicy(**retry))
+    return PushSender(settings, WebhookHosts(LOOPBACK))
 
 
 def status(seq: int, state: TaskState, *, final: bool = False) -> StatusEvent:
