@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agent_server.push.hosts import WebhookHosts, WebhookRefused
+from agent_server.push.hosts import WebhookHosts
 from agent_server.push.settings import PushSettings
 from agent_server.stores.base import TaskStore
 from protocol import ErrorCode, ProtocolError
@@ -39,7 +39,7 @@ class TaskPushConfigs:
             raise ProtocolError.invalid_param(
                 "taskId", f"{config.task_id!r} is not the task {self.task_id!r} this config is created for"
             )
-        await check_webhook(self.hosts, config)
+        await self.hosts.check(config.url)
         config_id = config.id or uuid.uuid4().hex
         stored = config.model_copy(update={"id": config_id, "task_id": self.task_id, "tenant": None})
         configs = await self.list()
@@ -72,11 +72,3 @@ class TaskPushConfigs:
         """Forget ``config_id``: no notification goes to it afterwards; deleting it again is fine."""
         await self.store.delete_push_config(self.task_id, config_id)
         self.changed(self.task_id, await self.list())
-
-
-async def check_webhook(hosts: WebhookHosts, config: TaskPushNotificationConfig) -> None:
-    """-32602 for a webhook whose host the server may not call (hosts.py), before anything is kept or sent."""
-    try:
-        await hosts.check(config.url)
-    except WebhookRefused as exc:
-        raise ProtocolError.invalid_param("url", str(exc)) from None

@@ -25,12 +25,10 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from protocol import ProtocolError
+
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-class WebhookRefused(ValueError):
-    """A webhook URL the server will not call; the message says why and what the operator can do."""
 
 
 @dataclass(frozen=True)
@@ -41,7 +39,7 @@ class _Allowed:
 
 
 class WebhookHosts:
-    """``check(url)``: return the URL's host when the server may POST there, else raise WebhookRefused."""
+    """``check(url)``: the URL's host when the server may POST there, else -32602 saying why (``refused``)."""
 
     def __init__(self, allowed: Iterable[str] = ()) -> None:
         names: set[str] = set()
@@ -72,7 +70,7 @@ class WebhookHosts:
         addresses = await _addresses(host)
         if addresses and all(self._allows(address) for address in addresses):
             return host
-        raise WebhookRefused(
+        raise refused(
             f"webhook host {host!r} is not public ({', '.join(sorted(map(str, addresses)))}); this server posts "
             "only to public hosts and to the hosts its operator allows (PushSettings.allowed_hosts)"
         )
@@ -85,14 +83,19 @@ class WebhookHosts:
         return address.is_global and not address.is_multicast
 
 
+def refused(reason: str) -> ProtocolError:
+    """A webhook the server will not call: invalid params, the message says why and what the operator can do."""
+    return ProtocolError.invalid_param("url", reason)
+
+
 def _host_of(url: str) -> str:
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 (raises on a port that is not a number)
     except ValueError:
-        raise WebhookRefused(f"webhook url {url!r} is not a URL (http://HOST[:PORT]/PATH)") from None
+        raise refused(f"webhook url {url!r} is not a URL (http://HOST[:PORT]/PATH)") from None
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise WebhookRefused(f"webhook url {url!r} must be an http or https URL with a host")
+        raise refused(f"webhook url {url!r} must be an http or https URL with a host")
     return parts.hostname.lower().rstrip(".")
 
 
@@ -107,7 +110,5 @@ async def _addresses(host: str) -> list[Address]:
     try:
         found = await anyio.getaddrinfo(host, None, type=socket.SOCK_STREAM)
     except OSError as exc:
-        raise WebhookRefused(
-            f"webhook host {host!r} does not resolve ({exc}); give a host this server can reach"
-        ) from None
+        raise refused(f"webhook host {host!r} does not resolve ({exc}); give a host this server can reach") from None
     return [ipaddress.ip_address(str(info[4][0]).split("%", 1)[0]) for info in found]

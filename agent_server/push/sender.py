@@ -28,11 +28,11 @@ import anyio
 import orjson
 from anyio.abc import TaskGroup
 
-from agent_server.push.hosts import WebhookHosts, WebhookRefused
+from agent_server.push.hosts import WebhookHosts
 from agent_server.push.settings import PushSettings
 from agent_server.tasks.wakeup import Wakeup
 from agent_server.telemetry import metrics
-from protocol import StreamEvent, Task
+from protocol import ProtocolError, StreamEvent, Task
 from protocol.a2a import StreamEncoder
 from protocol.a2a.push import NOTIFICATION_TOKEN_HEADER, TaskPushNotificationConfig
 
@@ -159,8 +159,8 @@ class PushSender:
         for attempt in range(1, retry.max_attempts + 1):
             try:
                 await self.hosts.check(webhook.url)
-            except WebhookRefused as exc:
-                logger.warning("push config %s of task %s not used: %s", webhook.id, task_id, exc)
+            except ProtocolError as exc:
+                logger.warning("push config %s of task %s not used: %s", webhook.id, task_id, exc.message)
                 metrics.record_push("refused")
                 return
             problem, retryable = await self._post(webhook.url, body, headers)

@@ -34,7 +34,7 @@ from anyio.abc import TaskGroup
 
 from agent_server.hosted import HostedAgent
 from agent_server.http.auth import Principal
-from agent_server.push.configs import TaskPushConfigs, check_webhook
+from agent_server.push.configs import TaskPushConfigs
 from agent_server.push.hosts import WebhookHosts
 from agent_server.push.sender import Hook, PushSender
 from agent_server.push.settings import PushSettings
@@ -394,7 +394,7 @@ class TaskManager:
         """
         self._task_group_or_fail()
         if webhook is not None:
-            await check_webhook(self._sender_or_fail().hosts, webhook)
+            await self._sender_or_fail().hosts.check(webhook.url)  # refused before anything is kept or started
         if params.id == "":
             raise ProtocolError(ErrorCode.INVALID_PARAMS, "invalid params: id: must not be empty (omit it to get one)")
         task_id = params.id or new_id()

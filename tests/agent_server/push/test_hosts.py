@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_server.push.hosts import WebhookHosts, WebhookRefused
+from agent_server.push.hosts import WebhookHosts
+from protocol import ProtocolError
 
 pytestmark = pytest.mark.anyio
 
@@ -27,13 +28,13 @@ pytestmark = pytest.mark.anyio
     ],
 )
 async def test_private_loopback_and_link_local_hosts_are_refused_by_default(url: str) -> None:
-    with pytest.raises(WebhookRefused, match="not public"):
+    with pytest.raises(ProtocolError, match="not public"):
         await WebhookHosts().check(url)
 
 
 @pytest.mark.parametrize("url", ["ftp://example.com/", "http:///path", "not a url", "http://host:port/"])
 async def test_what_is_not_an_http_url_is_refused(url: str) -> None:
-    with pytest.raises(WebhookRefused):
+    with pytest.raises(ProtocolError):
         await WebhookHosts().check(url)
 
 
@@ -48,7 +49,7 @@ async def test_public_addresses_pass_and_the_operators_hosts_and_networks_too() 
         "http://[::1]:9/",
     ):
         await allowed.check(url)
-    with pytest.raises(WebhookRefused):
+    with pytest.raises(ProtocolError):
         await allowed.check("http://10.2.0.1/")
 
 
