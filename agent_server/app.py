@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
+from starlette.datastructures import State
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -29,6 +30,7 @@ from agent_server.http.browsers import browser_middleware
 from agent_server.http.limits import ServerLimits
 from agent_server.http.responses import (
     JSON_MEDIA_TYPE,
+    CardDates,
     NDJSONStreamResponse,
     card_response,
     check_content_type,
@@ -62,6 +64,8 @@ from protocol import (
     encode_line,
     parse_request,
 )
+from protocol.a2a import VERSION_HEADER
+from protocol.card import grpc_address, reader_version
 
 logger = logging.getLogger("agent_server")
 
@@ -93,6 +97,8 @@ def create_app(
     allowed_origins: Sequence[str] = (),
     push: PushSettings | None = DEFAULT_PUSH,
     extended_card: ExtendedCard | None = None,
+    grpc_port: int | None = None,
+    grpc_host: str = "127.0.0.1",
 ) -> Starlette:
     """An app serving ``agent``; its TaskManager runs for the app's lifespan (``app.state.task_manager``).
 
@@ -105,7 +111,10 @@ def create_app(
     process has called ``telemetry.tracing.configure`` (``serve`` does).
     ``push``: how task updates reach webhooks (agent_server/push/; by default to public
     hosts only); None: no push notifications. ``extended_card``: what a caller with the
-    token learns beyond the public card (needs a ``token``).
+    token learns beyond the public card (needs a ``token``). ``grpc_port``: also
+    serve A2A over gRPC on ``grpc_host:grpc_port`` (0: a free port) for the app's lifespan,
+    listed in the card (needs the ``grpc`` extra; bindings/grpc.py); the port bound is
+    ``app.state.grpc_port``.
     """
     if extended_card is not None and token is None:
         raise ValueError("an extended card is for authenticated callers: give the server a token too")
@@ -129,10 +138,28 @@ def create_app(
             manager = TaskManager(hosted, task_store, cancel_on_disconnect=cancel_on_disconnect, push=push)
             await stack.enter_async_context(manager.running())
             app.state.task_manager = manager
+            if grpc_port is not None:
+                from agent_server.bindings.grpc import grpc_serving  # grpcio is an extra, loaded only when asked for
+
+                def grpc_card() -> AgentCard:  # the HTTP port is not the app's to know: public_url says it
+                    return handlers.extended_card(public_url or f"http://{grpc_host}", app.state)
+
+                serving = grpc_serving(
+                    manager,
+                    tokens,
+                    host=grpc_host,
+                    port=grpc_port,
+                    max_message_bytes=max_body_bytes,
+                    extended_card=grpc_card if extended_card is not None else None,
+                )
+                app.state.grpc_port = await stack.enter_async_context(serving)
             yield
 
+    def http_card(request: Request) -> AgentCard:
+        return handlers.extended_card(handlers.url_of(request), request.app.state)
+
     jsonrpc = JsonRpcBinding(
-        _manager, max_body_bytes=max_body_bytes, extended_card=handlers.extended_card if extended_card else None
+        _manager, max_body_bytes=max_body_bytes, extended_card=http_card if extended_card is not None else None
     )
     routes = [
         Route("/", guarded(jsonrpc.endpoint), methods=["POST"]),
@@ -180,6 +207,7 @@ def serve(
     limits: ServerLimits | None = None,
     loop: EventLoop = DEFAULT_LOOP,
     http: HttpParser = DEFAULT_HTTP,
+    grpc_port: int | None = None,
 ) -> None:
     """Run the agent's app with uvicorn until interrupted, behind ``limits`` (default ``ServerLimits()``).
 
@@ -188,6 +216,7 @@ def serve(
     ``log_format="json"``: uvicorn's lines go through the root logger (telemetry/logs.py).
     Traces go where the ``OTEL_*`` environment says (telemetry/tracing.py).
     ``loop`` and ``http``: the event loop and the HTTP parser (agent_server/http/speedups.py).
+    ``grpc_port``: A2A over gRPC on that port of ``host`` too (see ``create_app``).
     """
     tracing.configure(f"switchboard-agent-{as_hosted_agent(agent).name}")
     app = create_app(
@@ -199,6 +228,8 @@ def serve(
         allowed_origins=allowed_origins,
         push=push,
         extended_card=extended_card,
+        grpc_port=grpc_port,
+        grpc_host=host,
     )
     server = build_server(
         app,
@@ -233,6 +264,7 @@ class _Handlers:
         self.authenticated = authenticated
         self.pushes = pushes
         self.extended = extended_card
+        self.card_dates = CardDates()
 
     async def send(self, request: Request) -> Response:
         parsed = await self._parse(request, TaskSendParams, "tasks/send")
@@ -281,16 +313,24 @@ class _Handlers:
         return _answer(task, parsed.envelope)
 
     async def agent_card(self, request: Request) -> Response:
-        return card_response(request, self.public_card(request).to_wire())
+        asked = request.headers.get(VERSION_HEADER) or request.query_params.get(VERSION_HEADER)
+        card = self.public_card(self.url_of(request), request.app.state)
+        return card_response(request, card.for_reader(reader_version(asked)), self.card_dates)
 
-    def public_card(self, request: Request) -> AgentCard:
-        url = self.public_url or str(request.base_url).rstrip("/")
+    def url_of(self, request: Request) -> str:
+        return self.public_url or str(request.base_url).rstrip("/")
+
+    def public_card(self, url: str, state: State) -> AgentCard:
+        """The card of the agent served at ``url``, with the gRPC port the app's lifespan bound (if any)."""
         card = self.agent.card(url).offering(push_notifications=self.pushes, extended_card=self.extended is not None)
+        grpc_port: int | None = getattr(state, "grpc_port", None)
+        if grpc_port is not None:
+            card = card.with_grpc(grpc_address(url, grpc_port))
         return card.with_bearer_auth() if self.authenticated else card
 
-    def extended_card(self, request: Request) -> AgentCard:
-        """The public card with what ``extended_card`` adds (the binding asks only for an authenticated caller)."""
-        card = self.public_card(request)
+    def extended_card(self, url: str, state: State) -> AgentCard:
+        """The public card with what ``extended_card`` adds (the bindings ask only for an authenticated caller)."""
+        card = self.public_card(url, state)
         return self.extended.applied_to(card) if self.extended is not None else card
 
     async def _parse(self, request: Request, model: type[M], method: str) -> ParsedRequest[M]:

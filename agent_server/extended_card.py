@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from protocol import ErrorCode, ProtocolError
 from protocol.card import AgentCard, AgentSkill
 
 
@@ -37,11 +36,3 @@ class ExtendedCard:
         return card.model_copy(
             update={"description": self.description or card.description, "skills": [*card.skills, *extra]}
         )
-
-
-def no_extended_card() -> ProtocolError:
-    """The answer of a server that offers none (A2A's UnsupportedOperationError: its card does not declare one)."""
-    return ProtocolError(
-        ErrorCode.UNSUPPORTED_OPERATION,
-        "this agent has no extended card (its card does not say capabilities.extendedAgentCard)",
-    )

@@ -6,7 +6,8 @@ What either may produce:
 - ``str`` or ``TextChunk``: text appended to artifact 0 (one stream line each);
 - ``dict`` or ``DataChunk``: a data part appended to artifact 0;
 - ``protocol.Artifact``: sent as given;
-- ``protocol.Message``: the status message of the final state;
+- ``protocol.Message``: the status message of the final state; an agent that produces nothing
+  else answers with it alone on the standard bindings (``SendMessage``'s ``{"message": ...}``);
 - ``InputRequired``: ends this send in state ``input-required``; the next ``tasks/send``
   with the same task id calls the agent again with the new message and the history;
 - ``Handoff``: a ``handoff`` stream line and ``metadata.handoff``; the task then completes.

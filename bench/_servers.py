@@ -14,7 +14,7 @@ import httpx
 
 from bench._support import stop
 
-STARTUP_S = 60.0
+STARTUP_S = 90.0
 
 
 @dataclass(frozen=True)

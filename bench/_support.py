@@ -21,7 +21,7 @@ import httpx
 
 from agent_server.http.loopback import free_port
 
-STARTUP_S = 30.0
+STARTUP_S = 90.0
 STOP_S = 10.0
 
 _CORES = sorted(os.sched_getaffinity(0))  # before any pinning of this process

@@ -47,7 +47,7 @@ AGENTS = 100
 EXAMPLES = 20
 DENSE_DIMENSIONS = 256
 _SEED = 1919
-_STARTUP_S = 20.0
+_STARTUP_S = 90.0
 _SERVER = """
 import sys, orjson, uvicorn
 from starlette.applications import Starlette

@@ -46,7 +46,7 @@ _AGENT_SERVER = (
     "from agent_server import serve; from agent_server.testing import scripted_agent; "
     "import sys; serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning')"
 )
-_STARTUP_S = 60.0
+_STARTUP_S = 90.0
 _CALL_S = 300.0
 
 

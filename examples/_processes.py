@@ -17,7 +17,8 @@ from pathlib import Path
 
 import httpx
 
-READY_TIMEOUT_S = 20.0
+READY_TIMEOUT_S = 90.0
+"""Generous: reached only by a service that never answers; a starved machine may take tens of seconds to start one."""
 STOP_TIMEOUT_S = 5.0
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from protocol.card import (
         A2A_V03 as A2A_V03,
         A2A_V1 as A2A_V1,
+        GRPC_BINDING as GRPC_BINDING,
         JSONRPC_BINDING as JSONRPC_BINDING,
         NDJSON_BINDING as NDJSON_BINDING,
         AgentCapabilities as AgentCapabilities,

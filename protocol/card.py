@@ -1,16 +1,21 @@
-"""The agent card: what an agent serves at /.well-known/agent-card.json (and agent.json), readable by every A2A version.
+"""The agent card: what an agent serves at /.well-known/agent-card.json (and agent.json), in the reader's version.
 
-One card for every reader: A2A v1.0 clients read ``supportedInterfaces`` (the NDJSON
-binding first, as a custom binding named by ``NDJSON_BINDING``, then JSON-RPC 1.0 and 0.3
-at the same URL) and ``securityRequirements``; v0.3 clients read ``url``,
-``preferredTransport``, ``protocolVersion``, ``additionalInterfaces`` and ``security``;
-``securitySchemes`` carries both spellings of each scheme. The model also reads the cards
-other agents serve, of any of these versions (``interfaces()``).
+The model holds both versions' fields: A2A v1.0 clients read ``supportedInterfaces`` (the
+NDJSON binding first, as a custom binding named by ``NDJSON_BINDING``, then JSON-RPC 1.0 and
+0.3 at the same URL) and ``securityRequirements``; v0.3 clients read ``url``,
+``preferredTransport``, ``protocolVersion``, ``additionalInterfaces``, ``security`` and
+``supportsAuthenticatedExtendedCard``.
+``for_reader`` spells it for one reader: a v1.0 reader gets the v1.0 AgentCard alone (its
+schema allows no other field), a v0.3 one the card of both versions (v0.3 readers ignore
+the v1.0 fields, and the a2a-sdk's own v0.3 client reads ``supportedInterfaces`` first).
+``reader_version`` says which a request is. The model also reads the cards other agents
+serve, of any of these versions (``interfaces()``).
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import Field
 
@@ -20,6 +25,7 @@ NDJSON_BINDING = "urn:switchboard:a2a-ndjson"
 """The ``protocolBinding`` naming Switchboard's own binding (per-method paths, NDJSON streams)."""
 NDJSON_BINDING_VERSION = "1.0"
 JSONRPC_BINDING = "JSONRPC"
+GRPC_BINDING = "GRPC"
 A2A_V1 = "1.0"
 A2A_V03 = "0.3"
 BEARER_SCHEME = "bearer"
@@ -142,6 +148,26 @@ class AgentCard(WireModel):
             update={"capabilities": capabilities, "supports_authenticated_extended_card": extended_card or None}
         )
 
+    def with_grpc(self, address: str) -> AgentCard:
+        """This card, offering A2A 1.0 over gRPC at ``address`` (``host:port``, as a gRPC channel names its target)."""
+        grpc = AgentInterface(url=address, protocol_binding=GRPC_BINDING, protocol_version=A2A_V1)
+        return self.model_copy(update={"supported_interfaces": [*self.supported_interfaces, grpc]})
+
+    def for_reader(self, version: str) -> dict[str, Any]:
+        """The card on the wire for a reader of ``version`` (``reader_version``): v1.0 alone, or both versions."""
+        wire = self.to_wire()
+        if version != A2A_V1:
+            return wire
+        for key in _V03_FIELDS:
+            wire.pop(key, None)
+        wire["capabilities"].pop("stateTransitionHistory", None)
+        if "securitySchemes" in wire:
+            wire["securitySchemes"] = {
+                name: {key: value for key, value in scheme.items() if key in _V1_SCHEME_KINDS}
+                for name, scheme in wire["securitySchemes"].items()
+            }
+        return wire
+
     def interfaces(self) -> list[AgentInterface]:
         """Every interface the card declares: ``supportedInterfaces``, or those a v0.3 card names.
 
@@ -164,9 +190,51 @@ class AgentCard(WireModel):
         return [main, *more]
 
 
+_V03_FIELDS = (
+    "url",
+    "preferredTransport",
+    "protocolVersion",
+    "additionalInterfaces",
+    "security",
+    "supportsAuthenticatedExtendedCard",
+)
+"""What only a v0.3 card has (``capabilities.stateTransitionHistory`` too)."""
+_V1_SCHEME_KINDS = frozenset(
+    {
+        "apiKeySecurityScheme",
+        "httpAuthSecurityScheme",
+        "oauth2SecurityScheme",
+        "openIdConnectSecurityScheme",
+        "mtlsSecurityScheme",
+    }
+)
+"""A v1.0 security scheme is exactly one of these; the v0.3 spelling (``type``, ``scheme``, ...) sits beside it."""
+
+
+def reader_version(asked: str | None) -> str:
+    """Which card a request for it gets, from the ``A2A-Version`` it sends (header or query parameter).
+
+    A2A 1.0 and later (and any version this project does not know, newer ones included:
+    the v1.0 card tells them what is spoken here) get the v1.0 card. No version, an empty or
+    unreadable one, or 0.x is a v0.3 reader, as the specification reads a request without
+    the header (3.6.2: an empty value is 0.3); a v1.0 client sends the header (3.6.1), and
+    the a2a-sdk client does when it fetches a card.
+    """
+    version = major_minor(asked)
+    if version is None or version.startswith("0."):
+        return A2A_V03
+    return A2A_V1
+
+
 def _complete(skill: AgentSkill) -> AgentSkill:
     """The skill with the fields A2A 1.0 requires filled in where they are empty."""
     return skill.model_copy(update={"description": skill.description or skill.name, "tags": skill.tags or [skill.id]})
+
+
+def grpc_address(url: str, port: int) -> str:
+    """``host:port`` of a gRPC server on ``port`` of the host that ``url`` names (an IPv6 host in brackets)."""
+    host = urlsplit(url).hostname or "127.0.0.1"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def major_minor(version: str | None) -> str | None:

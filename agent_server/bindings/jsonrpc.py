@@ -8,18 +8,26 @@ the caller's principal, so ownership, limits and every task rule are the same:
 - ``SendMessage`` / ``message/send``: a message without ``taskId`` starts a task (the server
   names it); with one, continues that task (unknown: -32001; finished: -32004). It answers
   once the task is terminal or ``input-required``, or at once with ``returnImmediately``.
+  A new task whose agent answered with a ``Message`` and nothing else is answered with that
+  Message alone (``{"message": ...}``; protocol/a2a/mapping.py ``bare_reply``); the task is
+  kept all the same, as the NDJSON binding has it.
 - ``SendStreamingMessage`` / ``message/stream``: Server-Sent Events, each ``data:`` one
   JSON-RPC response: the Task as the run starts, then its status and artifact updates,
   closed after the final one (protocol/a2a/streams.py).
 - ``GetTask`` / ``tasks/get``, ``CancelTask`` / ``tasks/cancel``, ``ListTasks`` (1.0 only).
-- ``SubscribeToTask`` / ``tasks/resubscribe``: the task now, then its events; -32004 for a
-  finished task.
+- ``SubscribeToTask`` / ``tasks/resubscribe``: the task now, then its events through the
+  next final one; on an ``input-required`` task the stream stays open for the run its next
+  message starts (or the cancel that closes it); -32004 for a finished task.
 - ``CreateTaskPushNotificationConfig`` / ``tasks/pushNotificationConfig/set``, and Get, List,
   Delete: the task's webhooks (agent_server/push/configs.py, the owner's only); a config
   may also come with a send (``configuration.taskPushNotificationConfig``, v0.3
   ``pushNotificationConfig``). -32003 on a server made without push.
 - ``GetExtendedAgentCard`` / ``agent/getAuthenticatedExtendedCard``: the card a caller with a
-  token gets (agent_server/extended_card.py); -32004 where the server offers none.
+  token gets (agent_server/extended_card.py), in the caller's version; -32004 where the
+  server offers none.
+
+The operations themselves are bindings/operations.py's, shared with gRPC; this module
+reads and writes their JSON-RPC shapes in both versions.
 
 Every answer is HTTP 200 with a JSON-RPC response or error, except the refusals of the
 HTTP layer before a request is read (401, 413, 415), which keep their status.
@@ -28,9 +36,8 @@ HTTP layer before a request is read (401, 413, 415), which keep their status.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -38,10 +45,10 @@ from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from agent_server.extended_card import no_extended_card
-from agent_server.http.auth import ANONYMOUS, principal_of
+from agent_server.bindings import operations
+from agent_server.bindings.operations import OpenStream
+from agent_server.http.auth import principal_of
 from agent_server.http.responses import SSEStreamResponse, check_content_type, json_response, read_body
-from agent_server.stores import TaskFilter
 from agent_server.tasks.manager import TaskManager
 from protocol import (
     A2A_V1,
@@ -52,24 +59,11 @@ from protocol import (
     ProtocolError,
     StreamEvent,
     Task,
-    TaskSendParams,
     encode_event,
     parse_call,
     parse_params,
 )
-from protocol.a2a import (
-    VERSION_HEADER,
-    StreamEncoder,
-    check_method,
-    for_version,
-    push,
-    requested_version,
-    send_params_from_v1,
-    task_to_v1,
-    v03,
-    v1,
-)
-from protocol.a2a.mapping import STATE_FROM_V1
+from protocol.a2a import VERSION_HEADER, check_method, for_version, push, requested_version, task_to_v1, v03, v1
 from protocol.card import AgentCard
 
 logger = logging.getLogger("agent_server")
@@ -100,25 +94,27 @@ class _Exchange:
         standard = task_to_v1(task)
         return standard.to_wire() if self.is_v1 else v03.task_from_v1(standard).to_wire()
 
+    def message(self, message: v1.Message) -> dict[str, Any]:
+        return {"message": message.to_wire()} if self.is_v1 else v03.message_from_v1(message).to_wire()
+
     def event(self, event: v1.StreamResponse) -> dict[str, Any]:
         return event.to_wire() if self.is_v1 else v03.event_from_v1(event).to_wire()
 
     def send_request(self) -> v1.SendMessageRequest:
         if self.is_v1:
             return parse_params(self.call, v1.SendMessageRequest)
-        return v03.send_params_to_v1(parse_params(self.call, v03.MessageSendParams))
-
-    def webhook(self, request: v1.SendMessageRequest) -> push.TaskPushNotificationConfig | None:
-        """The push config a send carries, in v1.0's form; -32602 when it is not one."""
-        raw = request.configuration.task_push_notification_config if request.configuration is not None else None
-        if not raw:
-            return None
-        try:
-            if self.is_v1:
-                return push.TaskPushNotificationConfig.model_validate(raw)
-            return push.config_from_legacy(push.LegacyPushConfig.model_validate(raw), None)
+        request = v03.send_params_to_v1(parse_params(self.call, v03.MessageSendParams))
+        config = request.configuration
+        if config is None or not config.task_push_notification_config:
+            return request
+        try:  # v0.3's config, as the v1.0 one the operations read
+            legacy = push.LegacyPushConfig.model_validate(config.task_push_notification_config)
         except ValidationError as exc:
-            raise ProtocolError.from_validation_error(exc, "configuration.taskPushNotificationConfig") from None
+            raise ProtocolError.from_validation_error(exc, "configuration.pushNotificationConfig") from None
+        webhook = push.config_from_legacy(legacy, None).to_wire()
+        return request.model_copy(
+            update={"configuration": config.model_copy(update={"task_push_notification_config": webhook})}
+        )
 
     def push_config(self, config: push.TaskPushNotificationConfig) -> dict[str, Any]:
         return config.to_wire() if self.is_v1 else push.config_to_legacy(config).to_wire()
@@ -131,17 +127,8 @@ class _Exchange:
         legacy = parse_params(self.call, push.LegacyConfigParams)
         return legacy.id, legacy.push_notification_config_id
 
-    def send_params(self, request: v1.SendMessageRequest) -> TaskSendParams:
-        """The request as the task model's send; -32602 for what the model cannot hold (bytes that are not base64)."""
-        try:
-            return send_params_from_v1(request)
-        except ValueError as exc:
-            raise ProtocolError.invalid_param("message.parts", str(exc)) from None
-
-    def stream(
-        self, encoder: StreamEncoder, batches: AsyncIterator[list[StreamEvent]], ready: list[StreamEvent]
-    ) -> Response:
-        return SSEStreamResponse(_sse(self, encoder, batches, ready))
+    def stream(self, opened: OpenStream) -> Response:
+        return SSEStreamResponse(_sse(self, opened))
 
 
 class JsonRpcBinding:
@@ -201,38 +188,22 @@ class JsonRpcBinding:
             return _error(internal, call.envelope)
 
     async def _extended_card(self, exchange: _Exchange) -> Response:
-        """The extended card, for a caller the tokens know (a server offering one has tokens: create_app)."""
-        if self.extended_card is None or exchange.caller is ANONYMOUS:
-            raise no_extended_card()
-        return exchange.answer(self.extended_card(exchange.request).to_wire())
+        card_of = self.extended_card
+        request = exchange.request
+        card = operations.extended_card((lambda: card_of(request)) if card_of is not None else None, exchange.caller)
+        return exchange.answer(card.for_reader(exchange.version))
 
 
 async def _send(exchange: _Exchange) -> Response:
-    request = exchange.send_request()
-    config = request.configuration
-    webhook = exchange.webhook(request)
-    params = exchange.send_params(request)
-    await _known(exchange, params.id)
-    if config is not None and config.return_immediately:
-        task = await exchange.manager.start(params, exchange.caller, webhook=webhook)
-    else:
-        task = await exchange.manager.send_in_caller_task(params, exchange.caller, webhook=webhook)
+    answer = await operations.send(exchange.manager, exchange.send_request(), exchange.caller)
+    if isinstance(answer, v1.Message):
+        return exchange.answer(exchange.message(answer))
+    task = answer
     return exchange.answer({"task": exchange.task(task)} if exchange.is_v1 else exchange.task(task))
 
 
 async def _send_streaming(exchange: _Exchange) -> Response:
-    request = exchange.send_request()
-    webhook = exchange.webhook(request)
-    params = exchange.send_params(request)
-    await _known(exchange, params.id)
-    opened: list[Task] = []
-    batches = exchange.manager.subscribe_batches(params, exchange.caller, on_start=opened.append, webhook=webhook)
-    try:
-        first = await anext(batches)  # the run's first line, the working status, is the Task the stream opens with
-    except BaseException:
-        await batches.aclose()
-        raise
-    return exchange.stream(StreamEncoder(opened[0]), batches, first[1:])
+    return exchange.stream(await operations.send_streaming(exchange.manager, exchange.send_request(), exchange.caller))
 
 
 async def _get(exchange: _Exchange) -> Response:
@@ -248,56 +219,28 @@ async def _cancel(exchange: _Exchange) -> Response:
 
 async def _subscribe(exchange: _Exchange) -> Response:
     target = parse_params(exchange.call, v1.SubscribeToTaskRequest)
-    task, last_seq = await exchange.manager.snapshot(target.id, exchange.caller)
-    if task.status.state.is_terminal:
-        raise ProtocolError(
-            ErrorCode.UNSUPPORTED_OPERATION,
-            f"task {target.id!r} is {task.status.state.value}: there is nothing to subscribe to; GetTask reads it",
-        )
-    batches = await exchange.manager.resubscribe_batches(target.id, last_seq, exchange.caller)
-    return exchange.stream(StreamEncoder(task), batches, [])
+    return exchange.stream(await operations.subscribe(exchange.manager, target.id, exchange.caller))
 
 
 async def _list(exchange: _Exchange) -> Response:
     query = parse_params(exchange.call, v1.ListTasksRequest)
-    where = TaskFilter(
-        session_id=query.context_id or None,
-        state=STATE_FROM_V1[query.status] if query.status is not None else None,
-        status_after=_utc_time(query.status_timestamp_after),
-    )
-    limit = query.page_size or v1.DEFAULT_PAGE_SIZE
-    page = await exchange.manager.list_tasks(
-        where, limit=limit, cursor=query.page_token or "", history_length=query.history_length, caller=exchange.caller
-    )
-    tasks = [task_to_v1(task, include_artifacts=query.include_artifacts).to_wire() for task in page.tasks]
-    return exchange.answer(
-        {"tasks": tasks, "nextPageToken": page.next_cursor, "pageSize": limit, "totalSize": page.total}
-    )
+    return exchange.answer(await operations.list_tasks(exchange.manager, query, exchange.caller))
 
 
 async def _create_push(exchange: _Exchange) -> Response:
     if exchange.is_v1:
         config = parse_params(exchange.call, push.TaskPushNotificationConfig)
-        if not config.task_id:
-            raise ProtocolError.invalid_param("taskId", "missing", "name the task the webhook is for")
-        task_id = config.task_id
     else:
         legacy = parse_params(exchange.call, push.LegacyTaskPushConfig)
-        task_id = legacy.task_id
-        config = push.config_from_legacy(legacy.push_notification_config, task_id)
-    configs = await exchange.manager.push_configs(task_id, exchange.caller)
-    return exchange.answer(exchange.push_config(await configs.create(config)))
+        config = push.config_from_legacy(legacy.push_notification_config, legacy.task_id)
+    created = await operations.create_push_config(exchange.manager, config, exchange.caller)
+    return exchange.answer(exchange.push_config(created))
 
 
 async def _get_push(exchange: _Exchange) -> Response:
     task_id, config_id = exchange.push_target()
-    configs = await exchange.manager.push_configs(task_id, exchange.caller)
-    if config_id is None:  # v0.3: the task's config when it has one
-        found = await configs.list()
-        if not found:
-            raise ProtocolError(ErrorCode.TASK_NOT_FOUND, f"task {task_id!r} has no push config")
-        return exchange.answer(exchange.push_config(found[0]))
-    return exchange.answer(exchange.push_config(await configs.get(config_id)))
+    config = await operations.get_push_config(exchange.manager, task_id, config_id, exchange.caller)
+    return exchange.answer(exchange.push_config(config))
 
 
 async def _list_push(exchange: _Exchange) -> Response:
@@ -305,64 +248,35 @@ async def _list_push(exchange: _Exchange) -> Response:
         task_id = parse_params(exchange.call, push.ListTaskPushNotificationConfigsRequest).task_id
     else:
         task_id = parse_params(exchange.call, push.LegacyConfigParams).id
-    configs = await (await exchange.manager.push_configs(task_id, exchange.caller)).list()
-    listed = [exchange.push_config(config) for config in configs]  # a task has few: one page
+    configs = await operations.list_push_configs(exchange.manager, task_id, exchange.caller)
+    listed = [exchange.push_config(config) for config in configs]
     return exchange.answer({"configs": listed} if exchange.is_v1 else listed)
 
 
 async def _delete_push(exchange: _Exchange) -> Response:
     task_id, config_id = exchange.push_target()
-    if config_id is None:
-        raise ProtocolError.invalid_param("pushNotificationConfigId", "missing", "name the config to delete")
-    await (await exchange.manager.push_configs(task_id, exchange.caller)).delete(config_id)
+    await operations.delete_push_config(exchange.manager, task_id, config_id, exchange.caller)
     return exchange.answer({} if exchange.is_v1 else None)
 
 
-async def _known(exchange: _Exchange, task_id: str | None) -> None:
-    """A message naming a task continues it: the caller's task (-32001 otherwise), not finished (-32004)."""
-    if task_id is None:
-        return
-    task = await exchange.manager.get(task_id, 0, exchange.caller)
-    if task.status.state.is_terminal:
-        raise ProtocolError(
-            ErrorCode.UNSUPPORTED_OPERATION,
-            f"task {task_id!r} is {task.status.state.value} and takes no more messages; "
-            "send the message without a taskId to start a new task (same contextId to stay in the conversation)",
-        )
-
-
-def _utc_time(value: str | None) -> str | None:
-    """A client's timestamp as ``utc_now_iso`` writes them (so stored ones compare as text); -32602 if unreadable."""
-    if value is None:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise ProtocolError.invalid_param(
-            "statusTimestampAfter", f"{value!r} is not an ISO 8601 time such as 2026-01-31T12:00:00Z"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-async def _sse(
-    exchange: _Exchange, encoder: StreamEncoder, batches: AsyncIterator[list[StreamEvent]], ready: list[StreamEvent]
-) -> AsyncGenerator[bytes, None]:
+async def _sse(exchange: _Exchange, opened: OpenStream) -> AsyncGenerator[bytes, None]:
     """The opening Task, then each event, each a JSON-RPC response; a failure mid-stream ends it with an error event.
 
     The events ready together (``ready`` with the opening, then each batch) are written in one piece.
     """
     envelope = exchange.call.envelope
+    encoder = opened.encoder
 
     def encoded(events: list[StreamEvent]) -> bytes:
         return b"".join(
-            encode_event(orjson.dumps(envelope.wrap_result(exchange.event(encoder.encode(event))))) for event in events
+            encode_event(orjson.dumps(envelope.wrap_result(exchange.event(response))))
+            for response in encoder.encode_batch(events)
         )
 
     try:
-        yield encode_event(orjson.dumps(envelope.wrap_result(exchange.event(encoder.opening())))) + encoded(ready)
-        async with aclosing(batches) as stream:  # type: ignore[type-var]
+        opening = encode_event(orjson.dumps(envelope.wrap_result(exchange.event(encoder.opening()))))
+        yield opening + encoded(opened.ready)
+        async with aclosing(opened.batches) as stream:
             async for batch in stream:
                 yield encoded(batch)
     except Exception as exc:

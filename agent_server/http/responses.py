@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+from email.utils import format_datetime, parsedate_to_datetime
 from functools import wraps
 from typing import Any
 
@@ -76,14 +79,68 @@ def json_response(content: Any, status_code: int = 200, headers: dict[str, str] 
     return Response(orjson.dumps(content), status_code=status_code, media_type=JSON_MEDIA_TYPE, headers=headers)
 
 
-def card_response(request: Request, card: dict[str, Any]) -> Response:
-    """The agent card with ``Cache-Control`` and a weak ``ETag`` of its content; 304 when ``If-None-Match`` has it."""
+class CardDates:
+    """When this process first served each card: its ``Last-Modified``, the same for as long as the card is.
+
+    A card is known by its ETag (its content), so one that changes (the gateway's, as agents
+    are registered) gets a new date. Few are remembered (one per spelling and address a
+    server is reached at): past ``keep`` the oldest is forgotten, and dated anew if it comes back.
+    """
+
+    def __init__(self, keep: int = 16) -> None:
+        self.keep = keep
+        self._first_served: dict[str, int] = {}
+
+    def of(self, etag: str) -> int:
+        """The card's date, in whole seconds since the epoch (what an HTTP date holds)."""
+        date = self._first_served.get(etag)
+        if date is None:
+            date = int(time.time())
+            if len(self._first_served) >= self.keep:
+                del self._first_served[next(iter(self._first_served))]
+            self._first_served[etag] = date
+        return date
+
+
+def card_response(request: Request, card: dict[str, Any], dates: CardDates | None = None) -> Response:
+    """The agent card with ``Cache-Control``, a weak ``ETag`` of its content and, with ``dates``, ``Last-Modified``.
+
+    304 when ``If-None-Match`` names the tag, or, without ``If-None-Match`` (which takes
+    precedence, RFC 9110), when ``If-Modified-Since`` is not before ``Last-Modified``. The card
+    differs with the ``A2A-Version`` a client sends (``Vary``).
+    """
     etag = 'W/"' + hashlib.sha256(orjson.dumps(card, option=orjson.OPT_SORT_KEYS)).hexdigest()[:32] + '"'
-    headers = {"etag": etag, "cache-control": f"public, max-age={CARD_MAX_AGE_S}"}
-    asked = [tag.strip().removeprefix("W/") for tag in request.headers.get("if-none-match", "").split(",")]
-    if "*" in asked or etag.removeprefix("W/") in asked:
+    headers = {"etag": etag, "cache-control": f"public, max-age={CARD_MAX_AGE_S}", "vary": "A2A-Version"}
+    modified = dates.of(etag) if dates is not None else None
+    if modified is not None:
+        headers["last-modified"] = format_datetime(_utc(modified), usegmt=True)
+    if_none_match = request.headers.get("if-none-match")
+    if if_none_match is not None:
+        asked = [tag.strip().removeprefix("W/") for tag in if_none_match.split(",")]
+        unchanged = "*" in asked or etag.removeprefix("W/") in asked
+    else:
+        since = _http_date(request.headers.get("if-modified-since"))
+        unchanged = modified is not None and since is not None and modified <= since
+    if unchanged:
         return Response(status_code=304, headers=headers)
     return json_response(card, headers=headers)
+
+
+def _utc(seconds: int) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _http_date(value: str | None) -> int | None:
+    """An HTTP date as seconds since the epoch; None for none, or for one that cannot be read (then ignored)."""
+    if not value:
+        return None
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp())
 
 
 def error_response(

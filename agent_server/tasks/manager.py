@@ -43,6 +43,7 @@ from agent_server.tasks.outputs import Outcome
 from agent_server.tasks.run import CANCELED_ON_SHUTDOWN, Run
 from agent_server.tasks.runs import Runs
 from agent_server.tasks.turns import handed_to_agent, new_id, next_turn
+from agent_server.tasks.wakeup import Wakeup
 from protocol import (
     ErrorCode,
     Message,
@@ -65,6 +66,8 @@ _CANCEL_ELSEWHERE_TIMEOUT_S = 2 * _FINISH_TIMEOUT_S
 _CANCELED_BY_REQUEST = "canceled by request"
 _CANCELED_ON_DISCONNECT = "canceled: the client disconnected"
 _INTERRUPTED = "failed: the server stopped while this task was running"
+_IDLE_RECHECK_S = 1.0
+"""How often a subscriber waiting on an idle task looks at the store for what another process wrote to it."""
 
 
 class TaskManager:
@@ -84,6 +87,7 @@ class TaskManager:
         self._task_group: TaskGroup | None = None
         self._runs: Runs[Run] = Runs()
         self._push = PushSender(push, WebhookHosts(push.allowed_hosts)) if push is not None else None
+        self._idle_task_moved = Wakeup()  # a run started, or an idle task was closed: wakes ``_next_run`` waiters
 
     @property
     def pushes(self) -> bool:
@@ -102,6 +106,7 @@ class TaskManager:
                 yield self
             finally:
                 self._task_group = None
+                self._idle_task_moved.notify()
                 for run in self._runs.all():
                     run.cancel(CANCELED_ON_SHUTDOWN)
                 task_group.cancel_scope.cancel()
@@ -211,6 +216,46 @@ class TaskManager:
                 f"resubscribe with afterSeq {last_seq} or less",
             )
         return self._replay(task_id, after_seq)
+
+    async def follow_batches(
+        self, task_id: str, after_seq: int = -1, caller: Principal | None = None
+    ) -> AsyncGenerator[list[StreamEvent], None]:
+        """``resubscribe_batches`` that also waits on an idle task (``input-required``) for its next run.
+
+        A standard subscription stays open on any task that is not terminal: on an idle one
+        it waits for the next message's run (here or in another process sharing the store)
+        and follows it through its final line, or for the cancel that closes the task. It
+        ends when the manager stops or the task expires meanwhile.
+        """
+        batches = await self.resubscribe_batches(task_id, after_seq, caller)
+        return self._through_next_run(task_id, after_seq, batches)
+
+    async def _through_next_run(
+        self, task_id: str, after_seq: int, batches: AsyncGenerator[list[StreamEvent], None]
+    ) -> AsyncGenerator[list[StreamEvent], None]:
+        seen = after_seq
+        async with aclosing(batches):
+            async for batch in batches:
+                seen = batch[-1].seq
+                yield batch
+        if seen > after_seq or not await self._next_run(task_id, seen):
+            return
+        async with aclosing(self._replay(task_id, seen)) as following:
+            async for batch in following:
+                yield batch
+
+    async def _next_run(self, task_id: str, after_seq: int) -> bool:
+        """Wait until the idle task has a run here or events past ``after_seq`` in the store; False if it never will."""
+        while self._task_group is not None:
+            if self._runs.get(task_id) is not None:
+                return True
+            with anyio.move_on_after(_IDLE_RECHECK_S) as waited:
+                await self._idle_task_moved.wait()
+            if self._runs.get(task_id) is not None or await self.store.last_seq(task_id) > after_seq:
+                return True
+            if waited.cancelled_caught and await self.store.load_task(task_id) is None:
+                return False
+        return False
 
     async def _replay(self, task_id: str, after_seq: int) -> AsyncGenerator[list[StreamEvent], None]:
         run = self._runs.get(task_id)
@@ -442,6 +487,7 @@ class TaskManager:
                 run.push = await self._push_hook(self._push, run, webhook, known=existing is not None)
             await run.append(run.status_line())
             self._runs.add(task_id, run)
+            self._idle_task_moved.notify()
             task_group = self._task_group
             if task_group is None:
                 await run.record_end(Outcome(TaskState.CANCELED, Message.agent(CANCELED_ON_SHUTDOWN)))
@@ -506,6 +552,7 @@ class TaskManager:
             hook = self._push.watch(task, await self._configs(self._push, task.id).list())
             if hook is not None:
                 hook(event)
+        self._idle_task_moved.notify()
         return task
 
 
@@ -522,7 +569,7 @@ def _trimmed(task: Task, history_length: int | None) -> Task:
     """A deep copy of ``task`` with only the last ``history_length`` messages (all when None)."""
     copy = task.copied()
     if history_length is not None and copy.history is not None:
-        copy.history = copy.history[len(copy.history) - history_length :] if history_length else []
+        copy.history = _recent(copy.history, history_length)
     return copy
 
 
@@ -532,7 +579,12 @@ def _settled(task: Task, history_length: int | None) -> Task:
     history = task.history
     if history_length is None or history is None:
         return task
-    return task.model_copy(update={"history": history[len(history) - history_length :] if history_length else []})
+    return task.model_copy(update={"history": _recent(history, history_length)})
+
+
+def _recent(history: list[Message], history_length: int) -> list[Message]:
+    """The last ``history_length`` messages: all of them when there are fewer, none for 0."""
+    return history[-history_length:] if history_length > 0 else []
 
 
 async def _flattened(batches: AsyncGenerator[list[StreamEvent], None]) -> AsyncGenerator[StreamEvent, None]:

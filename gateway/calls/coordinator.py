@@ -113,6 +113,8 @@ class Gateway:
                     await connection.aclose()
                 for host in self._local.values():
                     await host.aclose()
+                for peer in self._peers.values():
+                    await peer.aclose()
         finally:
             stack, self._stack, self._task_group = self._stack, None, None
             try:

@@ -94,6 +94,13 @@ def add_serve(subparsers: Any) -> None:
     )
     parser.add_argument("--public-url", default=None, help="the URL the agent card advertises")
     parser.add_argument(
+        "--grpc-port",
+        type=_port,
+        default=None,
+        metavar="PORT",
+        help="also serve A2A over gRPC on this port of --host, listed in the card (needs the grpc extra; default: off)",
+    )
+    parser.add_argument(
         "--token-env",
         default=AGENT_TOKEN_ENV,
         metavar="NAME",
@@ -189,6 +196,8 @@ def _run_serve(args: argparse.Namespace) -> int:
     missing = not_installed(args.loop, args.http)
     if missing is not None:
         raise UsageError(f"--loop {args.loop} --http {args.http}: {missing}")
+    if args.grpc_port is not None and not _grpc_installed():
+        raise UsageError("--grpc-port: gRPC needs the grpc extra: pip install 'a2a-switchboard[grpc]'")
     hosted = as_hosted_agent(_agent_at(args.target))
     try:
         store = open_store(args.store)
@@ -197,7 +206,13 @@ def _run_serve(args: argparse.Namespace) -> int:
     configure_logging(args.log_level, args.log_format)
     tracing.configure(f"switchboard-agent-{hosted.name}")
     app = create_app(
-        hosted, store=store, cancel_on_disconnect=args.cancel_on_disconnect, public_url=args.public_url, token=token
+        hosted,
+        store=store,
+        cancel_on_disconnect=args.cancel_on_disconnect,
+        public_url=args.public_url,
+        token=token,
+        grpc_port=args.grpc_port,
+        grpc_host=args.host,
     )
     limits = ServerLimits(
         max_connections=args.max_connections, header_timeout_s=args.header_timeout, body_timeout_s=args.body_timeout
@@ -226,6 +241,10 @@ def _run_serve(args: argparse.Namespace) -> int:
     finally:
         anyio.run(store.aclose)
     return 0
+
+
+def _grpc_installed() -> bool:
+    return all(importlib.util.find_spec(name) is not None for name in ("grpc", "a2a"))
 
 
 def _agent_at(spec: str) -> Any:

@@ -25,7 +25,7 @@ slot) only while its own part of the stream is read.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from types import NoneType
@@ -35,20 +35,19 @@ import orjson
 from pydantic import ValidationError
 
 from agent_server.telemetry import metrics
-from gateway.errors import AgentToolError, PeerConnectionError, PeerHTTPError, PeerProtocolError
+from gateway.errors import AgentToolError, PeerHTTPError, PeerProtocolError
 from gateway.peers.base import (
     OnSent,
     OnTask,
     Peer,
     RawLine,
-    Resubscribed,
     StreamItem,
     StreamRead,
-    StreamTooLarge,
     TextLine,
 )
 from gateway.peers.http_client import PeerHttpClient, PeerResponse
 from gateway.peers.limits import PeerLimits
+from gateway.peers.streams import ByteBudget, Segment, ends_stream, resumed
 from gateway.uri import A2AHttpTarget
 from protocol import (
     AgentCard,
@@ -74,13 +73,6 @@ NDJSON = "a2a-ndjson"
 CARD_PATH = "/.well-known/agent-card.json"
 LEGACY_CARD_PATH = "/.well-known/agent.json"
 
-Segment = AsyncGenerator[StreamRead, None]
-"""The items of one streamed response (a stream, or a resubscribe that continues it)."""
-Resume = Callable[[AsyncExitStack], Awaitable[Segment | None]]
-"""Continue a cut stream: the next segment (its response entered in the stack given, which
-``_resumed`` closes once the segment is read), or None when there is nothing to resume by yet."""
-
-
 _EVENTS = (TextLine, StatusEvent, ArtifactEvent, HandoffEvent)
 _TEXT_CHUNK_KEYS = frozenset({"seq", "id", "cost_usd", "final", "type", "artifact"})
 _TEXT_ARTIFACT_KEYS = frozenset({"parts", "index", "append"})
@@ -99,24 +91,6 @@ class _Place:
             self.task_id = self.task_id or item.id
             self.seq = item.seq
             self.final = isinstance(item, StatusEvent) and item.final
-
-
-@dataclass
-class ByteBudget:
-    """The bytes one call's stream may still send, across its resubscribes."""
-
-    limit: int
-    received: int = 0
-
-    def take(self, size: int) -> StreamTooLarge | None:
-        self.received += size
-        return StreamTooLarge(size=self.received, limit=self.limit) if self.received > self.limit else None
-
-
-def ends_stream(read: StreamRead) -> bool:
-    """Nothing is read after a final status line, an oversized line or a stream over its limit."""
-    item = read[-1] if isinstance(read, list) else read
-    return isinstance(item, OversizedLine | StreamTooLarge) or (isinstance(item, StatusEvent) and item.final)
 
 
 class HttpPeer(Peer):
@@ -196,52 +170,6 @@ class HttpPeer(Peer):
             finally:
                 metrics.stream_closed("client")
 
-    async def _resumed(self, segment: Segment, held: AsyncExitStack, resume: Resume) -> Segment:
-        """A stream that a cut does not end: ``resume()`` picks it up, at most ``max_resubscribes`` times.
-
-        ``segment`` yields the items of one response (held open by ``held``, closed once it is
-        read) and returns at the stream's end (its final event, or an item that ends it). A
-        connection that breaks, or a body that ends before that, is resumed; when no resume is
-        possible (no attempts left, nothing to name the task by yet, the peer refuses) the break
-        is raised, or the items simply end (cut_off).
-        """
-        attempt = 0
-        notice: Resubscribed | None = None
-        try:
-            while True:
-                broke: PeerConnectionError | None = None
-                ended = False
-                try:
-                    async with aclosing(segment) as items:
-                        if notice is not None:
-                            yield notice
-                        async for item in items:
-                            yield item
-                            ended = ended or ends_stream(item)
-                except PeerConnectionError as exc:
-                    broke = exc
-                await held.aclose()
-                if ended:
-                    return
-                held = AsyncExitStack()
-                again: Segment | None = None
-                if attempt < self.limits.max_resubscribes:
-                    try:
-                        again = await resume(held)
-                    except AgentToolError as exc:
-                        if broke is not None:
-                            raise PeerConnectionError(f"{broke.message}; resubscribing failed: {exc.message}") from exc
-                        return
-                if again is None:
-                    if broke is not None:
-                        raise broke
-                    return
-                attempt += 1
-                notice = Resubscribed(attempt, broke.message if broke else "the stream ended before its final event")
-                segment = again
-        finally:
-            await held.aclose()
-
 
 class A2AHttpPeer(HttpPeer):
     """An agent over Switchboard's own binding: one path per method, NDJSON streams, ids chosen by the caller."""
@@ -279,7 +207,8 @@ class A2AHttpPeer(HttpPeer):
 
         async with AsyncExitStack() as held:
             response = await held.enter_async_context(self._open_stream("/tasks/sendSubscribe", params.to_json()))
-            async with aclosing(self._resumed(self._lines(response, place, budget), held, resume)) as items:
+            segment = self._lines(response, place, budget)
+            async with aclosing(resumed(segment, held, resume, self.limits.max_resubscribes)) as items:
                 yield items
 
     async def cancel(self, task_id: str) -> bool:

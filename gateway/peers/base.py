@@ -11,9 +11,9 @@ artifact line of one plain text part, from the NDJSON peer, as a ``TextLine``), 
 ``StreamTooLarge`` when the whole stream grew past its limit (the last item), and
 ``Resubscribed`` where a stream cut before its final line was picked up again.
 
-A peer speaks one binding (``binding``: ``a2a-ndjson``, ``jsonrpc-1.0``, ``jsonrpc-0.3``,
+A peer speaks one binding (``binding``: ``a2a-ndjson``, ``jsonrpc-1.0``, ``jsonrpc-0.3``, ``grpc-1.0``,
 ``local``, ``mcp``). ``names_tasks`` says whether a new task's id is the caller's to choose
-(the NDJSON binding, in-process, MCP) or the server's, named in its first answer (JSON-RPC).
+(the NDJSON binding, in-process, MCP) or the server's, named in its first answer (JSON-RPC, gRPC).
 A peer found by URI may have to learn its binding first: ``resolve()`` returns the peer that
 speaks it (itself, for every peer that knows).
 """
@@ -154,3 +154,6 @@ class Peer(abc.ABC):
 
     @abc.abstractmethod
     async def card(self) -> AgentCard: ...
+
+    async def aclose(self) -> None:
+        """Release what the peer holds open between calls (a gRPC channel); the gateway calls it as it closes."""

@@ -4,18 +4,20 @@ The card is read from ``/.well-known/agent-card.json``, else ``agent.json`` (old
 once: the binding it names is kept for the gateway's life.
 The binding, in this order of preference: Switchboard's NDJSON binding (``NDJSON_BINDING``
 in ``supportedInterfaces``), A2A JSON-RPC 1.0, JSON-RPC 0.3 (an interface without a version
-counts as 1.0, after those that say so). A card that declares no interface at all is an
-older Switchboard agent's: NDJSON. Anything else (only gRPC or HTTP+JSON) is refused with
-``no_binding``.
+counts as 1.0, after those that say so), then gRPC 1.0 (with the ``grpc`` extra installed;
+grpc.py). A card that declares no interface at all is an older Switchboard agent's: NDJSON.
+Anything else (only HTTP+JSON) is refused with ``no_binding``.
 
 The gateway keeps to the host it was given: of an interface's URL it takes the path only,
 on the scheme, host and port of the agent's URI (a card saying ``localhost`` or another
 host leads nowhere else, and a card may not send the gateway's calls, and its token, to a
-host the operator did not name).
+host the operator did not name). A gRPC interface's port is kept, on the URI's host; TLS
+when the URI is https.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -27,7 +29,17 @@ from gateway.peers.http_client import PeerHttpClient
 from gateway.peers.jsonrpc import JsonRpcPeer
 from gateway.peers.limits import PeerLimits
 from gateway.uri import A2AHttpTarget
-from protocol import A2A_V03, A2A_V1, JSONRPC_BINDING, NDJSON_BINDING, AgentCard, Task, TaskSendParams, major_minor
+from protocol import (
+    A2A_V03,
+    A2A_V1,
+    GRPC_BINDING,
+    JSONRPC_BINDING,
+    NDJSON_BINDING,
+    AgentCard,
+    Task,
+    TaskSendParams,
+    major_minor,
+)
 
 
 class HttpAgentPeer(Peer):
@@ -96,6 +108,10 @@ class HttpAgentPeer(Peer):
     async def get(self, task_id: str) -> Task:
         return await (await self.resolve()).get(task_id)
 
+    async def aclose(self) -> None:
+        if self._peer is not None:
+            await self._peer.aclose()
+
     def _peer_for(self, card: AgentCard) -> Peer:
         binding, version, url = choose_binding(card, self._target.base_url, self.uri)
         if binding == NDJSON_BINDING:
@@ -105,6 +121,11 @@ class HttpAgentPeer(Peer):
                 if target == self._target
                 else A2AHttpPeer(target, self._client, self._limits, token=self._token)
             )
+        if binding == GRPC_BINDING:
+            from gateway.peers.grpc import GrpcPeer  # grpcio is an extra, loaded for the first gRPC agent
+
+            secure = urlsplit(self._target.base_url).scheme == "https"
+            return GrpcPeer(self.uri, url, card, self._limits, token=self._token, secure=secure)
         return JsonRpcPeer(self.uri, url, version, card, self._client, self._limits, token=self._token)
 
 
@@ -122,16 +143,44 @@ def choose_binding(card: AgentCard, base_url: str, uri: str) -> tuple[str, str, 
             rank = {A2A_V1: 1, A2A_V03: 2, None: 3}.get(version)
             if rank is not None:
                 ranked.append((rank, version or A2A_V1, interface.url))
+        elif interface.protocol_binding == GRPC_BINDING and _speaks_grpc(interface.protocol_version):
+            ranked.append((_GRPC_RANK, A2A_V1, interface.url))
     if not ranked:
         offered = ", ".join(f"{i.protocol_binding} {i.protocol_version or ''}".strip() for i in interfaces)
         raise PeerProtocolError(
             f"the card of {uri} offers no binding the gateway speaks ({offered}); it speaks Switchboard's NDJSON "
-            f"binding and A2A JSON-RPC {A2A_V1} and {A2A_V03}",
+            f"binding, A2A JSON-RPC {A2A_V1} and {A2A_V03}, and gRPC {A2A_V1} with the grpc extra installed",
             reason="no_binding",
         )
     rank, version, url = min(ranked, key=lambda choice: choice[0])
+    if rank == _GRPC_RANK:
+        return GRPC_BINDING, version, grpc_on_host(base_url, url)
     binding = NDJSON_BINDING if rank == 0 else JSONRPC_BINDING
     return binding, version, on_origin(base_url, url)
+
+
+_GRPC_RANK = 4
+
+
+def _speaks_grpc(version: str | None) -> bool:
+    """A gRPC interface of A2A 1.0 (0.3's service is another one), and grpcio and the stubs installed."""
+    if version is not None and major_minor(version) != A2A_V1:
+        return False
+    return all(importlib.util.find_spec(name) is not None for name in ("grpc", "a2a"))
+
+
+def grpc_on_host(base_url: str, url: str) -> str:
+    """The ``host:port`` to call: the port of a gRPC interface's URL (``host:port`` or with a scheme), on
+    ``base_url``'s host (its own port when the URL names none)."""
+    origin = urlsplit(base_url)
+    where = urlsplit(url if "://" in url else "//" + url)
+    try:
+        port = where.port or origin.port
+    except ValueError:
+        port = origin.port
+    host = origin.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    return f"{host}:{port}" if port else host
 
 
 def on_origin(base_url: str, url: str) -> str:

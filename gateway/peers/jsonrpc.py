@@ -2,19 +2,13 @@
 
 Each request is a JSON-RPC 2.0 POST to the card's interface URL with ``A2A-Version``;
 streams are Server-Sent Events, each ``data:`` a JSON-RPC response, read as the task
-model's events by the one stream mapping (protocol/a2a/streams.py). The server names
-tasks (``names_tasks`` is False): a new task is sent without an id and known by the id of
-the stream's first event; a later turn of the same task (``input-required``) names it as
-the message's ``taskId``.
+model's events by the one stream mapping (protocol/a2a/streams.py). What a call does with
+them (send, subscribe, cancel, get) is the same on every standard binding (standard.py).
 
-- ``subscribe``: ``SendStreamingMessage`` / ``message/stream``. A stream cut before its
-  end is picked up by ``SubscribeToTask`` / ``tasks/resubscribe``: its opening Task is
-  read against what was already passed on, so only what is new comes through; a task that
-  ended meanwhile (-32004) is read once with ``GetTask``.
-- ``send``: for an agent whose card says it streams, the same stream folded into the
-  final Task, so its id is known from the first event and a deadline can still cancel it;
-  otherwise ``SendMessage``. The folded Task's ``metadata.cost_usd`` is what its events cost.
-- ``cancel``: ``CancelTask`` / ``tasks/cancel``; ``get``: ``GetTask`` / ``tasks/get``.
+- ``subscribe``: ``SendStreamingMessage`` / ``message/stream``, resumed by
+  ``SubscribeToTask`` / ``tasks/resubscribe``.
+- ``send``: ``SendMessage`` / ``message/send``, or the stream folded; ``cancel``:
+  ``CancelTask`` / ``tasks/cancel``; ``get``: ``GetTask`` / ``tasks/get``.
 
 A JSON-RPC error answer is a ``PeerRPCError`` with the peer's code and message.
 """
@@ -27,31 +21,26 @@ from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from typing import Any
 
 import orjson
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
-from gateway.errors import AgentToolError, PeerProtocolError, PeerRPCError
-from gateway.peers.a2a_http import ByteBudget, HttpPeer, Segment
-from gateway.peers.base import OnSent, OnTask, RawLine, StreamItem, StreamRead, StreamTooLarge, items_of
+from gateway.errors import PeerProtocolError, PeerRPCError
+from gateway.peers.a2a_http import HttpPeer
+from gateway.peers.base import OnSent, RawLine, StreamItem
 from gateway.peers.http_client import PeerHttpClient, PeerResponse
 from gateway.peers.limits import PeerLimits
+from gateway.peers.standard import V03_RESULT, Reading, StandardPeer, TaskOperation
+from gateway.peers.streams import ByteBudget, Segment
 from protocol import (
     A2A_V1,
     AgentCard,
-    ArtifactEvent,
-    ArtifactFold,
     ErrorCode,
-    HandoffEvent,
     OversizedEvent,
     OversizedLine,
     SSEDecoder,
     SSEEvent,
-    StatusEvent,
-    Task,
     TaskSendParams,
-    TaskState,
-    TaskStatus,
 )
-from protocol.a2a import VERSION_HEADER, StreamDecoder, reply_task, send_request_to_v1, task_from_v1, v03, v1
+from protocol.a2a import VERSION_HEADER, StreamDecoder, send_request_to_v1, v03, v1
 from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 
 _METHODS = {
@@ -72,10 +61,8 @@ _METHODS = {
 }
 
 
-class JsonRpcPeer(HttpPeer):
+class JsonRpcPeer(StandardPeer, HttpPeer):
     """The agent at ``url`` (its card's JSON-RPC interface, on the host it was registered at), speaking ``version``."""
-
-    names_tasks = False
 
     def __init__(
         self,
@@ -96,56 +83,21 @@ class JsonRpcPeer(HttpPeer):
         self._card = card
         self._methods = _METHODS[version]
 
-    async def send(self, params: TaskSendParams, on_sent: OnSent | None = None, on_task: OnTask | None = None) -> Task:
-        if not self._card.capabilities.streaming:
-            result = await self._call("send", self._send_params(params), on_sent=on_sent)
-            return self._send_result(result)
-        decoder = StreamDecoder()
-        async with self._stream(params, decoder, on_sent) as items:
-            return await self._fold(items, decoder, on_task)
+    async def _send_once(self, params: TaskSendParams, on_sent: OnSent | None) -> Any:
+        return await self._call("send", self._send_params(params), on_sent=on_sent)
 
-    @asynccontextmanager
-    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamRead]]:
-        async with self._stream(params, StreamDecoder()) as items:
-            yield items
-
-    async def cancel(self, task_id: str) -> bool:
-        try:
-            task = self._task(await self._call("cancel", {"id": task_id}, short=True))
-        except AgentToolError:
-            return False
-        return task.status.state == TaskState.CANCELED
-
-    async def get(self, task_id: str) -> Task:
-        return self._task(await self._call("get", {"id": task_id}, short=True))
-
-    async def card(self) -> AgentCard:
-        return self._card
+    async def _task_answer(self, operation: TaskOperation, task_id: str) -> Any:
+        return await self._call(operation, {"id": task_id}, short=True)
 
     # -- streams ---------------------------------------------------------------------------
 
-    @asynccontextmanager
-    async def _stream(
-        self, params: TaskSendParams, decoder: StreamDecoder, on_sent: OnSent | None = None
-    ) -> AsyncIterator[AsyncIterator[StreamRead]]:
-        budget = ByteBudget(self.limits.max_stream_bytes)
+    async def _streamed(self, held: AsyncExitStack, params: TaskSendParams, reading: Reading) -> Segment:
+        opening = self._open_sse("stream", self._send_params(params), reading.on_sent)
+        return self._events(await held.enter_async_context(opening), reading.decoder, reading.budget)
 
-        async def resume(held: AsyncExitStack) -> Segment | None:
-            if decoder.task_id is None:
-                return None
-            try:
-                again = await held.enter_async_context(self._open_sse("subscribe", {"id": decoder.task_id}))
-            except PeerRPCError as exc:
-                if exc.code != ErrorCode.UNSUPPORTED_OPERATION:
-                    raise
-                # the task ended while the stream was cut: read it as it ended
-                return self._snapshot(await self._call("get", {"id": decoder.task_id}, short=True), decoder)
-            return self._events(again, decoder, budget)
-
-        async with AsyncExitStack() as held:
-            response = await held.enter_async_context(self._open_sse("stream", self._send_params(params), on_sent))
-            async with aclosing(self._resumed(self._events(response, decoder, budget), held, resume)) as items:
-                yield items
+    async def _resubscribed(self, held: AsyncExitStack, task_id: str, reading: Reading) -> Segment:
+        response = await held.enter_async_context(self._open_sse("subscribe", {"id": task_id}))
+        return self._events(response, reading.decoder, reading.budget)
 
     @asynccontextmanager
     async def _open_sse(
@@ -178,11 +130,6 @@ class JsonRpcPeer(HttpPeer):
                     if decoder.final:
                         return
 
-    async def _snapshot(self, result: Any, decoder: StreamDecoder) -> Segment:
-        """A task read with GetTask, as the events it adds to what was passed on (it has ended)."""
-        for item in decoder.decode(v1.StreamResponse(task=self._standard_task(result)), final=True):
-            yield item
-
     def _decoded(self, event: SSEEvent, decoder: StreamDecoder) -> list[StreamItem]:
         """The items of one event; an error event fails the call, an event that cannot be read is a RawLine."""
         try:
@@ -195,43 +142,11 @@ class JsonRpcPeer(HttpPeer):
         try:
             if self.version == A2A_V1:
                 return list(decoder.decode(v1.StreamResponse.model_validate(result)))
-            legacy = _V03_RESULT.validate_python(result)
+            legacy = V03_RESULT.validate_python(result)
             final = isinstance(legacy, v03.TaskStatusUpdateEvent) and legacy.final
             return list(decoder.decode(v03.result_to_v1(legacy), final=final))
         except (ValidationError, ValueError):
             return [RawLine(answer if isinstance(answer, dict) else event.data)]
-
-    async def _fold(self, reads: AsyncIterator[StreamRead], decoder: StreamDecoder, on_task: OnTask | None) -> Task:
-        """The final Task a stream amounts to: its last status, its artifacts merged, what its events cost."""
-        task: Task | None = None
-        cost = 0.0
-        handoff: dict[str, Any] | None = None
-        fold = ArtifactFold()
-        async for read in reads:
-            for item in items_of(read):
-                if isinstance(item, OversizedLine | StreamTooLarge):
-                    limit = "max_line_bytes" if isinstance(item, OversizedLine) else "max_stream_bytes"
-                    raise PeerProtocolError(
-                        f"{self.uri} sent more than {item.limit} bytes ({limit})", reason="bad_answer"
-                    )
-                if not isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
-                    continue
-                if task is None:
-                    task = Task(id=item.id, session_id=decoder.context_id, status=TaskStatus(state=TaskState.WORKING))
-                    if on_task is not None:
-                        on_task(item.id)
-                cost += item.cost_usd or 0.0
-                if isinstance(item, ArtifactEvent):
-                    fold.add(item.artifact)
-                elif isinstance(item, HandoffEvent):
-                    handoff = item.handoff.to_wire()
-                else:
-                    task.status = item.status
-                    if item.final:
-                        task.artifacts = fold.artifacts
-                        task.metadata = {"cost_usd": cost, **({"handoff": handoff} if handoff else {})}
-                        return task
-        raise PeerProtocolError(f"the stream from {self.uri} ended without a final event", reason="cut_off")
 
     # -- requests --------------------------------------------------------------------------
 
@@ -265,47 +180,6 @@ class JsonRpcPeer(HttpPeer):
         request = send_request_to_v1(params)
         return request.to_wire() if self.version == A2A_V1 else v03.send_params_from_v1(request).to_wire()
 
-    def _send_result(self, result: Any) -> Task:
-        """A SendMessage answer: the task, or a direct message as the completed task it amounts to."""
-        try:
-            if self.version == A2A_V1:
-                answer = v1.SendMessageResponse.model_validate(result)
-                message = answer.message
-                standard = answer.task
-            else:
-                legacy = _V03_RESULT.validate_python(result)
-                if not isinstance(legacy, v03.Task | v03.Message):
-                    raise ValueError(f"a {legacy.kind} is no answer to message/send")
-                message = v03.message_to_v1(legacy) if isinstance(legacy, v03.Message) else None
-                standard = v03.task_to_v1(legacy) if isinstance(legacy, v03.Task) else None
-            if message is not None:
-                return reply_task(message)
-            assert standard is not None
-            return task_from_v1(standard)
-        except (ValidationError, ValueError) as exc:
-            raise PeerProtocolError(
-                f"{self.uri} answered something that is not a task: {exc}", reason="bad_answer"
-            ) from None
-
-    def _task(self, result: Any) -> Task:
-        try:
-            return task_from_v1(self._standard_task(result))
-        except ValueError as exc:
-            raise PeerProtocolError(
-                f"{self.uri} answered something that is not a task: {exc}", reason="bad_answer"
-            ) from None
-
-    def _standard_task(self, result: Any) -> v1.Task:
-        """A Task answer in v1.0's shapes; PeerProtocolError when it is none."""
-        try:
-            if self.version == A2A_V1:
-                return v1.Task.model_validate(result)
-            return v03.task_to_v1(v03.Task.model_validate(result))
-        except (ValidationError, ValueError) as exc:
-            raise PeerProtocolError(
-                f"{self.uri} answered something that is not a task: {exc}", reason="bad_answer"
-            ) from None
-
 
 def _rpc_error(error: dict[str, Any]) -> PeerRPCError:
     code = error.get("code")
@@ -315,8 +189,3 @@ def _rpc_error(error: dict[str, Any]) -> PeerRPCError:
         message if isinstance(message, str) else "(no message)",
         data=error.get("data"),
     )
-
-
-_V03_RESULT: TypeAdapter[v03.Task | v03.Message | v03.TaskStatusUpdateEvent | v03.TaskArtifactUpdateEvent] = (
-    TypeAdapter(v03.StreamResult)
-)

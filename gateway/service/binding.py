@@ -63,7 +63,9 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
         await service.sync_registrations()
         asking: str | None = None  # the question that ends the turn, if a member asked one or the turn escalated
         with service.runs.stoppable(lambda: agent.cancel_task(ctx.task_id)):
-            turn = service.runner.run_stream(ctx.session_id, ctx.text, caller=ctx.caller)
+            turn = service.runner.run_stream(
+                ctx.session_id, ctx.text, caller=ctx.caller, message_id=ctx.message.message_id
+            )
             async with aclosing(turn) as events:
                 async for event in events:
                     if type(event) is TextDeltaEvent and event.text:

@@ -189,12 +189,16 @@ async def remote_step(
     handoffs_allowed = not turn.transfers_blocked
     arrival, turn.arrival = turn.arrival, None
     told, turn.remote_input = turn.remote_input, None
+    message_id = None
+    if told is None:  # the user's words, unchanged: with the caller's id for them, once per turn
+        message_id, turn.message_id = turn.message_id, None
     params = task_params(
         task_id=session.remote_tasks.pop(remote.name, None),
         session_id=session.id,
         text=told or last_user_text(session.history),
         conversation=await shown_to(history, remote.name, session),
         handoff=None if arrival is None else _handoff_metadata(arrival, session),
+        message_id=message_id,
         metadata={
             "session_id": session.id,
             "agent": remote.name,
@@ -296,20 +300,21 @@ def task_params(
     metadata: dict[str, Any],
     task_id: str | None = None,
     handoff: dict[str, Any] | None = None,
+    message_id: str | None = None,
 ) -> TaskSendParams:
     """One turn for a remote agent: the input as text, the conversation as data.
 
     Task metadata: ``switchboard`` (the swarm's bookkeeping) and, on its first task after a
     transfer to it, ``handoff`` (``source``, ``target``, ``reason``, ``payload``: the
     HandoffPayload). Without ``task_id`` it is a new task (its id minted by the call, where the
-    peer lets the caller name tasks).
+    peer lets the caller name tasks). ``message_id``: the caller's id of ``text``, kept.
     """
     parts: list[TextPart | DataPart] = [TextPart(text=text or "(no text)")]
     parts.append(DataPart(data={"conversation": transcript(conversation)}))
     return TaskSendParams(
         id=task_id,
         session_id=session_id,
-        message=Message(role="user", parts=parts),
+        message=Message(role="user", parts=parts, message_id=message_id),
         metadata={"switchboard": metadata, **({"handoff": handoff} if handoff is not None else {})},
     )
 

@@ -210,15 +210,25 @@ class Runner:
         *,
         caller: Principal | None = None,
         options: RunOptions | None = None,
+        message_id: str | None = None,
     ) -> AsyncGenerator[Event, None]:
         """Every event of the turn as it happens: text deltas, tool calls, handoffs, agent changes.
 
         The last event is ``run_completed`` (with ``content`` and ``active_agent_name``).
         Close the iterator (``contextlib.aclosing``) when leaving early, so the session's
-        lock is released at once.
+        lock is released at once. ``message_id``: the caller's id of ``user_message`` (an A2A
+        message's ``messageId``), kept on the task that hands it to a remote agent.
         """
         turn = _traced(
-            self._turn(session_id, user_message, context_variables, stream=True, caller=caller, options=options),
+            self._turn(
+                session_id,
+                user_message,
+                context_variables,
+                stream=True,
+                caller=caller,
+                options=options,
+                message_id=message_id,
+            ),
             session_id,
         )
         async with aclosing(turn) as items:
@@ -235,6 +245,7 @@ class Runner:
         stream: bool,
         caller: Principal | None,
         options: RunOptions | None,
+        message_id: str | None = None,
     ) -> AsyncGenerator[Event | RunResponse, None]:
         options = options or RunOptions()
         async with self.session_store.lock(session_id):
@@ -254,7 +265,7 @@ class Runner:
             await self.event_log.open_run(recorder.run_id, owner=caller.name if caller is not None else None)
             await self.session_store.save(session)
             started = session.copy()
-            turn = Turn(session, recorder, agent, stream, options, caller, path=[agent.name])
+            turn = Turn(session, recorder, agent, stream, options, caller, path=[agent.name], message_id=message_id)
             show = _print_event if options.debug else _ignore
             try:
                 await turn.emit(

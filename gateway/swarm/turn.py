@@ -129,6 +129,8 @@ class Turn:
     ``arrival`` is a transfer the agent it went to has not been told about yet (a remote
     agent gets it in its task's metadata); ``remote_input``, what a remote agent's next task
     says instead of the user's words (why the transfer it asked for was refused).
+    ``message_id`` is the caller's ``messageId`` of the user's words, when the turn came as an
+    A2A message: the first remote agent handed those words unchanged passes it on.
     """
 
     session: Session
@@ -149,6 +151,7 @@ class Turn:
     pending_tool_calls: list[ToolCall] = field(default_factory=list)
     done: bool = False
     new_messages: list[ChatMessage] = field(default_factory=list)
+    message_id: str | None = None
 
     @property
     def scope(self) -> TurnScope:

@@ -3,7 +3,9 @@
 What maps to what (docs/a2a.md has the whole table):
 
 - Task ``id`` is the task's id, ``contextId`` its ``sessionId``; ``metadata`` is kept as is,
-  ``cost_usd`` (the total) and ``handoff`` included.
+  ``handoff`` included, except the cost: the task model's (and the NDJSON binding's)
+  ``cost_usd`` is ``costUsd`` here, as every other key on these bindings is camelCase;
+  ``cost_usd`` is read too (a2a-sdk agents written for earlier Switchboards send it).
 - States: ``TASK_STATE_<STATE>`` for each of ours; ``TASK_STATE_REJECTED`` is read as
   ``failed`` and ``TASK_STATE_AUTH_REQUIRED`` as ``input-required`` (the task model has
   neither).
@@ -52,6 +54,11 @@ STATE_FROM_V1: dict[str, TaskState] = {
     "TASK_STATE_REJECTED": TaskState.FAILED,
     "TASK_STATE_AUTH_REQUIRED": TaskState.INPUT_REQUIRED,
 }
+
+
+COST_KEY = "costUsd"
+"""A cost in metadata on the standard bindings; the task model and the NDJSON binding spell it ``cost_usd``."""
+MODEL_COST_KEY = "cost_usd"
 
 
 def artifact_id(index: int) -> str:
@@ -117,9 +124,13 @@ def new_message_id() -> str:
 def status_to_v1(status: TaskStatus, task_id: str, context_id: str | None) -> v1.TaskStatus:
     message = None
     if status.message is not None:
-        message_id = f"{task_id}-status-{status.timestamp}"
+        message_id = _status_message_id(task_id, status)
         message = message_to_v1(status.message, message_id=message_id, task_id=task_id, context_id=context_id)
     return v1.TaskStatus(state=STATE_TO_V1[status.state], message=message, timestamp=status.timestamp)
+
+
+def _status_message_id(task_id: str, status: TaskStatus) -> str:
+    return f"{task_id}-status-{status.timestamp}"
 
 
 def status_from_v1(status: v1.TaskStatus) -> TaskStatus:
@@ -149,6 +160,21 @@ def artifact_from_v1(artifact: v1.Artifact, index: int) -> Artifact:
     )
 
 
+def metadata_to_v1(metadata: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The task model's metadata as the standard bindings spell it: ``costUsd`` for ``cost_usd``."""
+    if not metadata or MODEL_COST_KEY not in metadata:
+        return metadata or None
+    return {(COST_KEY if key == MODEL_COST_KEY else key): value for key, value in metadata.items()}
+
+
+def metadata_from_v1(metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """The standard bindings' metadata in the task model: ``cost_usd`` for ``costUsd`` (which wins over both)."""
+    if not metadata or COST_KEY not in metadata:
+        return dict(metadata or {})
+    cost = metadata[COST_KEY]
+    return {**{key: value for key, value in metadata.items() if key != COST_KEY}, MODEL_COST_KEY: cost}
+
+
 def task_to_v1(task: Task, *, include_artifacts: bool = True) -> v1.Task:
     """``include_artifacts=False`` leaves the field out (ListTasks by default)."""
     context_id = task.session_id
@@ -164,7 +190,7 @@ def task_to_v1(task: Task, *, include_artifacts: bool = True) -> v1.Task:
         status=status_to_v1(task.status, task.id, context_id),
         artifacts=[artifact_to_v1(a) for a in task.artifacts] if include_artifacts else None,
         history=history,
-        metadata=task.metadata or None,
+        metadata=metadata_to_v1(task.metadata),
     )
 
 
@@ -176,7 +202,28 @@ def task_from_v1(task: v1.Task) -> Task:
         status=status_from_v1(task.status),
         artifacts=[artifact_from_v1(artifact, index) for index, artifact in enumerate(task.artifacts or [])],
         history=[message_from_v1(message) for message in task.history] if task.history is not None else None,
-        metadata=dict(task.metadata or {}),
+        metadata=metadata_from_v1(task.metadata),
+    )
+
+
+def bare_reply(task: Task) -> v1.Message | None:
+    """The Message a new task amounts to when its agent answered with one and nothing else; None otherwise.
+
+    That is a task ``completed`` with the agent's message as its status message and no
+    artifact, no handoff: the agent returned a ``Message``. The reply is that status message,
+    with the ``messageId`` GetTask shows for it, and no ``taskId`` (a bare answer starts no
+    task the client follows).
+    """
+    status = task.status
+    if (
+        status.state is not TaskState.COMPLETED
+        or status.message is None
+        or task.artifacts
+        or "handoff" in task.metadata
+    ):
+        return None
+    return message_to_v1(
+        status.message, message_id=_status_message_id(task.id, status), task_id=None, context_id=task.session_id
     )
 
 
@@ -228,5 +275,7 @@ def _standard_base64(value: str) -> str:
 
 
 def cost_of(metadata: dict[str, Any] | None) -> Any:
-    """The ``cost_usd`` a piece of ``metadata`` reports (checked by whoever adds it up)."""
-    return (metadata or {}).get("cost_usd")
+    """The cost a piece of ``metadata`` reports, ``costUsd`` or else ``cost_usd`` (checked by whoever adds it up)."""
+    if not metadata:
+        return None
+    return metadata.get(COST_KEY, metadata.get(MODEL_COST_KEY))

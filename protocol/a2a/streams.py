@@ -4,18 +4,28 @@
 that follow began; then each status line is a ``statusUpdate``, each artifact line an
 ``artifactUpdate`` (the first chunk of an artifact creates it, ``append: false``; later ones
 append), and a handoff line a ``statusUpdate`` of the current state carrying
-``metadata.handoff``. A line's own cost travels as the event's ``metadata.cost_usd``.
+``metadata.handoff``. A line's own cost travels as the event's ``metadata.costUsd`` (read
+as ``cost_usd`` too).
+
+The last chunk of each artifact is marked ``lastChunk: true`` (clients such as Google
+ADK's treat every chunk before it as partial): a chunk is known to be the last when the
+next event is the final status or a chunk of another artifact. Chunks are not held back to
+learn it: when that next event comes in a later batch than the chunk, which went out
+unmarked, a closing chunk goes first, appending one empty text part with ``lastChunk:
+true`` (an artifact update holds at least one part).
 
 ``StreamDecoder`` (a client): the other way, numbering the events from 0 as ``seq`` and
-the artifacts in the order their ids come. A ``task`` event, the first of a stream and the
-first after a resubscribe, is read against what was already passed on: only what is new
-in it (an artifact's further text, a changed state, cost not yet counted) becomes events,
-so a stream resumed after a cut reads as if it had never broken. A status update ends the
-stream (``final``) at a terminal or interrupted state.
+the artifacts in the order their ids come; a closing chunk adds nothing and is dropped. A
+``task`` event, the first of a stream and the first after a resubscribe, is read against
+what was already passed on: only what is new in it (an artifact's further text, a changed
+state, cost not yet counted) becomes events, so a stream resumed after a cut reads as if
+it had never broken. A status update ends the stream (``final``) at a terminal or
+interrupted state.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -37,27 +47,56 @@ class StreamEncoder:
         self.context_id = task.session_id
         self._status = task.status
         self._sent = {artifact.index for artifact in task.artifacts}
+        self._unfinished: int | None = None  # the artifact whose last chunk went out unmarked
 
     def opening(self) -> v1.StreamResponse:
         return v1.StreamResponse(task=mapping.task_to_v1(self._task))
 
+    def encode_batch(self, events: Sequence[StreamEvent]) -> list[v1.StreamResponse]:
+        """The events ready together, each artifact's last chunk marked (see the module docstring)."""
+        responses: list[v1.StreamResponse] = []
+        last = len(events) - 1
+        for position, event in enumerate(events):
+            if self._unfinished is not None and _ends_artifact(event, self._unfinished):
+                responses.append(self._closing_chunk(self._unfinished))
+            if isinstance(event, ArtifactEvent):
+                ends = position < last and _ends_artifact(events[position + 1], event.artifact.index)
+                responses.append(self._artifact_update(event, last_chunk=ends))
+            else:
+                responses.append(self.encode(event))
+        return responses
+
     def encode(self, event: StreamEvent) -> v1.StreamResponse:
-        cost = {"cost_usd": event.cost_usd} if event.cost_usd is not None else {}
+        """One event as it is, no chunk marked last: ``encode_batch`` is what a stream writes."""
+        if isinstance(event, ArtifactEvent):
+            return self._artifact_update(event, last_chunk=False)
+        cost = {mapping.COST_KEY: event.cost_usd} if event.cost_usd is not None else {}
         if isinstance(event, StatusEvent):
             self._status = event.status
             return self._status_update(event.status, cost)
-        if isinstance(event, HandoffEvent):
-            return self._status_update(self._status, {**cost, "handoff": event.handoff.to_wire()})
+        return self._status_update(self._status, {**cost, "handoff": event.handoff.to_wire()})
+
+    def _artifact_update(self, event: ArtifactEvent, *, last_chunk: bool) -> v1.StreamResponse:
         artifact = event.artifact
         append = bool(artifact.append) and artifact.index in self._sent
         self._sent.add(artifact.index)
+        last_chunk = last_chunk or bool(artifact.last_chunk)  # the agent may have marked it itself
+        self._unfinished = None if last_chunk else artifact.index
         update = v1.TaskArtifactUpdateEvent(
             task_id=self.task_id,
             context_id=self.context_id,
             artifact=mapping.artifact_to_v1(artifact),
             append=append or None,
-            last_chunk=artifact.last_chunk,
-            metadata=cost or None,
+            last_chunk=True if last_chunk else artifact.last_chunk,
+            metadata={mapping.COST_KEY: event.cost_usd} if event.cost_usd is not None else None,
+        )
+        return v1.StreamResponse(artifact_update=update)
+
+    def _closing_chunk(self, index: int) -> v1.StreamResponse:
+        self._unfinished = None
+        closing = v1.Artifact(artifact_id=mapping.artifact_id(index), parts=[v1.Part(text="")])
+        update = v1.TaskArtifactUpdateEvent(
+            task_id=self.task_id, context_id=self.context_id, artifact=closing, append=True, last_chunk=True
         )
         return v1.StreamResponse(artifact_update=update)
 
@@ -104,6 +143,8 @@ class StreamDecoder:
         chunk = event.artifact_update
         assert chunk is not None
         self._ids(chunk.task_id, chunk.context_id)
+        if _is_closing(chunk):
+            return []
         cost = _cost(chunk.metadata)
         if cost is None:
             cost = _cost(chunk.artifact.metadata)
@@ -193,8 +234,24 @@ def _cost(metadata: dict[str, Any] | None) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f"metadata.cost_usd is not a number: {value!r}")
+        raise ValueError(f"metadata.{mapping.COST_KEY} is not a number: {value!r}")
     return float(value)
+
+
+def _ends_artifact(event: StreamEvent, index: int) -> bool:
+    """Whether ``event`` shows the artifact ``index`` is complete: the final status, or a chunk of another one."""
+    if isinstance(event, ArtifactEvent):
+        return event.artifact.index != index
+    return isinstance(event, StatusEvent) and event.final
+
+
+def _is_closing(chunk: v1.TaskArtifactUpdateEvent) -> bool:
+    """A closing chunk (``StreamEncoder``): the last one, appending nothing but empty text and costing nothing."""
+    return (
+        bool(chunk.append and chunk.last_chunk)
+        and not chunk.metadata
+        and all(part.text == "" and part.metadata is None for part in chunk.artifact.parts)
+    )
 
 
 def _text_only(artifact: Artifact) -> bool:

@@ -9,8 +9,12 @@ import math
 from pathlib import Path
 
 import anyio
+import pytest
 
 from bench import a2a_sse, concurrent_streams, event_log, router
+
+# Each runs a whole bench (servers started as processes, rounds of calls): minutes on a starved machine.
+pytestmark = pytest.mark.timeout(600)
 
 
 def test_concurrent_streams_quick_run_completes_every_stream() -> None:

@@ -133,3 +133,22 @@ def test_the_help_of_switchboard_and_of_each_command_loads_no_library_a_command_
     )
     loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_grpc_loads_only_with_a_grpc_binding() -> None:
+    """grpcio and the a2a-sdk (the grpc extra) come with a gRPC port or a gRPC agent, not with a server, a gateway
+    or a help."""
+    script = (
+        "import contextlib, io, sys\n"
+        "from gateway.cli.main import main\n"
+        "for argv in (['--help'], ['serve', '--help']):\n"
+        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "        main(argv)\n"
+        "from agent_server import create_app\n"
+        "from agent_server.testing import scripted_agent\n"
+        "from gateway import Gateway\n"
+        "create_app(scripted_agent()); Gateway()\n"
+        "print(sorted(m for m in ('grpc', 'a2a', 'google.protobuf') if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+    assert loaded.stdout.strip() == "[]"

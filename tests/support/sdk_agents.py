@@ -11,16 +11,18 @@ The agent does what the message text says (the scripted agent's words, where the
 - anything else: completed with its text echoed (``echo: <text>``).
 
 ``SdkAgent.canceled`` holds the ids of the tasks the executor saw canceled (its own
-``cancel`` hook ran), so a test knows the cancel reached the agent's code. ``v03=True``
+``cancel`` hook ran), so a test knows the cancel reached the agent's code;
+``SdkAgent.message_ids`` the ``messageId`` of each message it was handed. ``v03=True``
 serves a card that offers only A2A 0.3 (the SDK's v0.3 compatibility on the same endpoint),
-so a client that follows the card speaks 0.3.
+so a client that follows the card speaks 0.3. ``serve_sdk_grpc_agent`` serves the same agent
+over gRPC only (the SDK's GrpcHandler), its card over HTTP.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from a2a.helpers.proto_helpers import new_task_from_user_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -40,10 +42,13 @@ class SdkAgent(AgentExecutor):
 
     def __init__(self) -> None:
         self.canceled: list[str] = []
+        self.message_ids: list[str] = []
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         assert context.task_id is not None and context.context_id is not None
         updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        if context.message is not None:
+            self.message_ids.append(context.message.message_id)
         text = context.get_user_input()
         words = text.split()
         if context.current_task is None:
@@ -80,18 +85,22 @@ class SdkAgent(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).update_status(TaskState.TASK_STATE_CANCELED)
 
 
-def sdk_app(executor: SdkAgent, url: str, *, v03: bool = False) -> Starlette:
-    version = "0.3" if v03 else "1.0"
-    card = AgentCard(
+def sdk_card(interface: AgentInterface) -> AgentCard:
+    return AgentCard(
         name="sdk_helper",
         description="An a2a-sdk agent: streams, sleeps, asks, echoes.",
         version="1.0.0",
-        supported_interfaces=[AgentInterface(url=url + "/", protocol_binding="JSONRPC", protocol_version=version)],
+        supported_interfaces=[interface],
         capabilities=AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="echo", name="echo", description="echoes", tags=["test"])],
     )
+
+
+def sdk_app(executor: SdkAgent, url: str, *, v03: bool = False) -> Starlette:
+    version = "0.3" if v03 else "1.0"
+    card = sdk_card(AgentInterface(url=url + "/", protocol_binding="JSONRPC", protocol_version=version))
     handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=v03)]
     return Starlette(routes=routes)
@@ -103,4 +112,35 @@ def serve_sdk_agent(*, v03: bool = False) -> Iterator[tuple[str, SdkAgent]]:
     port = free_port()
     executor = SdkAgent()
     with serve_app(sdk_app(executor, f"http://127.0.0.1:{port}", v03=v03), port=port) as url:
+        yield url, executor
+
+
+def sdk_grpc_app(executor: SdkAgent, grpc_port: int) -> Starlette:
+    """The card over HTTP, offering only gRPC; the SDK's gRPC server on ``grpc_port`` for the app's lifespan."""
+    import grpc
+    from a2a.server.request_handlers import GrpcHandler
+    from a2a.types import a2a_pb2_grpc
+
+    card = sdk_card(AgentInterface(url=f"127.0.0.1:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0"))
+    handler = DefaultRequestHandler(agent_executor=executor, task_store=InMemoryTaskStore(), agent_card=card)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0)])
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
+        server.add_insecure_port(f"127.0.0.1:{grpc_port}")
+        await server.start()
+        try:
+            yield
+        finally:
+            await server.stop(None)
+
+    return Starlette(routes=create_agent_card_routes(card), lifespan=lifespan)
+
+
+@contextmanager
+def serve_sdk_grpc_agent() -> Iterator[tuple[str, SdkAgent]]:
+    """The a2a-sdk agent over gRPC only, on loopback ports: the base URL of its card and its executor."""
+    executor = SdkAgent()
+    with serve_app(sdk_grpc_app(executor, free_port())) as url:
         yield url, executor

@@ -18,13 +18,9 @@ from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
     ListTasksRequest,
-    Message,
-    Part,
-    Role,
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
-    Task,
     TaskState,
 )
 
@@ -32,6 +28,7 @@ from agent_server import create_app
 from agent_server.testing import Probe, scripted_agent
 from gateway.service import create_gateway_app
 from tests.support.gateway_service import remote_first_service
+from tests.support.sdk_clients import message, text_of
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
@@ -77,18 +74,8 @@ def client_for(card: AgentCard, http: httpx.AsyncClient, *, streaming: bool) -> 
     return ClientFactory(ClientConfig(streaming=streaming, httpx_client=http)).create(card)
 
 
-def message(text: str, **ids: str) -> SendMessageRequest:
-    return SendMessageRequest(
-        message=Message(role=Role.ROLE_USER, message_id="m-" + text[:8], parts=[Part(text=text)], **ids)
-    )
-
-
 async def events_of(client: Client, request: SendMessageRequest) -> list[StreamResponse]:
     return [event async for event in client.send_message(request)]
-
-
-def text_of(task: Task) -> str:
-    return "".join(part.text for artifact in task.artifacts for part in artifact.parts)
 
 
 async def test_the_card_is_found_at_agent_card_json_with_both_versions_and_the_ndjson_binding(base_url: str) -> None:

@@ -1,21 +1,25 @@
-"""Push notifications and the extended card on the JSON-RPC binding, through the real a2a-sdk 1.3 client.
+"""Push notifications and the extended card on the JSON-RPC and gRPC bindings, through the real a2a-sdk 1.3 client.
 
 The agent server (the scripted agent) has a token, allows webhooks on 127.0.0.1 (loopback,
 refused by default) and an extended card; the webhooks are served by the test
 (tests/support/webhooks.py). What is checked: the four config operations in both versions,
 delivery with the config's token and authentication, in order, a retry after a failed
 delivery that still delivers each update once, a private host refused before anything is
-kept or sent, and the extended card for a caller with the token only.
+kept or sent, and the extended card for a caller with the token only. Over gRPC (the same
+server's gRPC port, the SDK's gRPC client): the config operations, a webhook sent with a
+message, a private host refused as InvalidParamsError, and the extended card; the v1.0 card
+that offers both still parses as v1.0's AgentCard with no unknown field.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import grpc
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, A2AClientError, Client, ClientConfig, ClientFactory
+from a2a.client import A2ACardResolver, A2AClientError, Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.types import (
     AgentCard,
     AuthenticationInfo,
@@ -31,8 +35,10 @@ from a2a.types import (
     Task,
     TaskPushNotificationConfig,
     TaskState,
+    a2a_pb2,
 )
-from a2a.utils.errors import A2AError
+from a2a.utils.errors import A2AError, InvalidParamsError, TaskNotFoundError
+from google.protobuf.json_format import ParseDict
 
 from agent_server import create_app
 from agent_server.extended_card import ExtendedCard
@@ -47,6 +53,7 @@ pytestmark = pytest.mark.anyio
 TOKEN = "operator-secret"
 AUTH = {"authorization": f"Bearer {TOKEN}"}
 V1 = {"A2A-Version": "1.0", **AUTH}
+GRPC_AUTH = ClientCallContext(service_parameters=AUTH)
 LOOPBACK_PUSH = PushSettings(allowed_hosts=("127.0.0.1",), retry=RetryPolicy(first_backoff_s=0.01))
 EXTENDED = ExtendedCard.of(
     description="The scripted agent, as its operator's callers know it.",
@@ -62,7 +69,7 @@ def webhooks() -> Iterator[Webhooks]:
 
 @pytest.fixture(scope="module")
 def agent_url() -> Iterator[str]:
-    app = create_app(scripted_agent(), token=TOKEN, push=LOOPBACK_PUSH, extended_card=EXTENDED)
+    app = create_app(scripted_agent(), token=TOKEN, push=LOOPBACK_PUSH, extended_card=EXTENDED, grpc_port=0)
     with serve_app(app) as url:
         yield url
 
@@ -72,14 +79,31 @@ def version(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-async def card_for(url: str, version: str) -> AgentCard:
-    """The server's card with only the JSON-RPC interface of ``version`` left, so the SDK speaks that version."""
+async def card_for(url: str, version: str, binding: str = "JSONRPC") -> AgentCard:
+    """The server's card with only the ``binding`` interface of ``version`` left, so the SDK speaks that one."""
     async with httpx.AsyncClient(timeout=30) as http:
         card = await A2ACardResolver(http, url).get_agent_card()
-    keep = [i for i in card.supported_interfaces if i.protocol_binding == "JSONRPC" and i.protocol_version == version]
+    keep = [i for i in card.supported_interfaces if i.protocol_binding == binding and i.protocol_version == version]
     del card.supported_interfaces[:]
     card.supported_interfaces.extend(keep)
     return card
+
+
+@pytest.fixture
+async def grpc_card(agent_url: str) -> AgentCard:
+    return await card_for(agent_url, "1.0", "GRPC")
+
+
+@pytest.fixture
+async def grpc_client(grpc_card: AgentCard) -> AsyncIterator[Client]:
+    config = ClientConfig(
+        streaming=False, supported_protocol_bindings=["GRPC"], grpc_channel_factory=grpc.aio.insecure_channel
+    )
+    client = ClientFactory(config).create(grpc_card)
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 def client_for(card: AgentCard, http: httpx.AsyncClient) -> Client:
@@ -98,8 +122,8 @@ def message(
     return request
 
 
-async def send(client: Client, request: SendMessageRequest) -> Task:
-    events = [event async for event in client.send_message(request)]
+async def send(client: Client, request: SendMessageRequest, context: ClientCallContext | None = None) -> Task:
+    events = [event async for event in client.send_message(request, context=context)]
     return events[-1].task
 
 
@@ -120,43 +144,38 @@ async def test_configs_are_created_got_listed_and_deleted_by_the_sdk_in_both_ver
 ) -> None:
     card = await card_for(agent_url, version)
     async with httpx.AsyncClient(timeout=30, headers=AUTH) as http:
-        client = client_for(card, http)
-        task = await send(client, message("ask which one?"))
-        assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
-        wanted = TaskPushNotificationConfig(
-            task_id=task.id,
-            id="first",
-            url=webhooks.hook("crud"),
-            token="per-task-token",
-            authentication=AuthenticationInfo(scheme="Bearer", credentials="hook-secret"),
-        )
-        created = await client.create_task_push_notification_config(wanted)
-        assert (created.id, created.task_id, created.url, created.token) == ("first", task.id, wanted.url, wanted.token)
-        assert created.authentication.scheme == "Bearer" and created.authentication.credentials == "hook-secret"
+        await round_trip_configs(client_for(card, http), webhooks.hook("crud"))
 
-        got = await client.get_task_push_notification_config(
-            GetTaskPushNotificationConfigRequest(task_id=task.id, id="first")
-        )
-        assert got.url == wanted.url and got.token == "per-task-token"
-        listed = await client.list_task_push_notification_configs(
-            ListTaskPushNotificationConfigsRequest(task_id=task.id)
-        )
-        assert [config.id for config in listed.configs] == ["first"]
 
-        await client.delete_task_push_notification_config(
-            DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="first")
-        )
-        await client.delete_task_push_notification_config(
-            DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="first")
-        )
-        listed = await client.list_task_push_notification_configs(
-            ListTaskPushNotificationConfigsRequest(task_id=task.id)
-        )
-        assert list(listed.configs) == []
-        with pytest.raises(A2AError):
-            await client.get_task_push_notification_config(
-                GetTaskPushNotificationConfigRequest(task_id=task.id, id="first")
-            )
+async def round_trip_configs(client: Client, hook: str, context: ClientCallContext | None = None) -> None:
+    """A config created on an input-required task, got, listed, deleted twice, and gone."""
+    task = await send(client, message("ask which one?"), context)
+    assert task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    wanted = TaskPushNotificationConfig(
+        task_id=task.id,
+        id="first",
+        url=hook,
+        token="per-task-token",
+        authentication=AuthenticationInfo(scheme="Bearer", credentials="hook-secret"),
+    )
+    created = await client.create_task_push_notification_config(wanted, context=context)
+    assert (created.id, created.task_id, created.url, created.token) == ("first", task.id, wanted.url, wanted.token)
+    assert created.authentication.scheme == "Bearer" and created.authentication.credentials == "hook-secret"
+
+    target = GetTaskPushNotificationConfigRequest(task_id=task.id, id="first")
+    got = await client.get_task_push_notification_config(target, context=context)
+    assert got.url == wanted.url and got.token == "per-task-token"
+    every = ListTaskPushNotificationConfigsRequest(task_id=task.id)
+    listed = await client.list_task_push_notification_configs(every, context=context)
+    assert [config.id for config in listed.configs] == ["first"]
+
+    delete = DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="first")
+    await client.delete_task_push_notification_config(delete, context=context)
+    await client.delete_task_push_notification_config(delete, context=context)
+    listed = await client.list_task_push_notification_configs(every, context=context)
+    assert list(listed.configs) == []
+    with pytest.raises(A2AError):
+        await client.get_task_push_notification_config(target, context=context)
 
 
 async def test_each_update_of_the_task_reaches_its_webhook_in_order_with_the_token_and_the_credentials(
@@ -258,6 +277,63 @@ async def test_a_server_without_an_extended_card_or_push_says_so_with_the_spec_c
             assert error["code"] == -32004 and error["data"][0]["reason"] == "UNSUPPORTED_OPERATION"
             error = (await http.post("/", json=rpc("ListTaskPushNotificationConfigs", {"taskId": "t"}))).json()["error"]
             assert error["code"] == -32003
+
+
+async def test_configs_are_created_got_listed_and_deleted_over_grpc(grpc_client: Client, webhooks: Webhooks) -> None:
+    await round_trip_configs(grpc_client, webhooks.hook("grpc-crud"), GRPC_AUTH)
+    with pytest.raises(TaskNotFoundError):
+        await grpc_client.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id="no-such-task"), context=GRPC_AUTH
+        )
+
+
+async def test_a_webhook_sent_with_a_message_over_grpc_hears_each_update_of_the_task(
+    grpc_client: Client, webhooks: Webhooks
+) -> None:
+    webhook = TaskPushNotificationConfig(url=webhooks.hook("grpc-inline"), token="tok-inline")
+    task = await send(grpc_client, message("stream 2 0", webhook=webhook), GRPC_AUTH)
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED
+    await until(lambda: len(webhooks.received("grpc-inline")) >= 4, "the four updates at the webhook")
+    deliveries = webhooks.received("grpc-inline")
+    assert "statusUpdate" in deliveries[0].body and "statusUpdate" in deliveries[-1].body
+    assert deliveries[-1].body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert all(d.headers["x-a2a-notification-token"] == "tok-inline" for d in deliveries)
+
+
+async def test_a_webhook_on_a_private_host_is_refused_over_grpc_as_invalid_params(grpc_client: Client) -> None:
+    task = await send(grpc_client, message("ask where?"), GRPC_AUTH)
+    private = TaskPushNotificationConfig(task_id=task.id, url="http://169.254.169.254/latest/meta-data")
+    with pytest.raises(InvalidParamsError, match="not public"):
+        await grpc_client.create_task_push_notification_config(private, context=GRPC_AUTH)
+    listed = await grpc_client.list_task_push_notification_configs(
+        ListTaskPushNotificationConfigsRequest(task_id=task.id), context=GRPC_AUTH
+    )
+    assert list(listed.configs) == []
+    private = TaskPushNotificationConfig(url="http://10.0.0.1/hook")
+    with pytest.raises(InvalidParamsError, match="not public"):
+        await send(grpc_client, message("echo hi", webhook=private), GRPC_AUTH)
+
+
+async def test_the_extended_card_over_grpc_goes_to_a_caller_with_the_token_only(
+    grpc_card: AgentCard, grpc_client: Client
+) -> None:
+    assert grpc_card.capabilities.extended_agent_card and grpc_card.capabilities.push_notifications
+    with pytest.raises(A2AClientError, match="UNAUTHENTICATED"):
+        await grpc_client.get_extended_agent_card(GetExtendedAgentCardRequest())
+    extended = await grpc_client.get_extended_agent_card(GetExtendedAgentCardRequest(), context=GRPC_AUTH)
+    assert "backstage" in {skill.id for skill in extended.skills} and "scripted" in {s.id for s in extended.skills}
+    assert extended.description == "The scripted agent, as its operator's callers know it."
+    grpc_interfaces = [i.url for i in extended.supported_interfaces if i.protocol_binding == "GRPC"]
+    assert grpc_interfaces == [grpc_card.supported_interfaces[0].url]
+
+
+def test_the_v1_card_offering_push_and_the_extended_card_is_still_a_v1_card(agent_url: str) -> None:
+    card = httpx.get(agent_url + "/.well-known/agent-card.json", headers={"A2A-Version": "1.0"}).json()
+    ParseDict(card, a2a_pb2.AgentCard(), ignore_unknown_fields=False)  # raises on any field v1.0 does not have
+    assert card["capabilities"]["pushNotifications"] is True and card["capabilities"]["extendedAgentCard"] is True
+    assert "supportsAuthenticatedExtendedCard" not in card
+    both = httpx.get(agent_url + "/.well-known/agent-card.json").json()
+    assert both["supportsAuthenticatedExtendedCard"] is True, "what a v0.3 reader looks for"
 
 
 def test_an_extended_card_without_a_token_is_refused_at_once() -> None:

@@ -1,10 +1,11 @@
-"""The gateway calls real a2a-sdk 1.3 servers (plain v1.0, and 0.3 through the SDK's compatibility layer).
+"""The gateway calls real a2a-sdk 1.3 servers (plain v1.0, 0.3 through the SDK's compatibility layer, and gRPC).
 
 The binding comes from the card the SDK serves at ``/.well-known/agent-card.json``: JSON-RPC
-1.0, or 0.3 where that is all the card offers. Each server is used as the issue lists: registered
-by URL on the gateway service, as an agent tool in the three modes, cut off by a budget and by
-an idle timeout (each cancel acknowledged: the SDK task ends canceled and its executor's cancel
-ran), and as a handoff target from a local agent and from a remote Switchboard agent.
+1.0, or 0.3 where that is all the card offers, or gRPC where that is all it offers. Each
+server is used as the issue lists: registered by URL on the gateway service, as an agent tool
+in the three modes, cut off by a budget and by an idle timeout (each cancel acknowledged: the
+SDK task ends canceled and its executor's cancel ran), and as a handoff target from a local
+agent and from a remote Switchboard agent.
 """
 
 from __future__ import annotations
@@ -19,15 +20,19 @@ from agent_server import Handoff as HandoffLine, HostedAgent, TaskContext, TextC
 from gateway import Agent, AgentToolTimeout, BudgetExceeded, Gateway, HostAllowlist, Runner
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
 from tests.support.agent_tools import call_events, progress_texts, types_of
-from tests.support.sdk_agents import SdkAgent, serve_sdk_agent
+from tests.support.sdk_agents import SdkAgent, serve_sdk_agent, serve_sdk_grpc_agent
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture(scope="module", params=["1.0", "0.3"])
+@pytest.fixture(scope="module", params=["1.0", "0.3", "grpc"])
 def sdk(request: pytest.FixtureRequest) -> Iterator[tuple[str, SdkAgent, str]]:
     """An a2a-sdk server, its executor and the binding the gateway should pick from its card."""
+    if request.param == "grpc":
+        with serve_sdk_grpc_agent() as (url, executor):
+            yield url, executor, "grpc-1.0"
+        return
     with serve_sdk_agent(v03=request.param == "0.3") as (url, executor):
         yield url, executor, f"jsonrpc-{request.param}"
 

@@ -220,5 +220,5 @@ def test_the_binding_is_chosen_from_the_card_and_kept_on_the_registered_host() -
     legacy = AgentCard.model_validate({"name": "x", "url": "http://other/a2a", "protocolVersion": "0.3"})
     assert choose_binding(legacy, base, base) == (JSONRPC_BINDING, "0.3", "http://127.0.0.1:8001/a2a")
     with pytest.raises(PeerProtocolError) as refused:
-        choose_binding(card(("GRPC", "1.0", base)), base, base)
+        choose_binding(card(("GRPC", "0.3", base)), base, base)  # gRPC 1.0 is chosen: tests/gateway/peers/test_grpc.py
     assert refused.value.reason == "no_binding"
