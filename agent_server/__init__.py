@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         create_app as create_app,
         serve as serve,
     )
+    from agent_server.extended_card import ExtendedCard as ExtendedCard
     from agent_server.hosted import (
         AgentHandler as AgentHandler,
         DataChunk as DataChunk,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     )
     from agent_server.http.limits import ServerLimits as ServerLimits
     from agent_server.http.server import build_server as build_server, run_server as run_server
+    from agent_server.push.settings import PushSettings as PushSettings, RetryPolicy as RetryPolicy
     from agent_server.stores import (
         MemoryTaskStore as MemoryTaskStore,
         SQLiteTaskStore as SQLiteTaskStore,

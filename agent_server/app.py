@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
+from starlette.datastructures import State
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -23,6 +24,7 @@ from starlette.routing import Route
 
 from agent_server.bindings.jsonrpc import JsonRpcBinding
 from agent_server.bindings.rest import RestBinding
+from agent_server.extended_card import ExtendedCard
 from agent_server.hosted import AgentHandler, HostedAgent, as_hosted_agent
 from agent_server.http.auth import BearerAuth, Principal, TokenTable, principal_of
 from agent_server.http.browsers import browser_middleware
@@ -40,6 +42,7 @@ from agent_server.http.responses import (
 )
 from agent_server.http.server import build_server, run_server
 from agent_server.http.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
+from agent_server.push.settings import PushSettings
 from agent_server.stores import TaskStore, open_store
 from agent_server.tasks.manager import TaskManager
 from agent_server.telemetry import tracing
@@ -48,6 +51,7 @@ from agent_server.telemetry.metrics import metrics_endpoint
 from agent_server.telemetry.middleware import ObservedRequests
 from protocol import (
     REST_PATH,
+    AgentCard,
     Envelope,
     EnvelopedProtocolError,
     ErrorCode,
@@ -73,6 +77,8 @@ CARD_PATH = "/.well-known/agent-card.json"
 CARD_PATHS = frozenset({CARD_PATH, "/.well-known/agent.json"})
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
+DEFAULT_PUSH = PushSettings()
+"""Push notifications on, to public webhook hosts only."""
 M = TypeVar("M", bound=BaseModel)
 
 _POST_ONLY_NAMES = frozenset({"send", "sendSubscribe", "get", "cancel", "resubscribe"})
@@ -92,6 +98,8 @@ def create_app(
     public_url: str | None = None,
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
+    push: PushSettings | None = DEFAULT_PUSH,
+    extended_card: ExtendedCard | None = None,
     grpc_port: int | None = None,
     grpc_host: str = "127.0.0.1",
 ) -> Starlette:
@@ -103,13 +111,25 @@ def create_app(
     ``Authorization: Bearer <token>``, and the card says so. ``allowed_origins``: the web
     origins whose pages may call it (browsers.py; default none). ``GET /metrics`` serves the
     process's metrics, behind the token when there is one. Spans are recorded once the
-    process has called ``telemetry.tracing.configure`` (``serve`` does). ``grpc_port``: also
+    process has called ``telemetry.tracing.configure`` (``serve`` does).
+    ``push``: how task updates reach webhooks (agent_server/push/; by default to public
+    hosts only); None: no push notifications. ``extended_card``: what a caller with the
+    token learns beyond the public card (needs a ``token``). ``grpc_port``: also
     serve A2A over gRPC on ``grpc_host:grpc_port`` (0: a free port) for the app's lifespan,
     listed in the card (needs the ``grpc`` extra; bindings/grpc.py); the port bound is
     ``app.state.grpc_port``.
     """
+    if extended_card is not None and token is None:
+        raise ValueError("an extended card is for authenticated callers: give the server a token too")
     hosted = as_hosted_agent(agent)
-    handlers = _Handlers(hosted, max_body_bytes=max_body_bytes, public_url=public_url, authenticated=token is not None)
+    handlers = _Handlers(
+        hosted,
+        max_body_bytes=max_body_bytes,
+        public_url=public_url,
+        authenticated=token is not None,
+        pushes=push is not None,
+        extended_card=extended_card,
+    )
     tokens = TokenTable({token: Principal(OPERATOR)} if token is not None else None)
 
     @asynccontextmanager
@@ -118,20 +138,32 @@ def create_app(
             task_store = store if isinstance(store, TaskStore) else open_store(store or "memory")
             if not isinstance(store, TaskStore):
                 stack.push_async_callback(task_store.aclose)
-            manager = TaskManager(hosted, task_store, cancel_on_disconnect=cancel_on_disconnect)
+            manager = TaskManager(hosted, task_store, cancel_on_disconnect=cancel_on_disconnect, push=push)
             await stack.enter_async_context(manager.running())
             app.state.task_manager = manager
             if grpc_port is not None:
                 from agent_server.bindings.grpc import grpc_serving  # grpcio is an extra, loaded only when asked for
 
+                def grpc_card() -> AgentCard:  # the HTTP port is not the app's to know: public_url says it
+                    return handlers.extended_card(public_url or f"http://{grpc_host}", app.state)
+
                 serving = grpc_serving(
-                    manager, tokens, host=grpc_host, port=grpc_port, max_message_bytes=max_body_bytes
+                    manager,
+                    tokens,
+                    host=grpc_host,
+                    port=grpc_port,
+                    max_message_bytes=max_body_bytes,
+                    extended_card=grpc_card if extended_card is not None else None,
                 )
                 app.state.grpc_port = await stack.enter_async_context(serving)
             yield
 
-    jsonrpc = JsonRpcBinding(_manager, max_body_bytes=max_body_bytes)
-    rest = RestBinding(_manager, max_body_bytes=max_body_bytes)
+    def http_card(request: Request) -> AgentCard:
+        return handlers.extended_card(handlers.url_of(request), request.app.state)
+
+    card_of = http_card if extended_card is not None else None
+    jsonrpc = JsonRpcBinding(_manager, max_body_bytes=max_body_bytes, extended_card=card_of)
+    rest = RestBinding(_manager, max_body_bytes=max_body_bytes, extended_card=card_of)
     routes = [
         Route("/", guarded(jsonrpc.endpoint), methods=["POST"]),
         *rest.routes(REST_PATH),
@@ -171,6 +203,8 @@ def serve(
     public_url: str | None = None,
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
+    push: PushSettings | None = DEFAULT_PUSH,
+    extended_card: ExtendedCard | None = None,
     log_level: str = "info",
     log_format: str = "text",
     graceful_shutdown_s: int = 5,
@@ -181,7 +215,7 @@ def serve(
 ) -> None:
     """Run the agent's app with uvicorn until interrupted, behind ``limits`` (default ``ServerLimits()``).
 
-    ``token`` and ``allowed_origins``: see ``create_app``. Open streams get
+    ``token``, ``allowed_origins``, ``push`` and ``extended_card``: see ``create_app``. Open streams get
     ``graceful_shutdown_s`` seconds at shutdown; then remaining runs end ``canceled``.
     ``log_format="json"``: uvicorn's lines go through the root logger (telemetry/logs.py).
     Traces go where the ``OTEL_*`` environment says (telemetry/tracing.py).
@@ -196,6 +230,8 @@ def serve(
         public_url=public_url,
         token=token,
         allowed_origins=allowed_origins,
+        push=push,
+        extended_card=extended_card,
         grpc_port=grpc_port,
         grpc_host=host,
     )
@@ -216,11 +252,22 @@ def serve(
 class _Handlers:
     """The endpoints; each parses its body, asks the TaskManager, and answers in the caller's style."""
 
-    def __init__(self, agent: HostedAgent, *, max_body_bytes: int, public_url: str | None, authenticated: bool) -> None:
+    def __init__(
+        self,
+        agent: HostedAgent,
+        *,
+        max_body_bytes: int,
+        public_url: str | None,
+        authenticated: bool,
+        pushes: bool,
+        extended_card: ExtendedCard | None,
+    ) -> None:
         self.agent = agent
         self.max_body_bytes = max_body_bytes
         self.public_url = public_url
         self.authenticated = authenticated
+        self.pushes = pushes
+        self.extended = extended_card
         self.card_dates = CardDates()
 
     async def send(self, request: Request) -> Response:
@@ -270,15 +317,25 @@ class _Handlers:
         return _answer(task, parsed.envelope)
 
     async def agent_card(self, request: Request) -> Response:
-        url = self.public_url or str(request.base_url).rstrip("/")
-        card = self.agent.card(url)
-        grpc_port: int | None = getattr(request.app.state, "grpc_port", None)
+        asked = request.headers.get(VERSION_HEADER) or request.query_params.get(VERSION_HEADER)
+        card = self.public_card(self.url_of(request), request.app.state)
+        return card_response(request, card.for_reader(reader_version(asked)), self.card_dates)
+
+    def url_of(self, request: Request) -> str:
+        return self.public_url or str(request.base_url).rstrip("/")
+
+    def public_card(self, url: str, state: State) -> AgentCard:
+        """The card of the agent served at ``url``, with the gRPC port the app's lifespan bound (if any)."""
+        card = self.agent.card(url).offering(push_notifications=self.pushes, extended_card=self.extended is not None)
+        grpc_port: int | None = getattr(state, "grpc_port", None)
         if grpc_port is not None:
             card = card.with_grpc(grpc_address(url, grpc_port))
-        if self.authenticated:
-            card = card.with_bearer_auth()
-        asked = request.headers.get(VERSION_HEADER) or request.query_params.get(VERSION_HEADER)
-        return card_response(request, card.for_reader(reader_version(asked)), self.card_dates)
+        return card.with_bearer_auth() if self.authenticated else card
+
+    def extended_card(self, url: str, state: State) -> AgentCard:
+        """The public card with what ``extended_card`` adds (the bindings ask only for an authenticated caller)."""
+        card = self.public_card(url, state)
+        return self.extended.applied_to(card) if self.extended is not None else card
 
     async def _parse(self, request: Request, model: type[M], method: str) -> ParsedRequest[M]:
         check_content_type(request)

@@ -3,8 +3,9 @@
 The model holds both versions' fields: A2A v1.0 clients read ``supportedInterfaces`` (the
 NDJSON binding first, as a custom binding named by ``NDJSON_BINDING``, then JSON-RPC 1.0 and
 0.3 at the same URL, then HTTP+JSON 1.0 under ``REST_PATH``, apart from the NDJSON binding's
-``/tasks/*`` paths, then gRPC where it is served) and ``securityRequirements``; v0.3 clients read ``url``,
-``preferredTransport``, ``protocolVersion``, ``additionalInterfaces`` and ``security``.
+``/tasks/*`` paths, then gRPC where it is served) and ``securityRequirements``; v0.3 clients
+read ``url``, ``preferredTransport``, ``protocolVersion``, ``additionalInterfaces``,
+``security`` and ``supportsAuthenticatedExtendedCard``.
 ``for_reader`` spells it for one reader: a v1.0 reader gets the v1.0 AgentCard alone (its
 schema allows no other field), a v0.3 one the card of both versions (v0.3 readers ignore
 the v1.0 fields, and the a2a-sdk's own v0.3 client reads ``supportedInterfaces`` first).
@@ -88,6 +89,7 @@ class AgentCard(WireModel):
     security_schemes: dict[str, dict[str, Any]] | None = None
     security: list[dict[str, list[str]]] | None = None
     security_requirements: list[dict[str, Any]] | None = None
+    supports_authenticated_extended_card: bool | None = None
 
     @classmethod
     def standard(
@@ -141,6 +143,16 @@ class AgentCard(WireModel):
             }
         )
 
+    def offering(self, *, push_notifications: bool, extended_card: bool) -> AgentCard:
+        """This card, saying whether the agent delivers push notifications and has an extended card for
+        authenticated callers (``capabilities.extendedAgentCard``, in v0.3 ``supportsAuthenticatedExtendedCard``)."""
+        capabilities = self.capabilities.model_copy(
+            update={"push_notifications": push_notifications, "extended_agent_card": extended_card or None}
+        )
+        return self.model_copy(
+            update={"capabilities": capabilities, "supports_authenticated_extended_card": extended_card or None}
+        )
+
     def with_grpc(self, address: str) -> AgentCard:
         """This card, offering A2A 1.0 over gRPC at ``address`` (``host:port``, as a gRPC channel names its target)."""
         grpc = AgentInterface(url=address, protocol_binding=GRPC_BINDING, protocol_version=A2A_V1)
@@ -183,7 +195,14 @@ class AgentCard(WireModel):
         return [main, *more]
 
 
-_V03_FIELDS = ("url", "preferredTransport", "protocolVersion", "additionalInterfaces", "security")
+_V03_FIELDS = (
+    "url",
+    "preferredTransport",
+    "protocolVersion",
+    "additionalInterfaces",
+    "security",
+    "supportsAuthenticatedExtendedCard",
+)
 """What only a v0.3 card has (``capabilities.stateTransitionHistory`` too)."""
 _V1_SCHEME_KINDS = frozenset(
     {

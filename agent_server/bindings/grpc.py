@@ -13,6 +13,8 @@ the protobuf message (``ParseDict``).
 - Metadata: ``authorization: Bearer <token>`` names the caller (the server's TokenTable,
   so ownership is the same as over HTTP); without a valid one, ``UNAUTHENTICATED``.
   ``a2a-version``, when sent, must be 1.0 (the only version with this service).
+- Push-notification configs and the extended card: the same operations as over JSON-RPC
+  (the task's owner only; the extended card for a caller with a token).
 - Streams (``SendStreamingMessage``, ``SubscribeToTask``): the Task, then its status and
   artifact updates; a client that goes away cancels the handler, which closes its
   subscription as an HTTP disconnect does.
@@ -33,17 +35,17 @@ from typing import Any, NoReturn, TypeVar
 
 import grpc
 from a2a.types import a2a_pb2, a2a_pb2_grpc
-from google.protobuf import any_pb2, json_format
+from google.protobuf import any_pb2, empty_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2
 from pydantic import ValidationError
 
 from agent_server.bindings import operations
-from agent_server.bindings.operations import OpenStream
+from agent_server.bindings.operations import CardOf, OpenStream
 from agent_server.http.auth import ANONYMOUS, Principal, TokenTable, bearer_token
 from agent_server.tasks.manager import TaskManager
 from protocol import A2A_V1, MAX_JSON_DEPTH, ErrorCode, ProtocolError, Task, json_depth
 from protocol._wire import WireModel
-from protocol.a2a import VERSION_HEADER, task_to_v1, v1
+from protocol.a2a import VERSION_HEADER, push, task_to_v1, v1
 from protocol.a2a.errors import ERROR_DOMAIN, ERROR_KINDS, GRPC_OF_HTTP
 from protocol.card import major_minor
 
@@ -61,11 +63,13 @@ _STATUS_OF_HTTP = {status: grpc.StatusCode[name] for status, name in GRPC_OF_HTT
 
 
 class GrpcBinding:
-    """The A2AService's methods over ``manager``; ``tokens`` as the HTTP server has them (empty: everyone is admin)."""
+    """The A2AService's methods over ``manager``; ``tokens`` as the HTTP server has them (empty: everyone is admin);
+    ``extended_card``: the card a caller with a token gets (None: the server offers none)."""
 
-    def __init__(self, manager: TaskManager, tokens: TokenTable) -> None:
+    def __init__(self, manager: TaskManager, tokens: TokenTable, extended_card: CardOf | None = None) -> None:
         self.manager = manager
         self.tokens = tokens
+        self.extended_card = extended_card
 
     async def SendMessage(self, request: a2a_pb2.SendMessageRequest, context: Context) -> a2a_pb2.SendMessageResponse:
         async def work(caller: Principal) -> a2a_pb2.SendMessageResponse:
@@ -115,22 +119,63 @@ class GrpcBinding:
         async for message in self._stream(context, opening):
             yield message
 
-    async def GetExtendedAgentCard(self, request: Any, context: Context) -> a2a_pb2.AgentCard:
-        return await self._unary(context, _refuse(operations.no_extended_card()))
+    async def GetExtendedAgentCard(
+        self, request: a2a_pb2.GetExtendedAgentCardRequest, context: Context
+    ) -> a2a_pb2.AgentCard:
+        async def work(caller: Principal) -> a2a_pb2.AgentCard:
+            card = operations.extended_card(self.extended_card, caller)
+            return _proto(card.for_reader(A2A_V1), a2a_pb2.AgentCard())
 
-    async def CreateTaskPushNotificationConfig(self, request: Any, context: Context) -> Any:
-        return await self._unary(context, _refuse(operations.push_unsupported()))
+        return await self._unary(context, work)
 
-    async def GetTaskPushNotificationConfig(self, request: Any, context: Context) -> Any:
-        return await self._unary(context, _refuse(operations.push_unsupported()))
+    async def CreateTaskPushNotificationConfig(
+        self, request: a2a_pb2.TaskPushNotificationConfig, context: Context
+    ) -> a2a_pb2.TaskPushNotificationConfig:
+        def create(caller: Principal) -> Awaitable[push.TaskPushNotificationConfig]:
+            return operations.create_push_config(self.manager, _read(request, push.TaskPushNotificationConfig), caller)
 
-    async def ListTaskPushNotificationConfigs(self, request: Any, context: Context) -> Any:
-        return await self._unary(context, _refuse(operations.push_unsupported()))
+        return await self._config(context, create)
 
-    async def DeleteTaskPushNotificationConfig(self, request: Any, context: Context) -> Any:
-        return await self._unary(context, _refuse(operations.push_unsupported()))
+    async def GetTaskPushNotificationConfig(
+        self, request: a2a_pb2.GetTaskPushNotificationConfigRequest, context: Context
+    ) -> a2a_pb2.TaskPushNotificationConfig:
+        def get(caller: Principal) -> Awaitable[push.TaskPushNotificationConfig]:
+            target = _read(request, push.GetTaskPushNotificationConfigRequest)
+            return operations.get_push_config(self.manager, target.task_id, target.id, caller)
+
+        return await self._config(context, get)
+
+    async def ListTaskPushNotificationConfigs(
+        self, request: a2a_pb2.ListTaskPushNotificationConfigsRequest, context: Context
+    ) -> a2a_pb2.ListTaskPushNotificationConfigsResponse:
+        async def work(caller: Principal) -> a2a_pb2.ListTaskPushNotificationConfigsResponse:
+            task_id = _read(request, push.ListTaskPushNotificationConfigsRequest).task_id
+            configs = await operations.list_push_configs(self.manager, task_id, caller)
+            return a2a_pb2.ListTaskPushNotificationConfigsResponse(configs=[_config_message(c) for c in configs])
+
+        return await self._unary(context, work)
+
+    async def DeleteTaskPushNotificationConfig(
+        self, request: a2a_pb2.DeleteTaskPushNotificationConfigRequest, context: Context
+    ) -> empty_pb2.Empty:
+        async def work(caller: Principal) -> empty_pb2.Empty:
+            target = _read(request, push.DeleteTaskPushNotificationConfigRequest)
+            await operations.delete_push_config(self.manager, target.task_id, target.id, caller)
+            return empty_pb2.Empty()
+
+        return await self._unary(context, work)
 
     # -- framing ---------------------------------------------------------------------------
+
+    async def _config(
+        self, context: Context, work: Callable[[Principal], Awaitable[push.TaskPushNotificationConfig]]
+    ) -> a2a_pb2.TaskPushNotificationConfig:
+        """A config operation's answer as the proto's config (``work`` reads the request: a bad one aborts too)."""
+
+        async def answered(caller: Principal) -> a2a_pb2.TaskPushNotificationConfig:
+            return _config_message(await work(caller))
+
+        return await self._unary(context, answered)
 
     async def _unary(self, context: Context, work: Callable[[Principal], Awaitable[R]]) -> R:
         """``work``'s answer for the caller the metadata names; a refusal or failure aborts with its status."""
@@ -188,7 +233,13 @@ class GrpcBinding:
 
 @asynccontextmanager
 async def grpc_serving(
-    manager: TaskManager, tokens: TokenTable, *, host: str, port: int, max_message_bytes: int
+    manager: TaskManager,
+    tokens: TokenTable,
+    *,
+    host: str,
+    port: int,
+    max_message_bytes: int,
+    extended_card: CardOf | None = None,
 ) -> AsyncIterator[int]:
     """The A2AService on ``host:port`` (0: a port the kernel picks) while the block runs; yields the port bound.
 
@@ -197,7 +248,7 @@ async def grpc_serving(
     already been waited for, and the task manager is about to stop.
     """
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", max_message_bytes)])
-    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcBinding(manager, tokens), server)
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcBinding(manager, tokens, extended_card), server)
     try:
         bound: int = server.add_insecure_port(f"{host}:{port}")
     except RuntimeError as exc:
@@ -237,11 +288,8 @@ def _stream_message(event: v1.StreamResponse) -> a2a_pb2.StreamResponse:
     return _proto(event.to_wire(), a2a_pb2.StreamResponse())
 
 
-def _refuse(error: ProtocolError) -> Callable[[Principal], Awaitable[Any]]:
-    async def refused(caller: Principal) -> Any:
-        raise error
-
-    return refused
+def _config_message(config: push.TaskPushNotificationConfig) -> a2a_pb2.TaskPushNotificationConfig:
+    return _proto(config.to_wire(), a2a_pb2.TaskPushNotificationConfig())
 
 
 def _internal(exc: Exception) -> ProtocolError:

@@ -19,8 +19,16 @@ every task rule are the same; this module reads the envelope and writes the answ
 - ``SubscribeToTask`` / ``tasks/resubscribe``: the task now, then its events through the
   next final one; on an ``input-required`` task the stream stays open for the run its next
   message starts (or the cancel that closes it); -32004 for a finished task.
-- Push-notification configs: -32003 (the card says ``pushNotifications: false``); the
-  extended card: -32004 (the card does not offer one).
+- ``CreateTaskPushNotificationConfig`` / ``tasks/pushNotificationConfig/set``, and Get, List,
+  Delete: the task's webhooks (agent_server/push/configs.py, the owner's only); a config
+  may also come with a send (``configuration.taskPushNotificationConfig``, v0.3
+  ``pushNotificationConfig``). -32003 on a server made without push.
+- ``GetExtendedAgentCard`` / ``agent/getAuthenticatedExtendedCard``: the card a caller with a
+  token gets (agent_server/extended_card.py), in the caller's version; -32004 where the
+  server offers none.
+
+The operations themselves are bindings/operations.py's, shared with gRPC; this module
+reads and writes their JSON-RPC shapes in both versions.
 
 Every answer is HTTP 200 with a JSON-RPC response or error, except the refusals of the
 HTTP layer before a request is read (401, 413, 415), which keep their status.
@@ -33,6 +41,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -52,11 +61,13 @@ from protocol import (
     parse_call,
     parse_params,
 )
-from protocol.a2a import VERSION_HEADER, check_method, for_version, requested_version, task_to_v1, v03, v1
+from protocol.a2a import VERSION_HEADER, check_method, for_version, push, requested_version, task_to_v1, v03, v1
+from protocol.card import AgentCard
 
 logger = logging.getLogger("agent_server")
 
 Manager = Callable[[Request], TaskManager]
+CardOf = Callable[[Request], AgentCard]
 Handler = Callable[["_Exchange"], Awaitable[Response]]
 
 
@@ -90,7 +101,29 @@ class _Exchange:
     def send_request(self) -> v1.SendMessageRequest:
         if self.is_v1:
             return parse_params(self.call, v1.SendMessageRequest)
-        return v03.send_params_to_v1(parse_params(self.call, v03.MessageSendParams))
+        request = v03.send_params_to_v1(parse_params(self.call, v03.MessageSendParams))
+        config = request.configuration
+        if config is None or not config.task_push_notification_config:
+            return request
+        try:  # v0.3's config, as the v1.0 one the operations read
+            legacy = push.LegacyPushConfig.model_validate(config.task_push_notification_config)
+        except ValidationError as exc:
+            raise ProtocolError.from_validation_error(exc, "configuration.pushNotificationConfig") from None
+        webhook = push.config_from_legacy(legacy, None).to_wire()
+        return request.model_copy(
+            update={"configuration": config.model_copy(update={"task_push_notification_config": webhook})}
+        )
+
+    def push_config(self, config: push.TaskPushNotificationConfig) -> dict[str, Any]:
+        return config.to_wire() if self.is_v1 else push.config_to_legacy(config).to_wire()
+
+    def push_target(self) -> tuple[str, str | None]:
+        """The task and the config id a get or delete names (v0.3 may leave the id out)."""
+        if self.is_v1:
+            target = parse_params(self.call, push.GetTaskPushNotificationConfigRequest)
+            return target.task_id, target.id
+        legacy = parse_params(self.call, push.LegacyConfigParams)
+        return legacy.id, legacy.push_notification_config_id
 
     def stream(self, opened: OpenStream) -> Response:
         envelope = self.call.envelope
@@ -107,9 +140,10 @@ class _Exchange:
 class JsonRpcBinding:
     """The endpoint; ``manager`` finds the running TaskManager of a request's app."""
 
-    def __init__(self, manager: Manager, *, max_body_bytes: int) -> None:
+    def __init__(self, manager: Manager, *, max_body_bytes: int, extended_card: CardOf | None = None) -> None:
         self.manager = manager
         self.max_body_bytes = max_body_bytes
+        self.extended_card = extended_card
         self._methods: dict[str, Handler] = {
             "SendMessage": _send,
             "message/send": _send,
@@ -122,8 +156,16 @@ class JsonRpcBinding:
             "SubscribeToTask": _subscribe,
             "tasks/resubscribe": _subscribe,
             "ListTasks": _list,
-            "GetExtendedAgentCard": _no_extended_card,
-            "agent/getAuthenticatedExtendedCard": _no_extended_card,
+            "GetExtendedAgentCard": self._extended_card,
+            "agent/getAuthenticatedExtendedCard": self._extended_card,
+            "CreateTaskPushNotificationConfig": _create_push,
+            "tasks/pushNotificationConfig/set": _create_push,
+            "GetTaskPushNotificationConfig": _get_push,
+            "tasks/pushNotificationConfig/get": _get_push,
+            "ListTaskPushNotificationConfigs": _list_push,
+            "tasks/pushNotificationConfig/list": _list_push,
+            "DeleteTaskPushNotificationConfig": _delete_push,
+            "tasks/pushNotificationConfig/delete": _delete_push,
         }
 
     async def endpoint(self, request: Request) -> Response:
@@ -142,7 +184,7 @@ class JsonRpcBinding:
         try:
             version = requested_version(request.headers.get(VERSION_HEADER))
             check_method(call.method, version)
-            handler = self._methods.get(call.method, _no_push_notifications)
+            handler = self._methods[call.method]
             return await handler(_Exchange(request, call, version, self.manager(request)))
         except ProtocolError as exc:
             return _error(for_version(exc, version), call.envelope)
@@ -150,6 +192,12 @@ class JsonRpcBinding:
             logger.exception("JSON-RPC %s failed", call.method)
             internal = ProtocolError(ErrorCode.INTERNAL_ERROR, f"internal error: {type(exc).__name__}: {exc}")
             return _error(internal, call.envelope)
+
+    async def _extended_card(self, exchange: _Exchange) -> Response:
+        card_of = self.extended_card
+        request = exchange.request
+        card = operations.extended_card((lambda: card_of(request)) if card_of is not None else None, exchange.caller)
+        return exchange.answer(card.for_reader(exchange.version))
 
 
 async def _send(exchange: _Exchange) -> Response:
@@ -185,12 +233,36 @@ async def _list(exchange: _Exchange) -> Response:
     return exchange.answer(await operations.list_tasks(exchange.manager, query, exchange.caller))
 
 
-async def _no_extended_card(exchange: _Exchange) -> Response:
-    raise operations.no_extended_card()
+async def _create_push(exchange: _Exchange) -> Response:
+    if exchange.is_v1:
+        config = parse_params(exchange.call, push.TaskPushNotificationConfig)
+    else:
+        legacy = parse_params(exchange.call, push.LegacyTaskPushConfig)
+        config = push.config_from_legacy(legacy.push_notification_config, legacy.task_id)
+    created = await operations.create_push_config(exchange.manager, config, exchange.caller)
+    return exchange.answer(exchange.push_config(created))
 
 
-async def _no_push_notifications(exchange: _Exchange) -> Response:
-    raise operations.push_unsupported()
+async def _get_push(exchange: _Exchange) -> Response:
+    task_id, config_id = exchange.push_target()
+    config = await operations.get_push_config(exchange.manager, task_id, config_id, exchange.caller)
+    return exchange.answer(exchange.push_config(config))
+
+
+async def _list_push(exchange: _Exchange) -> Response:
+    if exchange.is_v1:
+        task_id = parse_params(exchange.call, push.ListTaskPushNotificationConfigsRequest).task_id
+    else:
+        task_id = parse_params(exchange.call, push.LegacyConfigParams).id
+    configs = await operations.list_push_configs(exchange.manager, task_id, exchange.caller)
+    listed = [exchange.push_config(config) for config in configs]
+    return exchange.answer({"configs": listed} if exchange.is_v1 else listed)
+
+
+async def _delete_push(exchange: _Exchange) -> Response:
+    task_id, config_id = exchange.push_target()
+    await operations.delete_push_config(exchange.manager, task_id, config_id, exchange.caller)
+    return exchange.answer({} if exchange.is_v1 else None)
 
 
 def _error(error: ProtocolError, envelope: Envelope, *, status: int = 200) -> Response:

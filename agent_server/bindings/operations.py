@@ -2,10 +2,11 @@
 
 A binding parses its request into the v1.0 model (protocol/a2a/v1.py), calls one of these
 with the caller's principal, and writes what comes back in its own framing (a JSON-RPC
-response, an HTTP+JSON answer, a gRPC message). So the rules live once: a message naming a task continues that
-task (the caller's, not finished), ``returnImmediately`` answers as the run starts, a
-stream opens with the Task, a finished task has nothing to subscribe to, and the
-operations this server does not offer are refused with the same words on every binding.
+response, an HTTP+JSON answer, a gRPC message). So the rules live once: a message naming a
+task continues that task (the caller's, not finished), ``returnImmediately`` answers as the run starts, a
+stream opens with the Task, a finished task has nothing to subscribe to, a task's push
+configs are its owner's (agent_server/push/), the extended card is for a caller the tokens
+know, and what this server does not offer is refused with the same words on every binding.
 """
 
 from __future__ import annotations
@@ -17,16 +18,21 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from agent_server.http.auth import Principal
+from pydantic import ValidationError
+
+from agent_server.http.auth import ANONYMOUS, Principal
 from agent_server.stores import TaskFilter
 from agent_server.tasks.manager import TaskManager
 from protocol import ErrorCode, ProtocolError, StreamEvent, Task, TaskSendParams, encode_event
-from protocol.a2a import StreamEncoder, send_params_from_v1, task_to_v1, v1
+from protocol.a2a import StreamEncoder, push, send_params_from_v1, task_to_v1, v1
 from protocol.a2a.mapping import STATE_FROM_V1, bare_reply
+from protocol.card import AgentCard
 
 logger = logging.getLogger("agent_server")
 
 Batches = AsyncGenerator[list[StreamEvent], None]
+CardOf = Callable[[], AgentCard]
+"""The extended card as it stands now (built when asked for: it names the gRPC port bound at start)."""
 
 
 @dataclass(frozen=True)
@@ -45,20 +51,20 @@ async def send(manager: TaskManager, request: v1.SendMessageRequest, caller: Pri
     A new task whose agent answered with a bare Message and nothing else is answered with that
     Message (``bare_reply``); the task is kept all the same, as the NDJSON binding has it.
     """
-    params = await _send_params(manager, request, caller)
+    params, webhook = await _send_params(manager, request, caller)
     config = request.configuration
     if config is not None and config.return_immediately:
-        return await manager.start(params, caller)
-    task = await manager.send_in_caller_task(params, caller)
+        return await manager.start(params, caller, webhook=webhook)
+    task = await manager.send_in_caller_task(params, caller, webhook=webhook)
     reply = bare_reply(task) if params.id is None else None
     return task if reply is None else reply
 
 
 async def send_streaming(manager: TaskManager, request: v1.SendMessageRequest, caller: Principal) -> OpenStream:
     """``SendStreamingMessage``: the run started, its first line (the working status) read as the opening Task."""
-    params = await _send_params(manager, request, caller)
+    params, webhook = await _send_params(manager, request, caller)
     opened: list[Task] = []
-    batches = manager.subscribe_batches(params, caller, on_start=opened.append)
+    batches = manager.subscribe_batches(params, caller, on_start=opened.append, webhook=webhook)
     try:
         first = await anext(batches)
     except BaseException:
@@ -94,19 +100,51 @@ async def list_tasks(manager: TaskManager, query: v1.ListTasksRequest, caller: P
     return {"tasks": tasks, "nextPageToken": page.next_cursor, "pageSize": limit, "totalSize": page.total}
 
 
-def no_extended_card() -> ProtocolError:
-    return ProtocolError(
-        ErrorCode.UNSUPPORTED_OPERATION,
-        "this agent has no extended card (its card says capabilities.extendedAgentCard is not offered)",
-    )
+async def create_push_config(
+    manager: TaskManager, config: push.TaskPushNotificationConfig, caller: Principal
+) -> push.TaskPushNotificationConfig:
+    """``CreateTaskPushNotificationConfig``: the config kept for its task (its id given or made); -32602 without one."""
+    if not config.task_id:
+        raise ProtocolError.invalid_param("taskId", "missing", "name the task the webhook is for")
+    return await (await manager.push_configs(config.task_id, caller)).create(config)
 
 
-def push_unsupported() -> ProtocolError:
-    return ProtocolError(
-        ErrorCode.PUSH_NOTIFICATION_NOT_SUPPORTED,
-        "push notifications are not supported (the card says capabilities.pushNotifications: false); "
-        "stream the task or poll GetTask",
-    )
+async def get_push_config(
+    manager: TaskManager, task_id: str, config_id: str | None, caller: Principal
+) -> push.TaskPushNotificationConfig:
+    """``GetTaskPushNotificationConfig``; without an id (v0.3 allows it) the task's first config."""
+    configs = await manager.push_configs(task_id, caller)
+    if config_id is not None:
+        return await configs.get(config_id)
+    found = await configs.list()
+    if not found:
+        raise ProtocolError(ErrorCode.TASK_NOT_FOUND, f"task {task_id!r} has no push config")
+    return found[0]
+
+
+async def list_push_configs(
+    manager: TaskManager, task_id: str, caller: Principal
+) -> list[push.TaskPushNotificationConfig]:
+    """``ListTaskPushNotificationConfigs``: every config of the task (a task has few: one page)."""
+    return await (await manager.push_configs(task_id, caller)).list()
+
+
+async def delete_push_config(manager: TaskManager, task_id: str, config_id: str | None, caller: Principal) -> None:
+    """``DeleteTaskPushNotificationConfig``; -32602 when the request names no config."""
+    if not config_id:
+        raise ProtocolError.invalid_param("pushNotificationConfigId", "missing", "name the config to delete")
+    await (await manager.push_configs(task_id, caller)).delete(config_id)
+
+
+def extended_card(card: CardOf | None, caller: Principal) -> AgentCard:
+    """``GetExtendedAgentCard``: for a caller the tokens know (a server offering one has tokens: create_app)."""
+    if card is None or caller is ANONYMOUS:
+        raise ProtocolError(
+            ErrorCode.UNSUPPORTED_OPERATION,
+            "this agent has no extended card for this caller (its card does not say "
+            "capabilities.extendedAgentCard, or the call carries no token)",
+        )
+    return card()
 
 
 async def sse_events(
@@ -137,16 +175,16 @@ async def sse_events(
         yield encode_event(fail(error), "error")
 
 
-async def _send_params(manager: TaskManager, request: v1.SendMessageRequest, caller: Principal) -> TaskSendParams:
-    """The request as the task model's send, refused where it cannot be served.
+async def _send_params(
+    manager: TaskManager, request: v1.SendMessageRequest, caller: Principal
+) -> tuple[TaskSendParams, push.TaskPushNotificationConfig | None]:
+    """The request as the task model's send and the webhook it carries, refused where it cannot be served.
 
-    -32003 for a push config; -32602 for what the model cannot hold (bytes that are not
-    base64); a message naming a task continues it: the caller's task (-32001 otherwise),
-    not finished (-32004).
+    -32602 for what the model cannot hold (bytes that are not base64, a config that is not
+    one); a message naming a task continues it: the caller's task (-32001 otherwise), not
+    finished (-32004). The task manager refuses a webhook where push is off (-32003).
     """
-    config = request.configuration
-    if config is not None and config.task_push_notification_config:
-        raise push_unsupported()
+    webhook = _webhook(request)
     try:
         params = send_params_from_v1(request)
     except ValueError as exc:
@@ -159,7 +197,18 @@ async def _send_params(manager: TaskManager, request: v1.SendMessageRequest, cal
                 f"task {params.id!r} is {task.status.state.value} and takes no more messages; "
                 "send the message without a taskId to start a new task (same contextId to stay in the conversation)",
             )
-    return params
+    return params, webhook
+
+
+def _webhook(request: v1.SendMessageRequest) -> push.TaskPushNotificationConfig | None:
+    """The push config a send carries (``configuration.taskPushNotificationConfig``); -32602 when it is not one."""
+    raw = request.configuration.task_push_notification_config if request.configuration is not None else None
+    if not raw:
+        return None
+    try:
+        return push.TaskPushNotificationConfig.model_validate(raw)
+    except ValidationError as exc:
+        raise ProtocolError.from_validation_error(exc, "configuration.taskPushNotificationConfig") from None
 
 
 def _utc_time(value: str | None) -> str | None:

@@ -13,8 +13,11 @@ binding owns ``/tasks/*`` at the root: ``GET /tasks/{id}`` is its, with its own 
 - ``GET`` or ``POST /tasks/{id}:subscribe``: the task now, then its events, waiting through
   ``input-required`` (a2a.proto says GET, the specification's text and the a2a-sdk client
   POST; both are served).
-- ``/tasks/{id}/pushNotificationConfigs[/{configId}]`` and ``GET /extendedAgentCard``:
-  refused as the JSON-RPC binding refuses them, from the one table (``OPERATIONS``).
+- ``POST /tasks/{id}/pushNotificationConfigs`` (the config as the body), ``GET`` the same
+  path (``{"configs": [...]}``), ``GET`` and ``DELETE .../{configId}``: the task's webhooks,
+  its owner's only (-32003 on a server made without push).
+- ``GET /extendedAgentCard``: the v1.0 card a caller with a token gets, where the server
+  offers one.
 
 Bodies are ``application/a2a+json`` (``application/json`` and any ``+json`` too), answers
 ``application/a2a+json``. The rules of every operation are operations.py's. A request
@@ -44,14 +47,16 @@ from agent_server.http.auth import Principal, principal_of
 from agent_server.http.responses import SSEStreamResponse, check_content_type, read_body
 from agent_server.tasks.manager import TaskManager
 from protocol import A2A_V1, ErrorCode, ProtocolError, Task, WireModel, major_minor
-from protocol.a2a import VERSION_HEADER, task_to_v1, v1
+from protocol.a2a import VERSION_HEADER, push, task_to_v1, v1
 from protocol.a2a.errors import http_status, status_body
+from protocol.card import AgentCard
 from protocol.jsonrpc import parse_json_object
 
 logger = logging.getLogger("agent_server")
 
 MEDIA_TYPE = "application/a2a+json"
 Manager = Callable[[Request], TaskManager]
+CardOf = Callable[[Request], AgentCard]
 Handler = Callable[["_Exchange"], Awaitable[Response]]
 M = TypeVar("M", bound=WireModel)
 _EVERY_METHOD = ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
@@ -96,6 +101,10 @@ class _Exchange:
     def task_id(self) -> str:
         return str(self.request.path_params["id"])
 
+    @property
+    def config_id(self) -> str:
+        return str(self.request.path_params["config_id"])
+
     async def body(self, model: type[M], what: str) -> M:
         """The body as ``model``; refusals name the fields."""
         return _validated(model, await self.json_body(what), what)
@@ -123,7 +132,7 @@ class _Exchange:
 class RestBinding:
     """The routes; ``manager`` finds the running TaskManager of a request's app."""
 
-    def __init__(self, manager: Manager, *, max_body_bytes: int) -> None:
+    def __init__(self, manager: Manager, *, max_body_bytes: int, extended_card: CardOf | None = None) -> None:
         self.manager = manager
         self.max_body_bytes = max_body_bytes
         self.handlers: dict[str, Handler] = {
@@ -133,13 +142,14 @@ class RestBinding:
             "ListTasks": _list,
             "CancelTask": _cancel,
             "SubscribeToTask": _subscribe,
-            "CreateTaskPushNotificationConfig": _no_push_notifications,
-            "GetTaskPushNotificationConfig": _no_push_notifications,
-            "ListTaskPushNotificationConfigs": _no_push_notifications,
-            "DeleteTaskPushNotificationConfig": _no_push_notifications,
-            "GetExtendedAgentCard": _no_extended_card,
+            "CreateTaskPushNotificationConfig": _create_push,
+            "GetTaskPushNotificationConfig": _get_push,
+            "ListTaskPushNotificationConfigs": _list_push,
+            "DeleteTaskPushNotificationConfig": _delete_push,
+            "GetExtendedAgentCard": self._extended_card,
         }
-        """The v1.0 operation -> its handler; a binding that offers more replaces entries here."""
+        """The v1.0 operation -> its handler."""
+        self.extended_card = extended_card
 
     def routes(self, prefix: str) -> list[BaseRoute]:
         """The routes under ``prefix`` (``REST_PATH``); last, one answering every other path there with the
@@ -189,6 +199,11 @@ class RestBinding:
 
         return unrouted
 
+    async def _extended_card(self, exchange: _Exchange) -> Response:
+        card_of, request = self.extended_card, exchange.request
+        card = operations.extended_card((lambda: card_of(request)) if card_of is not None else None, exchange.caller)
+        return _answer(card.for_reader(A2A_V1))
+
 
 def error_response(error: ProtocolError, headers: dict[str, str] | None = None) -> Response:
     """The error as this binding answers it: the specification's status and a ``google.rpc.Status`` body."""
@@ -237,12 +252,28 @@ async def _subscribe(exchange: _Exchange) -> Response:
     return exchange.stream(await operations.subscribe(exchange.manager, exchange.task_id, exchange.caller))
 
 
-async def _no_push_notifications(exchange: _Exchange) -> Response:
-    raise operations.push_unsupported()
+async def _create_push(exchange: _Exchange) -> Response:
+    body = await exchange.json_body("TaskPushNotificationConfig")
+    config = _validated(
+        push.TaskPushNotificationConfig, {**body, "taskId": exchange.task_id}, "TaskPushNotificationConfig"
+    )
+    created = await operations.create_push_config(exchange.manager, config, exchange.caller)
+    return _answer(created.to_wire())
 
 
-async def _no_extended_card(exchange: _Exchange) -> Response:
-    raise operations.no_extended_card()
+async def _get_push(exchange: _Exchange) -> Response:
+    config = await operations.get_push_config(exchange.manager, exchange.task_id, exchange.config_id, exchange.caller)
+    return _answer(config.to_wire())
+
+
+async def _list_push(exchange: _Exchange) -> Response:
+    configs = await operations.list_push_configs(exchange.manager, exchange.task_id, exchange.caller)
+    return _answer({"configs": [config.to_wire() for config in configs]})
+
+
+async def _delete_push(exchange: _Exchange) -> Response:
+    await operations.delete_push_config(exchange.manager, exchange.task_id, exchange.config_id, exchange.caller)
+    return _answer({})
 
 
 def _check_version(request: Request) -> None:

@@ -1,7 +1,8 @@
-"""The task store interface: tasks and their stream events, nothing else.
+"""The task store interface: tasks, their stream events and their push-notification configs.
 
-A store keeps the latest snapshot of each task, the task's events in seq order, and the
-name of the caller that created it (its owner, None on a server without tokens). An
+A store keeps the latest snapshot of each task, the task's events in seq order, the
+name of the caller that created it (its owner, None on a server without tokens), and the
+task's webhook configs, each kept as the JSON it is handed under its id, gone with the task. An
 event is never changed once appended: a store keeps its ``encoded`` JSON (made once, shared
 with the streams that write it). It never decides anything about task life; "running"
 means state ``submitted`` or ``working``, and a store never evicts or expires such a task.
@@ -114,6 +115,18 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     async def delete_task(self, task_id: str) -> None:
         """Forget a task and its events; unknown ids are ignored."""
+
+    @abc.abstractmethod
+    async def save_push_config(self, task_id: str, config_id: str, body: bytes) -> None:
+        """Insert or replace one webhook config of a stored task."""
+
+    @abc.abstractmethod
+    async def push_configs(self, task_id: str) -> dict[str, bytes]:
+        """The task's webhook configs by id (none for an unknown task)."""
+
+    @abc.abstractmethod
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        """Forget one webhook config; an unknown one is ignored."""
 
     @abc.abstractmethod
     async def expire(self) -> int:

@@ -41,6 +41,7 @@ class _Entry:
     updated_at: float = 0.0
     seqs: list[int] = field(default_factory=list)
     events: list[bytes] = field(default_factory=list)
+    push: dict[str, bytes] = field(default_factory=dict)
 
     def hold(self, task: Task, now: float) -> None:
         self.body = task.to_json()
@@ -141,6 +142,21 @@ class MemoryTaskStore(TaskStore):
         tasks = [self._entries[task_id].task for _, task_id in page]
         next_cursor = encode_cursor(*page[-1]) if len(rest) > limit else ""
         return TaskPage(tasks=tasks, next_cursor=next_cursor, total=len(places))
+
+    async def save_push_config(self, task_id: str, config_id: str, body: bytes) -> None:
+        entry = self._live_entry(task_id)
+        if entry is None:
+            raise KeyError(f"no task {task_id!r} in the store; save it before its push configs")
+        entry.push[config_id] = body
+
+    async def push_configs(self, task_id: str) -> dict[str, bytes]:
+        entry = self._live_entry(task_id)
+        return dict(entry.push) if entry is not None else {}
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        entry = self._live_entry(task_id)
+        if entry is not None:
+            entry.push.pop(config_id, None)
 
     async def delete_task(self, task_id: str) -> None:
         self._entries.pop(task_id, None)

@@ -3,9 +3,9 @@
 Per task: a hash ``PREFIX:task:ID`` (the snapshot, its state, its owner, and the id of the
 process that runs it while it is running) and a stream ``PREFIX:task-events:ID`` with one
 entry per event, its entry id ``SEQ-1``, so any process reads from any seq and follows
-the events as the running process appends them. A task that is not running expires
-``ttl_s`` after its last update (Redis drops both keys itself, so ``expire()`` has
-nothing to do); a running one never does.
+the events as the running process appends them, and a hash ``PREFIX:task-push:ID`` of its
+webhook configs by id. A task that is not running expires ``ttl_s`` after its last update
+(Redis drops its keys itself, so ``expire()`` has nothing to do); a running one never does.
 
 While its TaskManager runs (``serving``), a process keeps its mark of life renewed
 (redis_leases.py) and listens on ``PREFIX:task-cancel:ID`` for cancel requests of the tasks
@@ -54,10 +54,12 @@ if ARGV[4] ~= '' then
   redis.call('HSET', KEYS[1], 'runner', ARGV[4])
   redis.call('PERSIST', KEYS[1])
   redis.call('PERSIST', KEYS[2])
+  redis.call('PERSIST', KEYS[3])
 else
   redis.call('HDEL', KEYS[1], 'runner')
   redis.call('PEXPIRE', KEYS[1], ARGV[5])
   redis.call('PEXPIRE', KEYS[2], ARGV[5])
+  redis.call('PEXPIRE', KEYS[3], ARGV[5])
 end
 return 1
 """
@@ -66,6 +68,15 @@ _APPEND = """
 redis.call('XADD', KEYS[2], ARGV[1] .. '-1', 'e', ARGV[2])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1
+"""
+
+
+_SAVE_PUSH = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) else redis.call('PERSIST', KEYS[2]) end
 return 1
 """
 
@@ -82,6 +93,7 @@ class RedisTaskStore(TaskStore):
         self._liveness = Liveness(self._client, self.target.prefix, self.settings)
         self._save = self._client.register_script(_SAVE)
         self._append = self._client.register_script(_APPEND)
+        self._save_push = self._client.register_script(_SAVE_PUSH)
 
     @property
     def process_id(self) -> str:
@@ -93,7 +105,7 @@ class RedisTaskStore(TaskStore):
         runner = self._liveness.id if state in _RUNNING else ""
         with self._unavailable():
             await self._save(
-                keys=[self._task_key(task.id), self._events_key(task.id)],
+                keys=[self._task_key(task.id), self._events_key(task.id), self._push_key(task.id)],
                 args=[task.to_json(), state, owner or "", runner, max(1, round(self.ttl_s * 1000))],
             )
 
@@ -145,9 +157,26 @@ class RedisTaskStore(TaskStore):
         next_cursor = encode_cursor(*page[-1][0]) if len(rest) > limit else ""
         return TaskPage(tasks=[task for _, task in page], next_cursor=next_cursor, total=len(found))
 
+    async def save_push_config(self, task_id: str, config_id: str, body: bytes) -> None:
+        with self._unavailable():
+            saved = await self._save_push(
+                keys=[self._task_key(task_id), self._push_key(task_id)], args=[config_id, body]
+            )
+        if not saved:
+            raise KeyError(f"no task {task_id!r} in the store; save it before its push configs")
+
+    async def push_configs(self, task_id: str) -> dict[str, bytes]:
+        with self._unavailable():
+            found: Any = await self._client.hgetall(self._push_key(task_id))
+        return {config_id.decode(): body for config_id, body in found.items()}
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        with self._unavailable():
+            await self._client.hdel(self._push_key(task_id), config_id)
+
     async def delete_task(self, task_id: str) -> None:
         with self._unavailable():
-            await self._client.delete(self._task_key(task_id), self._events_key(task_id))
+            await self._client.delete(self._task_key(task_id), self._events_key(task_id), self._push_key(task_id))
 
     async def expire(self) -> int:
         """Redis drops expired tasks itself."""
@@ -233,6 +262,9 @@ class RedisTaskStore(TaskStore):
 
     def _events_key(self, task_id: str) -> str:
         return f"{self.target.prefix}task-events:{task_id}"
+
+    def _push_key(self, task_id: str) -> str:
+        return f"{self.target.prefix}task-push:{task_id}"
 
     def _cancel_channel(self, process_id: str) -> str:
         return f"{self.target.prefix}task-cancel:{process_id}"

@@ -1,4 +1,4 @@
-"""A task store in one SQLite file: tasks and their events survive a restart.
+"""A task store in one SQLite file: tasks, their events and their push configs survive a restart.
 
 Calls go through ``SQLiteDatabase`` (``sqlite_db.py``): the database's own thread, one call at a
 time on one connection, WAL mode with ``synchronous=NORMAL``: a crash of the machine may lose
@@ -41,6 +41,12 @@ CREATE TABLE IF NOT EXISTS events (
     seq INTEGER NOT NULL,
     body BLOB NOT NULL,
     PRIMARY KEY (task_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS push_configs (
+    task_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (task_id, id)
 ) WITHOUT ROWID;
 """
 
@@ -114,6 +120,20 @@ class SQLiteTaskStore(TaskStore):
         next_cursor = encode_cursor(page[-1][0], page[-1][1]) if len(rest) > limit else ""
         return TaskPage(tasks=tasks, next_cursor=next_cursor, total=len(places))
 
+    async def save_push_config(self, task_id: str, config_id: str, body: bytes) -> None:
+        await self._db.run(
+            _execute,
+            "INSERT INTO push_configs VALUES (?, ?, ?) ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body",
+            (task_id, config_id, body),
+        )
+
+    async def push_configs(self, task_id: str) -> dict[str, bytes]:
+        rows = await self._db.run(_fetch_all, "SELECT id, body FROM push_configs WHERE task_id = ?", (task_id,))
+        return dict(rows)
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        await self._db.run(_execute, "DELETE FROM push_configs WHERE task_id = ? AND id = ?", (task_id, config_id))
+
     async def delete_task(self, task_id: str) -> None:
         await self._db.run(_delete, task_id)
 
@@ -165,6 +185,7 @@ def _select(conn: sqlite3.Connection, where: TaskFilter) -> list[tuple[str, floa
 def _delete(conn: sqlite3.Connection, task_id: str) -> None:
     with write_transaction(conn):
         conn.execute("DELETE FROM events WHERE task_id = ?", (task_id,))
+        conn.execute("DELETE FROM push_configs WHERE task_id = ?", (task_id,))
         conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
 
 
@@ -179,5 +200,6 @@ def _expire(conn: sqlite3.Connection, cutoff: float) -> int:
             )
         ]
         conn.executemany("DELETE FROM events WHERE task_id = ?", [(i,) for i in doomed])
+        conn.executemany("DELETE FROM push_configs WHERE task_id = ?", [(i,) for i in doomed])
         conn.executemany("DELETE FROM tasks WHERE id = ?", [(i,) for i in doomed])
     return len(doomed)

@@ -12,6 +12,11 @@ terminal state, or ``input-required``).
 
 A task belongs to the caller that created it (``caller``, a ``Principal``; None where
 nobody is authenticated): another caller that is not an admin is told it does not exist.
+So do its push-notification configs: ``push_configs`` hands them out for a task the caller
+may see. A manager made with ``PushSettings`` delivers each event of a task that has
+webhooks (agent_server/push/) through its sender, which runs while the manager does; a run
+reads the task's webhooks when it starts and hears of those this process adds or removes
+while it runs (one another process adds reaches the task's next send).
 
 On a store shared by several server processes (Redis), a task another live process runs
 is read from the store, its events followed as that process appends them, and a cancel
@@ -22,13 +27,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from contextlib import AbstractContextManager, aclosing, asynccontextmanager, nullcontext
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, aclosing, asynccontextmanager, nullcontext
 
 import anyio
 from anyio.abc import TaskGroup
 
 from agent_server.hosted import HostedAgent
 from agent_server.http.auth import Principal
+from agent_server.push.configs import TaskPushConfigs
+from agent_server.push.hosts import WebhookHosts
+from agent_server.push.sender import Hook, PushSender
+from agent_server.push.settings import PushSettings
 from agent_server.stores.base import StoreFull, TaskFilter, TaskPage, TaskStore, is_running
 from agent_server.tasks.outputs import Outcome
 from agent_server.tasks.run import CANCELED_ON_SHUTDOWN, Run
@@ -46,8 +55,11 @@ from protocol import (
     TaskState,
     TaskStatus,
 )
+from protocol.a2a.push import TaskPushNotificationConfig
 
 logger = logging.getLogger("agent_server")
+
+Webhook = TaskPushNotificationConfig | None
 
 _FINISH_TIMEOUT_S = 5.0
 _CANCEL_ELSEWHERE_TIMEOUT_S = 2 * _FINISH_TIMEOUT_S
@@ -61,20 +73,34 @@ _IDLE_RECHECK_S = 1.0
 class TaskManager:
     """Runs one agent's tasks; see the module docstring for the guarantees."""
 
-    def __init__(self, agent: HostedAgent, store: TaskStore, *, cancel_on_disconnect: bool = False) -> None:
+    def __init__(
+        self,
+        agent: HostedAgent,
+        store: TaskStore,
+        *,
+        cancel_on_disconnect: bool = False,
+        push: PushSettings | None = None,
+    ) -> None:
         self.agent = agent
         self.store = store
         self.cancel_on_disconnect = cancel_on_disconnect
         self._task_group: TaskGroup | None = None
         self._runs: Runs[Run] = Runs()
+        self._push = PushSender(push, WebhookHosts(push.allowed_hosts)) if push is not None else None
         self._idle_task_moved = Wakeup()  # a run started, or an idle task was closed: wakes ``_next_run`` waiters
+
+    @property
+    def pushes(self) -> bool:
+        """Whether this manager delivers push notifications (the card's ``capabilities.pushNotifications``)."""
+        return self._push is not None
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[TaskManager]:
         """Own the task group runs live in; on exit, running tasks are canceled, end ``canceled`` and are waited for."""
         if self._task_group is not None:
             raise RuntimeError("this TaskManager is already running")
-        async with self.store.serving(self._cancel_requested), anyio.create_task_group() as task_group:
+        sending: AbstractAsyncContextManager[object] = self._push.running() if self._push else nullcontext()
+        async with self.store.serving(self._cancel_requested), sending, anyio.create_task_group() as task_group:
             self._task_group = task_group
             try:
                 yield self
@@ -88,17 +114,20 @@ class TaskManager:
                     # the task group waits for its own; these are in their callers' tasks too
                     await self._runs.wait_all_finished()
 
-    async def send(self, params: TaskSendParams, caller: Principal | None = None) -> Task:
+    async def send(self, params: TaskSendParams, caller: Principal | None = None, *, webhook: Webhook = None) -> Task:
         """Run the agent on a new message; returns once the task is terminal or ``input-required``.
 
         The run lives in the manager's task group: a caller cancelled meanwhile returns at once
-        and the run goes on.
+        and the run goes on. ``webhook``: a push config the task gets before its first event
+        (A2A's ``configuration.taskPushNotificationConfig``), in every kind of send.
         """
-        run = await self._begin(params, caller)
+        run = await self._begin(params, caller, webhook=webhook)
         await run.wait_finished()
         return _settled(run.current(), params.history_length)
 
-    async def send_in_caller_task(self, params: TaskSendParams, caller: Principal | None = None) -> Task:
+    async def send_in_caller_task(
+        self, params: TaskSendParams, caller: Principal | None = None, *, webhook: Webhook = None
+    ) -> Task:
         """``send``, the run in the caller's own task instead, shielded: a cancelled caller waits for its end.
 
         ``cancel`` and the manager's shutdown still end the run. For a caller nothing cancels
@@ -106,13 +135,13 @@ class TaskManager:
         task to start, no one to wake.
         """
         with anyio.CancelScope(shield=True) as scope:
-            run = await self._begin(params, caller, scope=scope)
+            run = await self._begin(params, caller, scope=scope, webhook=webhook)
             await run.execute(_FINISH_TIMEOUT_S)
         return _settled(run.current(), params.history_length)
 
-    async def start(self, params: TaskSendParams, caller: Principal | None = None) -> Task:
+    async def start(self, params: TaskSendParams, caller: Principal | None = None, *, webhook: Webhook = None) -> Task:
         """Run the agent on a new message and return the task at once, as its run starts (A2A's returnImmediately)."""
-        run = await self._begin(params, caller)
+        run = await self._begin(params, caller, webhook=webhook)
         return _trimmed(run.current(), params.history_length)
 
     async def subscribe(
@@ -139,10 +168,11 @@ class TaskManager:
         caller: Principal | None = None,
         *,
         on_start: Callable[[Task], None] | None = None,
+        webhook: Webhook = None,
     ) -> AsyncGenerator[list[StreamEvent], None]:
         """``subscribe``, the events that are ready together in one list (a stream writes each list at once)."""
         pending: list[StreamEvent] = []
-        run = await self._begin(params, caller, follower=pending)
+        run = await self._begin(params, caller, follower=pending, webhook=webhook)
         delivered_final = False
         try:
             if on_start is not None:
@@ -289,6 +319,35 @@ class TaskManager:
         tasks = [_trimmed(task, history_length) for task in live]
         return TaskPage(tasks=tasks, next_cursor=page.next_cursor, total=page.total)
 
+    async def push_configs(self, task_id: str, caller: Principal | None = None) -> TaskPushConfigs:
+        """The push configs of a task ``caller`` may see (-32001 otherwise); -32003 when this manager has no push."""
+        sender = self._sender_or_fail()
+        await self.get(task_id, 0, caller)
+        return self._configs(sender, task_id)
+
+    def _configs(self, sender: PushSender, task_id: str) -> TaskPushConfigs:
+        return TaskPushConfigs(task_id, self.store, sender.hosts, sender.settings, self._push_changed)
+
+    def _push_changed(self, task_id: str, webhooks: list[TaskPushNotificationConfig]) -> None:
+        """A config of this process changed: the task's run here, if any, delivers to the new set from now on."""
+        run = self._runs.get(task_id)
+        if run is not None and self._push is not None:
+            run.push = self._push.watch(run.current(), webhooks)
+
+    async def _push_hook(self, sender: PushSender, run: Run, webhook: Webhook, *, known: bool) -> Hook | None:
+        """Where a starting run hands its events: the task's webhooks (a new task has none but ``webhook``)."""
+        configs = self._configs(sender, run.task.id)
+        if webhook is not None:
+            await configs.create(webhook)
+        elif not known:
+            return None
+        return sender.watch(run.current(), await configs.list())
+
+    def _sender_or_fail(self) -> PushSender:
+        if self._push is not None:
+            return self._push
+        raise _no_push()
+
     async def get(self, task_id: str, history_length: int | None = None, caller: Principal | None = None) -> Task:
         await self._check_visible(task_id, caller)
         run = self._runs.get(task_id)
@@ -369,14 +428,18 @@ class TaskManager:
         *,
         follower: list[StreamEvent] | None = None,
         scope: anyio.CancelScope | None = None,
+        webhook: Webhook = None,
     ) -> Run:
         """Check, record and start a run; shielded so a caller that goes away cannot half-start it.
 
         ``follower`` joins the run before its first event (``Run.join`` would read that event back).
         ``scope``: the caller's shielded scope, entered already, where it runs the run at once (``Run.execute``);
         it is the run's scope (``cancel`` cancels it). Without one the run starts in the manager's task group.
+        ``webhook``: a push config kept for the task before its first event; its host is checked first.
         """
         self._task_group_or_fail()
+        if webhook is not None:
+            await self._sender_or_fail().hosts.check(webhook.url)  # refused before anything is kept or started
         if params.id == "":
             raise ProtocolError(ErrorCode.INVALID_PARAMS, "invalid params: id: must not be empty (omit it to get one)")
         task_id = params.id or new_id()
@@ -398,6 +461,9 @@ class TaskManager:
                     f"task id {task_id!r} is taken; send without an id to start a new task",
                     http_status=409,
                 )
+            if webhook is not None and existing is not None:
+                await self._configs(self._sender_or_fail(), task_id).create(webhook)  # refused before the turn starts
+                webhook = None
             task = next_turn(existing, task_id, params)
             run = Run(
                 task=task,
@@ -417,6 +483,8 @@ class TaskManager:
                 raise ProtocolError(
                     ErrorCode.INTERNAL_ERROR, f"the server is at its task limit ({exc}); retry later", http_status=503
                 ) from None
+            if self._push is not None:
+                run.push = await self._push_hook(self._push, run, webhook, known=existing is not None)
             await run.append(run.status_line())
             self._runs.add(task_id, run)
             self._idle_task_moved.notify()
@@ -480,8 +548,17 @@ class TaskManager:
         logger.info("task %s agent=%s state=%s", task.id, self.agent.name, state.value)
         await self.store.save_task(task)
         await self.store.append_event(task.id, event)
+        if self._push is not None:  # no run hands this line on: the task's webhooks hear it here
+            hook = self._push.watch(task, await self._configs(self._push, task.id).list())
+            if hook is not None:
+                hook(event)
         self._idle_task_moved.notify()
         return task
+
+
+def _no_push() -> ProtocolError:
+    message = "push notifications are not supported (the card says capabilities.pushNotifications: false)"
+    return ProtocolError(ErrorCode.PUSH_NOTIFICATION_NOT_SUPPORTED, message + "; stream the task or poll GetTask")
 
 
 def _not_found(task_id: str) -> ProtocolError:

@@ -18,7 +18,7 @@ gaps and no duplicates.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
@@ -98,6 +98,8 @@ class Run:
     encoded: list[bytes] = field(default_factory=list)
     followers: list[list[StreamEvent]] = field(default_factory=list)
     changed: Wakeup = field(default_factory=Wakeup)
+    push: Callable[[StreamEvent], None] | None = None
+    """Hands each published event to the task's webhooks (agent_server/push/sender.py); None: it has none."""
     fold: ArtifactFold = field(init=False)
 
     def __post_init__(self) -> None:
@@ -130,6 +132,8 @@ class Run:
         self.encoded.append(event.encoded)
         for pending in self.followers:
             pending.append(event)
+        if self.push is not None:
+            self.push(event)
         self.changed.notify()
 
     async def append(self, event: StreamEvent) -> None:

@@ -61,6 +61,14 @@ TASKS_RUNNING = Gauge(
     ["agent"],
     registry=REGISTRY,
 )
+PUSH_NOTIFICATIONS = Counter(
+    "switchboard_push_notifications",
+    "Push notifications by what became of them: delivered, retried (a try failed, another follows), failed "
+    "(every try failed or the webhook refused it), dropped (the queue was full or the server stopped), "
+    "refused (the webhook host is not allowed).",
+    ["outcome"],
+    registry=REGISTRY,
+)
 
 
 _Metric = TypeVar("_Metric", Counter, Gauge, Histogram)
@@ -84,6 +92,11 @@ def record_request(route: str, method: str, status: int, seconds: float) -> None
 def record_task_state(agent: str, state: str) -> None:
     if ENABLED:
         labelled(TASKS, agent, state).inc()
+
+
+def record_push(outcome: str, count: int = 1) -> None:
+    if ENABLED:
+        labelled(PUSH_NOTIFICATIONS, outcome).inc(count)
 
 
 def stream_opened(side: str) -> None:

@@ -103,7 +103,7 @@ def test_a_v03_stream_marks_its_last_status_update_final(agent_url: str) -> None
         (orjson.dumps(rpc("GetTask", {"id": "nope"})), V1, -32001),
         (orjson.dumps(rpc("CancelTask", {"id": "nope"})), V1, -32001),
         (orjson.dumps(rpc("SendMessage", send_params("echo hi", taskId="nope"))), V1, -32001),
-        (orjson.dumps(rpc("CreateTaskPushNotificationConfig", {})), V1, -32003),
+        (orjson.dumps(rpc("CreateTaskPushNotificationConfig", {})), V1, -32602),
     ],
 )
 def test_bad_input_is_a_jsonrpc_error_with_the_a2a_code(

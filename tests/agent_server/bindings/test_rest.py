@@ -22,7 +22,7 @@ from a2a.types import (
     TaskPushNotificationConfig,
     TaskState,
 )
-from a2a.utils.errors import PushNotificationNotSupportedError, TaskNotFoundError, UnsupportedOperationError
+from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
 from agent_server import Principal, TokenTable, create_app
 from agent_server.testing import scripted_agent
@@ -150,7 +150,7 @@ async def test_errors_reach_the_sdk_as_its_own_exceptions(agent_url: str, http: 
         await client.get_task(GetTaskRequest(id="no-such-task"))
     with pytest.raises(TaskNotFoundError):
         await client.cancel_task(CancelTaskRequest(id="no-such-task"))
-    with pytest.raises(PushNotificationNotSupportedError):
+    with pytest.raises(TaskNotFoundError):  # push is served now: a config for an unknown task is refused as such
         await client.create_task_push_notification_config(TaskPushNotificationConfig(task_id="t", url="http://x"))
 
 
