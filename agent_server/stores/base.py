@@ -17,13 +17,9 @@ running task it holds without a run here was left by a process that stopped.
 from __future__ import annotations
 
 import abc
-import base64
-import binascii
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-
-import orjson
 
 from protocol import ErrorCode, ProtocolError, StreamEvent, SwitchboardError, Task, TaskState
 
@@ -156,22 +152,3 @@ class TaskStore(abc.ABC):
 
 def is_running(task: Task) -> bool:
     return task.status.state in RUNNING_STATES
-
-
-def encode_cursor(updated_at: float, task_id: str) -> str:
-    """A page cursor: the place, in most-recent-first order, of the last task of a page."""
-    return base64.urlsafe_b64encode(orjson.dumps([updated_at, task_id])).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[float, str]:
-    """The place ``encode_cursor`` wrote; ValueError for anything else."""
-    try:
-        updated_at, task_id = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        return float(updated_at), str(task_id)
-    except (binascii.Error, ValueError, TypeError, orjson.JSONDecodeError):
-        raise ValueError(f"{cursor!r} is not a page token of this server (pass the nextPageToken of a page)") from None
-
-
-def before(place: tuple[float, str], cursor: tuple[float, str] | None) -> bool:
-    """Whether ``place`` comes after the page that ended at ``cursor`` (most recent first)."""
-    return cursor is None or place < cursor

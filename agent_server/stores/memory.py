@@ -11,16 +11,8 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from agent_server.stores.base import (
-    RUNNING_STATES,
-    StoreFull,
-    TaskFilter,
-    TaskPage,
-    TaskStore,
-    before,
-    decode_cursor,
-    encode_cursor,
-)
+from agent_server.stores.base import RUNNING_STATES, StoreFull, TaskFilter, TaskPage, TaskStore
+from agent_server.stores.cursors import before, decode_cursor, encode_cursor
 from protocol import StreamEvent, Task, TaskState, parse_stream_event
 
 

@@ -24,16 +24,8 @@ from typing import Any
 import anyio
 import orjson
 
-from agent_server.stores.base import (
-    RUNNING_STATES,
-    CancelRequested,
-    TaskFilter,
-    TaskPage,
-    TaskStore,
-    before,
-    decode_cursor,
-    encode_cursor,
-)
+from agent_server.stores.base import RUNNING_STATES, CancelRequested, TaskFilter, TaskPage, TaskStore
+from agent_server.stores.cursors import before, decode_cursor, encode_cursor
 from agent_server.stores.redis_client import UNREACHABLE, connect, unavailable_as
 from agent_server.stores.redis_leases import Liveness, renew_forever
 from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec

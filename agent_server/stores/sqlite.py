@@ -15,15 +15,8 @@ from typing import Any
 
 import orjson
 
-from agent_server.stores.base import (
-    RUNNING_STATES,
-    TaskFilter,
-    TaskPage,
-    TaskStore,
-    before,
-    decode_cursor,
-    encode_cursor,
-)
+from agent_server.stores.base import RUNNING_STATES, TaskFilter, TaskPage, TaskStore
+from agent_server.stores.cursors import before, decode_cursor, encode_cursor
 from agent_server.stores.sqlite_db import SQLiteDatabase, write_transaction
 from protocol import StreamEvent, Task, parse_stream_event
 
