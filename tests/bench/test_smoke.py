@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from bench import a2a_sse, concurrent_streams, event_log, router
+from bench import a2a_sse, binding_relay, concurrent_streams, event_log, router
 
 # Each runs a whole bench (servers started as processes, rounds of calls): minutes on a starved machine.
 pytestmark = pytest.mark.timeout(600)
@@ -73,3 +73,10 @@ def test_a2a_sse_bench_reads_every_path_and_reports_both_ratios() -> None:
     assert set(rates) == set(a2a_sse.PATHS) and all(len(r) == 1 and r[0] > 0 for r in rates.values())
     report = a2a_sse.report(rates)
     assert "sse / sdk sse" in report and "sse / switchboard ndjson" in report
+
+
+def test_binding_relay_bench_relays_every_binding_and_reports_its_ratio_to_ndjson() -> None:
+    lines: list[str] = []
+    rates = binding_relay.run(binding_relay.Settings(rounds=1, seconds=0.2, streams=4), lines.append)
+    assert set(rates) == set(binding_relay.BINDINGS) and all(len(r) == 1 and r[0] > 0 for r in rates.values())
+    assert "ratio to ndjson" in binding_relay.report(rates)
