@@ -25,15 +25,15 @@ import os
 import statistics
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import anyio
 import httpx
 import orjson
 
 from agent_server.http.loopback import free_port
+from bench._chunks import Settings, chunks_agent
 from bench._support import rate, stop, wait_ready
 from protocol import NDJSONDecoder, SSEDecoder, SSEEvent
 
@@ -42,24 +42,13 @@ CONCURRENCY = 4
 PATHS = ("switchboard sse", "sdk sse", "switchboard ndjson")
 
 
-@dataclass(frozen=True)
-class Settings:
-    rounds: int
-    seconds: float
-    streams: int
-
-
 # -- the servers (run in subprocesses: python -m bench.a2a_sse --serve KIND PORT) -----------------
 
 
 def _serve_switchboard(port: int) -> None:
-    from agent_server import HostedAgent, TaskContext, TextChunk, serve
+    from agent_server import serve
 
-    async def chunks(ctx: TaskContext) -> AsyncIterator[TextChunk]:
-        for index in range(int(ctx.text)):
-            yield TextChunk(f"chunk-{index} ")
-
-    serve(HostedAgent("chunks", chunks, description="N chunks at once."), port=port, log_level="warning")
+    serve(chunks_agent(), port=port, log_level="warning")
 
 
 def _serve_sdk(port: int) -> None:

@@ -3,7 +3,7 @@
     python -m bench.binding_relay [--quick]
 
 One upstream process serves one ``agent_server`` app (a streaming agent: a message ``N`` makes
-N text chunks, at once, as in bench/a2a_sse.py) with every binding: NDJSON, JSON-RPC and
+N text chunks, at once: bench/_chunks.py) with every binding: NDJSON, JSON-RPC and
 HTTP+JSON (``/a2a/rest``) on its HTTP port, gRPC on a second port (``create_app(grpc_port=0)``).
 The gateway picks a binding from the card, so the same process also answers
 ``/via/{binding}/.well-known/agent-card.json``: the app's own card with only that binding's
@@ -25,15 +25,15 @@ import argparse
 import functools
 import statistics
 import tempfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 import httpx
 import orjson
 
+from bench._chunks import Settings, chunks_agent
 from bench._support import client_core, pinning, python, rate, server_process
 from protocol import GRPC_BINDING, HTTP_JSON_BINDING, JSONRPC_BINDING, NDJSON_BINDING, NDJSONDecoder
 
@@ -49,13 +49,6 @@ BINDINGS = {  # the tool's (and the path's) name -> the interface its card keeps
 BASELINE = "ndjson"
 
 
-@dataclass(frozen=True)
-class Settings:
-    rounds: int
-    seconds: float
-    streams: int
-
-
 # -- the upstream (a subprocess: python -m bench.binding_relay --serve-upstream PORT) ---------------
 
 
@@ -63,14 +56,10 @@ def _serve_upstream(port: int) -> None:
     """The app with every binding, behind a wrapper that answers the one-binding cards (asking the app for its own)."""
     from starlette.types import Receive, Scope, Send
 
-    from agent_server import HostedAgent, TaskContext, TextChunk, create_app
+    from agent_server import create_app
     from agent_server.http.server import build_server, run_server
 
-    async def chunks(ctx: TaskContext) -> AsyncIterator[TextChunk]:
-        for index in range(int(ctx.text)):
-            yield TextChunk(f"chunk-{index} ")
-
-    app = create_app(HostedAgent("chunks", chunks, description="N chunks at once."), grpc_port=0)
+    app = create_app(chunks_agent(), grpc_port=0)
     own_url = f"http://127.0.0.1:{port}"
 
     async def one_binding_card(binding: str) -> bytes:
