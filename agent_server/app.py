@@ -77,8 +77,6 @@ CARD_PATH = "/.well-known/agent-card.json"
 CARD_PATHS = frozenset({CARD_PATH, "/.well-known/agent.json"})
 
 DEFAULT_MAX_BODY_BYTES = 10 * 1024 * 1024
-DEFAULT_PUSH = PushSettings()
-"""Push notifications on, to public webhook hosts only."""
 M = TypeVar("M", bound=BaseModel)
 
 _POST_ONLY_NAMES = frozenset({"send", "sendSubscribe", "get", "cancel", "resubscribe"})
@@ -98,7 +96,7 @@ def create_app(
     public_url: str | None = None,
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
-    push: PushSettings | None = DEFAULT_PUSH,
+    push: PushSettings | None = None,
     extended_card: ExtendedCard | None = None,
     grpc_port: int | None = None,
     grpc_host: str = "127.0.0.1",
@@ -112,8 +110,9 @@ def create_app(
     origins whose pages may call it (browsers.py; default none). ``GET /metrics`` serves the
     process's metrics, behind the token when there is one. Spans are recorded once the
     process has called ``telemetry.tracing.configure`` (``serve`` does).
-    ``push``: how task updates reach webhooks (agent_server/push/; by default to public
-    hosts only); None: no push notifications. ``extended_card``: what a caller with the
+    ``push``: how task updates reach webhooks (agent_server/push/: public hosts and the ones
+    it allows); None, the default: no push notifications, since a webhook URL comes from a
+    caller and only the operator may let the server post to it. ``extended_card``: what a caller with the
     token learns beyond the public card (needs a ``token``). ``grpc_port``: also
     serve A2A over gRPC on ``grpc_host:grpc_port`` (0: a free port) for the app's lifespan,
     listed in the card (needs the ``grpc`` extra; bindings/grpc.py); the port bound is
@@ -203,7 +202,7 @@ def serve(
     public_url: str | None = None,
     token: str | None = None,
     allowed_origins: Sequence[str] = (),
-    push: PushSettings | None = DEFAULT_PUSH,
+    push: PushSettings | None = None,
     extended_card: ExtendedCard | None = None,
     log_level: str = "info",
     log_format: str = "text",

@@ -24,7 +24,7 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError, UnsupportedOperationError
 
-from agent_server import Principal, TokenTable, create_app
+from agent_server import Principal, PushSettings, TokenTable, create_app
 from agent_server.testing import scripted_agent
 from gateway.service import create_gateway_app
 from tests.support.gateway_service import triage_service
@@ -42,7 +42,7 @@ REST = "/a2a/rest"
 
 @pytest.fixture(scope="module")
 def agent_url() -> Iterator[str]:
-    with serve_app(create_app(scripted_agent(), token=TOKEN, max_body_bytes=64 * 1024)) as url:
+    with serve_app(create_app(scripted_agent(), token=TOKEN, max_body_bytes=64 * 1024, push=PushSettings())) as url:
         yield url
 
 
