@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from agent_server.hosted import (
         AgentHandler as AgentHandler,
         DataChunk as DataChunk,
+        Failed as Failed,
         Handoff as Handoff,
         HostedAgent as HostedAgent,
         InputRequired as InputRequired,

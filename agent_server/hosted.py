@@ -10,6 +10,9 @@ What either may produce:
   else answers with it alone on the standard bindings (``SendMessage``'s ``{"message": ...}``);
 - ``InputRequired``: ends this send in state ``input-required``; the next ``tasks/send``
   with the same task id calls the agent again with the new message and the history;
+- ``Failed``: ends this send in state ``failed`` with its text as the status message (an
+  exception does too, with its type in the message and its traceback in the log: ``Failed``
+  is for a failure the agent expected, such as one it relays);
 - ``Handoff``: a ``handoff`` stream line and ``metadata.handoff``; the task then completes.
 
 Cancellation reaches the agent as anyio's cancellation exception at its next ``await``.
@@ -65,6 +68,13 @@ class DataChunk:
 @dataclass(frozen=True)
 class InputRequired:
     """Ask the caller for more input; ``text`` becomes the status message."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Failed:
+    """End the send ``failed``; ``text`` becomes the status message."""
 
     text: str
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from agent_server.hosted import DataChunk, Handoff, InputRequired, TextChunk
+from agent_server.hosted import DataChunk, Failed, Handoff, InputRequired, TextChunk
 from protocol import (
     MAX_JSON_DEPTH,
     Artifact,
@@ -37,7 +37,8 @@ class Step:
     cost_usd: float = 0.0
     message: Message | None = None
     handoff: HandoffRequest | None = None
-    input_required: str | None = None
+    end: Outcome | None = None
+    """The agent ended the send itself (it asks for input, or it failed and says why)."""
 
 
 _EMPTY = Step()
@@ -87,10 +88,12 @@ def _sorted(item: Any) -> Step:
     if isinstance(item, Message):
         return Step(message=item)
     if isinstance(item, InputRequired):
-        return Step(input_required=item.text)
+        return Step(end=Outcome(TaskState.INPUT_REQUIRED, Message.agent(item.text)))
+    if isinstance(item, Failed):
+        return Step(end=Outcome(TaskState.FAILED, Message.agent(item.text)))
     raise TypeError(
         f"the agent produced a {type(item).__name__}; expected str, dict, TextChunk, DataChunk, "
-        "Artifact, Message, InputRequired or Handoff"
+        "Artifact, Message, InputRequired, Failed or Handoff"
     )
 
 

@@ -251,9 +251,7 @@ class Run:
             self.task.metadata["handoff"] = step.handoff.to_wire()
             await self.append(HandoffEvent(seq=self.next_seq, id=self.task.id, handoff=step.handoff))
             return Outcome(TaskState.COMPLETED, self.closing_message, handoff=step.handoff)
-        if step.input_required is not None:
-            return Outcome(TaskState.INPUT_REQUIRED, Message.agent(step.input_required))
-        return None
+        return step.end
 
     def _recording(self, timeout_s: float) -> AbstractContextManager[object]:
         """Move to ``RECORDING``; where the end is recorded: shielded from every cancel, bounded by ``timeout_s``.

@@ -274,6 +274,8 @@ class AgentConfig(_Strict):
     price_per_1k_tokens: tuple[float, float] | None = None
     """Dollars per 1000 input and per 1000 output tokens: a model call's ``cost_usd`` (none: 0)."""
     token_env: str | None = None
+    max_cost_usd: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """A remote agent's: what one of its tasks may cost, as it reports (a turn, or a call through its proxy)."""
     handoffs: list[str] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
     examples: list[str] = Field(default_factory=list, max_length=defaults.ROUTER_MAX_EXAMPLES)
@@ -330,6 +332,10 @@ class AgentConfig(_Strict):
                 )
         elif self.token_env is not None:
             raise ValueError("token_env is the credential of a remote agent (with url); a local agent takes none")
+        elif self.max_cost_usd is not None:
+            raise ValueError(
+                "max_cost_usd limits what a remote agent (with url) reports; a local agent's spend is its model's"
+            )
         return self
 
 

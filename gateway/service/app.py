@@ -23,6 +23,7 @@ Paths (docs/gateway-service.md has bodies and examples)::
     /a2a/rest/*                          standard A2A HTTP+JSON (v1.0): the same
     POST /tasks/*, GET /tasks/{id}       the A2A-NDJSON binding: the same, Switchboard's way
     GET  /.well-known/agent-card.json    the card (also at agent.json)
+    /proxy/{name}/...                    a registered remote agent through the gateway, every binding (proxy.py)
     GET  /metrics                        Prometheus metrics (admin)
 """
 
@@ -37,7 +38,7 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from agent_server import create_app
 from agent_server.app import CARD_PATHS
@@ -53,6 +54,7 @@ from gateway.service.binding import swarm_agent
 from gateway.service.build import build_service, gateway_tokens, task_store_spec
 from gateway.service.core import GatewayService
 from gateway.service.http import api_route, service_of
+from gateway.service.proxy import PROXY_PATH, AgentProxies, is_proxied_card
 from gateway.service.routes import agents, boards, reachable, runs, sessions, tools
 from protocol import REST_PATH, ErrorCode, ProtocolError
 
@@ -82,6 +84,7 @@ ENDPOINTS = (
     "GET /.well-known/agent-card.json",
     "GET /.well-known/agent.json",
     "GET /ui",
+    "/proxy/{name} (a registered agent, every A2A binding)",
 )
 
 
@@ -134,6 +137,7 @@ def create_gateway_app(
     body_limit = max_body_bytes if max_body_bytes is not None else DEFAULT_MAX_BODY_BYTES
     hosted = swarm_agent(service, bearer=bool(tokens))
     binding = create_app(hosted, store=task_store or "memory", max_body_bytes=body_limit, public_url=public_url)
+    proxies = AgentProxies(service, bearer=bool(tokens), max_body_bytes=body_limit, public_url=public_url)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -143,7 +147,7 @@ def create_gateway_app(
             app.state.startup_error = exc
             raise
         try:
-            async with binding.router.lifespan_context(binding):
+            async with binding.router.lifespan_context(binding), proxies.running():
                 hosted.task_manager = binding.state.task_manager
                 app.state.service = service
                 app.state.max_body_bytes = body_limit
@@ -166,6 +170,8 @@ def create_gateway_app(
         Route("/tasks/{rest:path}", binding),
         Route(REST_PATH + "/{rest:path}", binding),
         *(Route(path, binding) for path in CARD_PATHS),
+        Route(PROXY_PATH + "/{name}", proxies, methods=["POST"]),
+        Mount(PROXY_PATH + "/{name}", proxies),
         *console_routes(),
     ]
     page_origins = [_origin_of(public_url)] if public_url else []
@@ -182,11 +188,13 @@ def create_gateway_app(
 
 
 def _is_public(method: str, path: str) -> bool:
-    """Liveness, the agent card and the console's files need no token; everything else does when tokens are configured.
+    """Liveness, the agent cards and the console's files need no token; everything else does when tokens are configured.
 
     The console's files hold no data: the page asks for a token and sends it with every request it makes.
     """
-    return method in ("GET", "HEAD") and (path == "/health" or path in CARD_PATHS or is_console_path(path))
+    return method in ("GET", "HEAD") and (
+        path == "/health" or path in CARD_PATHS or is_proxied_card(path) or is_console_path(path)
+    )
 
 
 def _origin_of(url: str) -> str:

@@ -14,30 +14,25 @@ agent of the swarm as a skill. When the gateway shuts down, tasks still going ar
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_server import HostedAgent, InputRequired, TaskContext, TaskManager, TextChunk
+from agent_server import InputRequired, TaskContext, TextChunk
 from gateway.recording.events import MessageEvent, RunCompletedEvent, TextDeltaEvent
 from gateway.service.core import GatewayService
-from protocol import AgentCard, AgentSkill, ProtocolError, TaskState
+from gateway.service.hosted import ServedAgent
+from protocol import AgentCard, AgentSkill, TaskState
 
 _INPUT_REQUIRED = TaskState.INPUT_REQUIRED.value
 
 
 @dataclass
-class SwarmAgent(HostedAgent):
-    """A HostedAgent whose card is read from the live swarm (agents registered later show up).
-
-    ``task_manager`` is the binding's, set once its app runs: at shutdown the service's
-    ``stop_runs`` cancels the binding's tasks through it, so their streams end ``canceled``
-    with a final line instead of being cut.
-    """
+class SwarmAgent(ServedAgent):
+    """A HostedAgent whose card is read from the live swarm (agents registered later show up)."""
 
     service: GatewayService = field(kw_only=True)
     bearer: bool = field(default=False, kw_only=True)
-    task_manager: TaskManager | None = None
 
     def card(self, url: str) -> AgentCard:
         if self.service.members.started:
@@ -45,12 +40,6 @@ class SwarmAgent(HostedAgent):
             self.skills = [AgentSkill(id=name, name=name, description=member.specialty) for name, member in members]
         card = super().card(url)
         return card.with_bearer_auth() if self.bearer else card
-
-    async def cancel_task(self, task_id: str) -> None:
-        if self.task_manager is None:
-            return
-        with suppress(ProtocolError):  # it ended meanwhile
-            await self.task_manager.cancel(task_id)
 
 
 def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:

@@ -34,6 +34,8 @@ class RegisterAgentBody(_Body):
     handoff_from: list[str] | None = Field(None, fail_fast=True)  # fail_fast: one bad name is reported, not 400,000
     token: Token | None = Field(None, repr=False)
     """Sent to this agent only (``Authorization: Bearer``); never shown in answers, events or logs."""
+    max_cost_usd: float | None = Field(None, ge=0, allow_inf_nan=False)
+    """What one task of this agent may cost, as it reports: a turn or a proxied call going past it is cancelled."""
 
     @field_validator("name")
     @classmethod

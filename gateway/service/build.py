@@ -149,6 +149,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
             agent.description,
             tuple(_sources(config, agent.name, local)),
             _token(agent.token_env),
+            agent.max_cost_usd,
         )
         for agent in config.agents
         if agent.url is not None

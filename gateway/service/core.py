@@ -21,8 +21,8 @@ an admin as if the session or run did not exist.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Mapping, Sequence
-from contextlib import AsyncExitStack, aclosing
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -351,6 +351,17 @@ class GatewayService:
                 await self._finish_run(outcome.run_id)
                 if outcome.done is not None:
                     outcome.done.set()
+
+    @asynccontextmanager
+    async def owned_run(self, caller: Principal | None) -> AsyncIterator[str]:
+        """A new run of ``caller``'s for the block (its id), closed when the block ends, however it ends."""
+        run_id = new_run_id()
+        await self.event_log.open_run(run_id, owner=caller.name if caller is not None else None)
+        self.runs.active.add(run_id)
+        try:
+            yield run_id
+        finally:
+            await self._finish_run(run_id)
 
     async def _finish_run(self, run_id: str) -> None:
         with anyio.CancelScope(shield=True):

@@ -21,6 +21,7 @@ from typing import Any
 
 import anyio
 
+from gateway.calls.budget import Budget
 from gateway.calls.coordinator import Gateway
 from gateway.config.model import check_agent_url
 from gateway.errors import AgentToolError, InvalidAgentURI, PeerHTTPError
@@ -49,6 +50,7 @@ class RemoteSpec:
     description: str | None = None
     handoff_from: tuple[str, ...] = ()
     token: str | None = field(default=None, repr=False)
+    max_cost_usd: float | None = None
 
 
 def agent_name_problem(name: str) -> str | None:
@@ -171,10 +173,12 @@ class Members:
         description: str | None = None,
         handoff_from: Sequence[str] | None = None,
         token: str | None = None,
+        max_cost_usd: float | None = None,
     ) -> RemoteAgent:
         """Fetch the card at ``url`` and add the agent; by default the starting agent may transfer to it.
 
-        ``token`` is sent to this agent only. Nothing changes unless everything succeeds.
+        ``token`` is sent to this agent only; ``max_cost_usd``: what one of its tasks may cost.
+        Nothing changes unless everything succeeds.
         """
         try:
             check_agent_url(url)
@@ -188,13 +192,14 @@ class Members:
             self.local_agent(source, "handoff_from")
         if name is not None:
             self._check_free(name)
-        spec = RemoteSpec(url, name, description, tuple(sources), token)
+        spec = RemoteSpec(url, name, description, tuple(sources), token, max_cost_usd)
         remote = await self._fetch(spec)
         entry: dict[str, Any] = {
             "url": url,
             "description": description,
             "handoff_from": sources,
             "token": token,
+            "max_cost_usd": max_cost_usd,
             "card": remote.card.to_wire(),
         }
         if not await self.registry.register("agent", remote.name, entry):
@@ -241,10 +246,12 @@ class Members:
             description=data.get("description"),
             cancel_timeout_s=self.gateway.limits.cancel_timeout_s,
             authenticated=token is not None,
+            budget=Budget(data.get("max_cost_usd")),
         )
         local = self.local_agents()
         sources = tuple(source for source in data.get("handoff_from") or [] if source in local)
-        self._add(remote, RemoteSpec(str(data["url"]), name, data.get("description"), sources, token))
+        spec = RemoteSpec(str(data["url"]), name, data.get("description"), sources, token, data.get("max_cost_usd"))
+        self._add(remote, spec)
         self._applied[name] = data
         self.runner.register_agent(remote)
 
@@ -315,7 +322,12 @@ class Members:
         """The agent at ``spec.url``, its card fetched and its name checked; nothing changes here yet."""
         try:
             remote = await RemoteAgent.connect(
-                spec.url, self.gateway, name=spec.name, description=spec.description, token=spec.token
+                spec.url,
+                self.gateway,
+                name=spec.name,
+                description=spec.description,
+                token=spec.token,
+                budget=Budget(spec.max_cost_usd),
             )
         except AgentToolError as exc:
             status = {"status": exc.status} if isinstance(exc, PeerHTTPError) else {}

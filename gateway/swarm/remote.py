@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from gateway import defaults
+from gateway.calls.budget import Budget
 from gateway.calls.engine import AgentCall, CallSpec
 from gateway.calls.tool import Mode
 from gateway.errors import AgentHandoffError
@@ -43,7 +44,7 @@ from gateway.swarm.member import SwarmMember
 from gateway.swarm.registry import ConnectURI, TargetPolicy
 from gateway.swarm.sessions.base import HandoffRecord, Session
 from gateway.swarm.turn import FALLBACK_ANSWER, Step, Transfer, Turn
-from protocol import AgentCard, DataPart, HandoffRequest, Message, TaskSendParams, TaskState, TextPart
+from protocol import AgentCard, Artifact, DataPart, HandoffRequest, Message, TaskSendParams, TaskState, TextPart
 from protocol.handoff_names import transfer_tool_name
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class RemoteReply:
     state: TaskState
     handoff: HandoffRequest | None = None
     cost_usd: float = 0.0
+    artifacts: tuple[Artifact, ...] = ()
 
 
 class RemoteAgent:
@@ -76,6 +78,7 @@ class RemoteAgent:
         idle_timeout_s: float = defaults.REMOTE_IDLE_TIMEOUT_S,
         cancel_timeout_s: float = PeerLimits.cancel_timeout_s,
         authenticated: bool = False,
+        budget: Budget | None = None,
     ) -> None:
         self.peer = peer
         self.card = card
@@ -88,6 +91,8 @@ class RemoteAgent:
         self.cancel_timeout_s = cancel_timeout_s
         self.authenticated = authenticated
         """Whether calls carry a credential of this agent's own."""
+        self.budget = budget or Budget()
+        """What one task of this agent may cost, as it reports (a turn, or a call through the gateway's proxy)."""
 
     @classmethod
     async def connect(
@@ -98,6 +103,7 @@ class RemoteAgent:
         name: str | None = None,
         description: str | None = None,
         token: str | None = None,
+        budget: Budget | None = None,
     ) -> RemoteAgent:
         """Resolve ``uri`` through the gateway (one pooled client) and fetch the agent's card.
 
@@ -111,6 +117,7 @@ class RemoteAgent:
             description=description,
             cancel_timeout_s=gateway.limits.cancel_timeout_s,
             authenticated=token is not None,
+            budget=budget,
         )
 
     @property
@@ -143,6 +150,7 @@ class RemoteAgent:
             timeout_s=self.timeout_s,
             idle_timeout_s=self.idle_timeout_s,
             cancel_timeout_s=self.cancel_timeout_s,
+            budget=self.budget,
             member=self.name,
         )
         call = AgentCall(
@@ -162,7 +170,9 @@ class RemoteAgent:
             await call.run()
         result = call.result
         state = TaskState(result.state) if result.state else TaskState.COMPLETED
-        yield RemoteReply(result.task_id or "", result.text, state, result.handoff, result.cost_usd)
+        yield RemoteReply(
+            result.task_id or "", result.text, state, result.handoff, result.cost_usd, tuple(result.artifacts)
+        )
 
     def __repr__(self) -> str:
         return f"RemoteAgent(name={self.name!r}, uri={self.uri!r})"

@@ -11,7 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from bench import a2a_sse, binding_relay, concurrent_streams, event_log, router
+from bench import a2a_sse, binding_relay, concurrent_streams, event_log, proxy, router
 
 # Each runs a whole bench (servers started as processes, rounds of calls): minutes on a starved machine.
 pytestmark = pytest.mark.timeout(600)
@@ -80,3 +80,13 @@ def test_binding_relay_bench_relays_every_binding_and_reports_its_ratio_to_ndjso
     rates = binding_relay.run(binding_relay.Settings(rounds=1, seconds=0.2, streams=4), lines.append)
     assert set(rates) == set(binding_relay.BINDINGS) and all(len(r) == 1 and r[0] > 0 for r in rates.values())
     assert "ratio to ndjson" in binding_relay.report(rates)
+
+
+def test_proxy_bench_calls_every_binding_directly_and_through_the_proxy() -> None:
+    lines: list[str] = []
+    figures = proxy.run(proxy.Settings(rounds=1, seconds=0.3, calls=10), lines.append)
+    assert set(figures) == set(proxy.BINDINGS)
+    for got in figures.values():
+        assert len(got.proxy_per_s) == len(got.direct_per_s) == 1 and got.proxy_per_s[0] > 0
+        assert all(math.isfinite(value) for value in (*got.added_p50_ms, *got.added_p99_ms))
+    assert "added p50 ms" in proxy.report(figures)

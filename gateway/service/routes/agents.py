@@ -33,6 +33,8 @@ def agent_info(service: GatewayService, member: SwarmMember) -> dict[str, Any]:
             authenticated=member.authenticated,
             description=member.description,
             streaming=member.streaming,
+            max_cost_usd=member.budget.max_cost_usd,
+            proxy=f"/proxy/{quote(member.name, safe='')}",
             card=member.card.to_wire(),
         )
     elif isinstance(member, Agent):
@@ -59,7 +61,12 @@ async def _register(request: Request) -> Response:
     service = service_of(request)
     check_api_target(service.gateway, body.url, "url")
     remote = await service.members.register_remote(
-        body.url, name=body.name, description=body.description, handoff_from=body.handoff_from, token=body.token
+        body.url,
+        name=body.name,
+        description=body.description,
+        handoff_from=body.handoff_from,
+        token=body.token,
+        max_cost_usd=body.max_cost_usd,
     )
     location = "/agents/" + quote(remote.name, safe="")
     return json_response(agent_info(service, remote), status_code=201, headers={"location": location})

@@ -161,6 +161,19 @@ def test_a_remote_agent_takes_no_local_settings_and_needs_an_http_url(tmp_path: 
     assert problems[1].startswith(f"{path}: agents[1].url: 'local://c' is not an http:// or https:// URL")
 
 
+def test_max_cost_usd_is_a_remote_agents_and_reaches_its_spec(tmp_path: Path) -> None:
+    local = _write(tmp_path, '[[agents]]\nname = "a"\nmax_cost_usd = 0.5\n')
+    assert _problems(local) == [
+        f"{local}: agents[0]: max_cost_usd limits what a remote agent (with url) reports; "
+        "a local agent's spend is its model's"
+    ]
+    negative = _write(tmp_path, '[[agents]]\nname = "b"\nurl = "http://127.0.0.1:9"\nmax_cost_usd = -1\n')
+    assert _problems(negative)[0].startswith(f"{negative}: agents[0].max_cost_usd:")
+    remote = _write(tmp_path, '[[agents]]\nname = "b"\nurl = "http://127.0.0.1:9"\nmax_cost_usd = 0.25\n')
+    service = build_service(load_config(remote), str(remote))
+    assert [spec.max_cost_usd for spec in service.members._pending] == [0.25]
+
+
 def test_references_must_name_defined_agents_and_tools(tmp_path: Path) -> None:
     text = (
         '[swarm]\nstarting_agent = "nobody"\n\n'
