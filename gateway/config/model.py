@@ -103,6 +103,7 @@ class PeersConfig(_Strict):
     cancel_timeout_secs: float = Field(_PEER_DEFAULTS.cancel_timeout_s, gt=0)
     max_connections: int = Field(_PEER_DEFAULTS.max_connections, ge=1)
     pool_timeout_secs: float = Field(_PEER_DEFAULTS.pool_timeout_s, gt=0)
+    keepalive_secs: float = Field(_PEER_DEFAULTS.keepalive_s, gt=0)
     max_line_bytes: int = Field(_PEER_DEFAULTS.max_line_bytes, ge=1)
     max_stream_bytes: int = Field(_PEER_DEFAULTS.max_stream_bytes, ge=1)
     max_answer_bytes: int = Field(_PEER_DEFAULTS.max_answer_bytes, ge=1)

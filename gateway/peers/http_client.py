@@ -17,7 +17,10 @@ gateway's error with its reason:
   caller's idle timeout takes its place);
 - ``read_timeout_s``: no silence longer than that while waiting for the answer (``timeout``);
 - redirects are never followed: a 3xx answer is a ``PeerRedirect`` naming where it pointed;
-- a refused, reset or broken connection is a ``PeerConnectionError``.
+- a refused, reset or broken connection is a ``PeerConnectionError``; but a request written on
+  a pooled connection the agent had closed meanwhile (its keep-alive ran out as the request
+  went out: it never read it) is sent again, once, on a new connection. Pooled connections
+  are kept idle ``keepalive_s``, below the keep-alive of common servers, so that is rare.
 
 No cookies are kept (nothing one agent sets reaches another); the caller gives each request
 its headers (the peer's token goes only to its own peer). With tracing on, each request is a
@@ -26,6 +29,7 @@ client span and carries its W3C ``traceparent`` (gateway/telemetry/spans.py).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -40,7 +44,7 @@ from gateway.peers.base import OnSent
 from gateway.peers.limits import PeerLimits
 from gateway.telemetry import spans
 
-_KEEPALIVE_S = 30.0
+logger = logging.getLogger("gateway.peers")
 
 
 class PeerResponse:
@@ -87,11 +91,14 @@ class PeerHttpClient:
         self.limits = limits or PeerLimits()
         self._slots = anyio.Semaphore(self.limits.max_connections)
         self._session: aiohttp.ClientSession | None = None
+        self._fresh_session: aiohttp.ClientSession | None = None
 
     async def aclose(self) -> None:
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
+        sessions = (self._session, self._fresh_session)
+        self._session = self._fresh_session = None
+        for session in sessions:
+            if session is not None:
+                await session.close()
 
     @asynccontextmanager
     async def open(
@@ -165,14 +172,33 @@ class PeerHttpClient:
                 if not wait_headers:
                     waiting.deadline = math.inf
 
-            payload = _TimedBody(body, started, written) if body is not None else None
             timeout = aiohttp.ClientTimeout(
                 total=None, connect=None, sock_connect=self.limits.connect_timeout_s, sock_read=read_timeout_s
             )
-            try:
-                response = await self._client().request(
-                    method, url, data=payload, headers=headers, allow_redirects=False, timeout=timeout
+
+            async def request(session: aiohttp.ClientSession) -> aiohttp.ClientResponse:
+                payload = _TimedBody(body, started, written) if body is not None else None
+                return await session.request(
+                    method,
+                    url,
+                    data=payload,
+                    headers=headers,
+                    allow_redirects=False,
+                    timeout=timeout,
+                    trace_request_ctx=phase,
                 )
+
+            try:
+                try:
+                    response = await request(self._client())
+                except _CLOSED_UNDER_US as exc:
+                    if not phase.reused:
+                        raise
+                    # The agent closed the pooled connection as the request went out (its keep-alive ran
+                    # out): it never read the request, so it is sent again, once, on a new connection.
+                    logger.info("%s closed a pooled connection under a request (%s); sending it again", uri, exc)
+                    phase.written = phase.reused = False
+                    response = await request(self._fresh_client())
             except aiohttp.ConnectionTimeoutError as exc:
                 seconds = self.limits.connect_timeout_s
                 raise AgentToolTimeout(
@@ -199,15 +225,42 @@ class PeerHttpClient:
     def _client(self) -> aiohttp.ClientSession:
         """The session, made in the event loop on first use (a Gateway may be built outside one)."""
         if self._session is None:
+            tracing = aiohttp.TraceConfig()
+            tracing.on_connection_reuseconn.append(_reused)
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=_KEEPALIVE_S),
+                connector=aiohttp.TCPConnector(limit=0, keepalive_timeout=self.limits.keepalive_s),
                 cookie_jar=aiohttp.DummyCookieJar(),
                 timeout=aiohttp.ClientTimeout(total=None),
+                trace_configs=[tracing],
             )
         return self._session
 
+    def _fresh_client(self) -> aiohttp.ClientSession:
+        """A session whose every request has a connection of its own, closed after: for a request sent again."""
+        if self._fresh_session is None:
+            self._fresh_session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, force_close=True),
+                cookie_jar=aiohttp.DummyCookieJar(),
+                timeout=aiohttp.ClientTimeout(total=None),
+            )
+        return self._fresh_session
+
+
+_CLOSED_UNDER_US = (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError)
+"""How a request written on a connection the agent had closed fails (disconnected, reset, broken pipe)."""
+
+
+async def _reused(session: aiohttp.ClientSession, context: Any, params: Any) -> None:
+    """A request got a pooled connection (aiohttp's trace hook): only such a request is sent again."""
+    phase = context.trace_request_ctx
+    if isinstance(phase, _Phase):
+        phase.reused = True
+
 
 class _Phase:
+    """Where one request got to: whether its connection came from the pool, whether its body was written."""
+
+    reused = False
     written = False
 
 

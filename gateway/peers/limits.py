@@ -21,6 +21,9 @@ class PeerLimits:
     - ``cancel_timeout_s``: the best-effort ``tasks/cancel`` after a call was ended;
     - ``max_connections``: the HTTP connection pool, shared by every agent; a request that
       finds all of them busy waits up to ``pool_timeout_s``, then fails ``pool_exhausted``;
+    - ``keepalive_s``: how long an idle pooled connection is kept; below the keep-alive of the
+      servers called (uvicorn's, the agent server's and Node's are 5 s), so the gateway closes
+      an idle connection before the server does and rarely writes on one the server closed;
     - ``max_line_bytes``: one stream line; ``max_stream_bytes``: all lines of one streamed
       answer together; ``max_answer_bytes``: one JSON answer (a Task); ``max_card_bytes``: an
       agent card;
@@ -34,6 +37,7 @@ class PeerLimits:
     cancel_timeout_s: float = 2.0
     max_connections: int = 1024
     pool_timeout_s: float = 30.0
+    keepalive_s: float = 4.0
     max_line_bytes: int = 1 * MiB
     max_stream_bytes: int = 16 * MiB
     max_answer_bytes: int = 16 * MiB
