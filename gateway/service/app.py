@@ -2,7 +2,8 @@
 
 Paths (docs/gateway-service.md has bodies and examples)::
 
-    GET  /health                         liveness and a count of agents and tools
+    GET  /health                         liveness and a count of agents and tools (200 while it runs)
+    GET  /ready                          readiness: 503 while its stores do not answer or it shuts down
     GET  /agents  POST /agents           the swarm's agents; register a remote one by URL
     GET  /agents/{name}  DELETE ...      one agent; forget a remote one
     GET  /tools   POST /tools            agent tools; define one
@@ -45,6 +46,7 @@ from agent_server.app import CARD_PATHS
 from agent_server.http.auth import BearerAuth, TokenTable
 from agent_server.http.browsers import browser_middleware
 from agent_server.http.responses import error_response, guarded, json_response
+from agent_server.stores import StoreUnavailable
 from agent_server.telemetry import tracing
 from agent_server.telemetry.metrics import metrics_endpoint
 from agent_server.telemetry.middleware import ObservedRequests
@@ -61,6 +63,7 @@ from protocol import REST_PATH, ErrorCode, ProtocolError
 DEFAULT_MAX_BODY_BYTES = 1 << 20
 ENDPOINTS = (
     "GET /health",
+    "GET /ready",
     "GET|POST /agents",
     "GET|DELETE /agents/{name}",
     "GET /agents/{name}/reachable",
@@ -160,6 +163,7 @@ def create_gateway_app(
         api_route("/", _index, ["GET"], scope="chat"),
         Route("/", binding, methods=["POST"]),
         Route("/health", guarded(_health), methods=["GET"]),
+        Route("/ready", guarded(_ready), methods=["GET"]),
         *reachable.routes,
         *agents.routes,
         *tools.routes,
@@ -193,7 +197,7 @@ def _is_public(method: str, path: str) -> bool:
     The console's files hold no data: the page asks for a token and sends it with every request it makes.
     """
     return method in ("GET", "HEAD") and (
-        path == "/health" or path in CARD_PATHS or is_proxied_card(path) or is_console_path(path)
+        path in ("/health", "/ready") or path in CARD_PATHS or is_proxied_card(path) or is_console_path(path)
     )
 
 
@@ -204,17 +208,46 @@ def _origin_of(url: str) -> str:
 
 
 async def _health(request: Request) -> Response:
+    """Liveness: 200 while the service runs, whether its stores answer or not (``status`` says ``degraded`` then).
+
+    A Redis outage reaches every replica at once: were liveness to fail on it, an orchestrator
+    would restart them all for nothing. ``/ready`` is the one that fails then.
+    """
     service = service_of(request)
-    await service.sync_registrations()
+    if not service.runs.running:
+        return _not_running(service)
+    problem: str | None = None
+    try:
+        await service.sync_registrations()
+    except StoreUnavailable as exc:
+        problem = str(exc)
+    status = {"status": "degraded", "problem": problem} if problem else {"status": "ok"}
     return json_response(
         {
-            "status": "ok",
+            **status,
             "name": service.name,
             "starting_agent": service.starting_agent.name,
             "agents": len(service.members.agents()),
             "tools": len(service.gateway.tools),
         }
     )
+
+
+async def _ready(request: Request) -> Response:
+    """Readiness: 200 when a turn or a call would be taken now (service running, its stores answering), else 503."""
+    service = service_of(request)
+    if not service.runs.running:
+        return _not_running(service)
+    try:
+        await service.sync_registrations()
+    except StoreUnavailable as exc:
+        return json_response({"ready": False, "reason": str(exc)}, status_code=503, headers={"retry-after": "1"})
+    return json_response({"ready": True})
+
+
+def _not_running(service: GatewayService) -> Response:
+    reason = "the gateway is shutting down" if service.runs.stopping else "the gateway service is not running"
+    return json_response({"status": "stopped", "ready": False, "reason": reason}, status_code=503)
 
 
 async def _index(request: Request) -> Response:

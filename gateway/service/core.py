@@ -31,6 +31,7 @@ import anyio
 from anyio.abc import TaskStatus
 
 from agent_server.http.auth import Principal
+from agent_server.stores import StoreUnavailable
 from gateway import defaults
 from gateway.blackboard import Blackboard
 from gateway.calls.coordinator import Gateway
@@ -341,6 +342,9 @@ class GatewayService:
             except AgentToolError as exc:
                 outcome.error = exc
                 logger.info("agent tool %s failed (%s): %s", tool.name, exc.reason, exc.message)
+            except StoreUnavailable as exc:  # the event log's store went away: the call could not be recorded
+                outcome.error = AgentToolError(f"the call could not be recorded: {exc}", reason="store_unavailable")
+                logger.warning("agent tool %s failed: %s", tool.name, exc)
             except anyio.get_cancelled_exc_class():
                 outcome.error = AgentToolError(f"the call was cancelled: {SHUTDOWN_REASON}", reason="cancelled")
                 raise
@@ -364,9 +368,12 @@ class GatewayService:
             await self._finish_run(run_id)
 
     async def _finish_run(self, run_id: str) -> None:
+        """Close the run; never raises, since it ends a task of the service's group, which a raise would end whole."""
         with anyio.CancelScope(shield=True):
             try:
                 await self.event_log.close_run(run_id)
+            except StoreUnavailable as exc:  # the log closes such a run itself once its store answers again
+                logger.warning("run %s could not be closed now: %s", run_id, exc)
             finally:
                 self.runs.active.discard(run_id)
 

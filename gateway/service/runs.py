@@ -55,6 +55,11 @@ class ServiceRuns:
     def stopping(self) -> bool:
         return self._stopping
 
+    @property
+    def running(self) -> bool:
+        """Whether runs can start here: the task group is up and ``stop`` was not called."""
+        return self._tasks is not None and not self._stopping
+
     def task_group(self) -> TaskGroup:
         """Where a new run goes; ShuttingDown (503) once ``stop`` was called."""
         if self._stopping:

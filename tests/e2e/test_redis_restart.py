@@ -67,3 +67,41 @@ def test_a_redis_restart_fails_the_call_in_flight_clearly_loses_nothing_acknowle
                 f"the same gateway process serves turns again, without a restart: {answer.text}"
             )
             assert answer.json()["content"].strip() == "chunk-0 chunk-1"
+
+
+def test_a_redis_blip_with_a_tool_call_in_flight_leaves_the_gateway_serving(tmp_path: Path) -> None:
+    tools = '[[tools]]\nname = "streamer"\nagent = "{url}"\nmode = "streaming"\n'
+    with (
+        LocalRedis(tmp_path / "redis", fsync="always") as redis,
+        serve_app(create_app(scripted_agent("stream"))) as agent_url,
+    ):
+        config = replica_config(f"{redis.url}/0?prefix=blip", lease_s=1.0, agents=tools.format(url=agent_url))
+        with replicas(tmp_path, config, 1) as (gateway,), gateway.client() as http:
+            received: list[dict[str, Any]] = []
+            body = {"input": "stream 1000 0.02 0", "stream": True}
+            with http.stream("POST", "/tools/streamer/call", json=body) as call:
+                lines = call.iter_lines()
+                for line in lines:
+                    if line:
+                        received.append(orjson.loads(line))
+                    if len(received) >= 5:
+                        break
+                redis.kill()
+                failed = "agent tool streamer failed"
+                wait_until(lambda: failed in gateway.log.read_text(errors="replace"), failed, PROCESS_S)
+                # Liveness holds through the outage (the process is sound); readiness says it cannot take work.
+                alive = http.get("/health")
+                assert alive.status_code == 200 and alive.json()["status"] == "degraded", alive.text
+                assert "is unreachable" in alive.json()["problem"]
+                assert http.get("/ready").status_code == 503
+                redis.start()
+                received.extend(orjson.loads(line) for line in lines if line)
+            assert received[-1]["type"] in ("agent_tool_error", "agent_tool_terminated", "run_failed"), received[-1]
+
+            for attempt in range(3):  # every later call is served by the same process: it was not left broken
+                answer = http.post("/tools/streamer/call", json={"input": f"stream 2 0 {attempt}"})
+                assert answer.status_code == 200, answer.text
+                turn = http.post(f"/sessions/after-{attempt}/messages", json={"message": "hi", "stream": False})
+                assert turn.status_code == 200, turn.text
+            assert http.get("/health").json()["status"] == "ok"
+            assert http.get("/ready").json() == {"ready": True}
