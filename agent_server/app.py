@@ -29,6 +29,7 @@ from agent_server.hosted import AgentHandler, HostedAgent, as_hosted_agent
 from agent_server.http.auth import BearerAuth, Principal, TokenTable, principal_of
 from agent_server.http.browsers import browser_middleware
 from agent_server.http.limits import ServerLimits
+from agent_server.http.own_url import own_url
 from agent_server.http.responses import (
     JSON_MEDIA_TYPE,
     CardDates,
@@ -175,7 +176,7 @@ def create_app(
         *(Route(path, guarded(handlers.agent_card), methods=["GET"]) for path in sorted(CARD_PATHS)),
         Route("/metrics", guarded(metrics_endpoint), methods=["GET"]),
     ]
-    return Starlette(
+    app = Starlette(
         routes=routes,
         lifespan=lifespan,
         middleware=[
@@ -185,6 +186,8 @@ def create_app(
         ],
         exception_handlers={HTTPException: _http_exception, Exception: _unexpected_exception},
     )
+    app.router.redirect_slashes = False  # Starlette's redirect would name the request's Host (http/own_url.py)
+    return app
 
 
 def is_card_path(method: str, path: str) -> bool:
@@ -321,7 +324,7 @@ class _Handlers:
         return card_response(request, card.for_reader(reader_version(asked)), self.card_dates)
 
     def url_of(self, request: Request) -> str:
-        return self.public_url or str(request.base_url).rstrip("/")
+        return self.public_url or own_url(request)
 
     def public_card(self, url: str, state: State) -> AgentCard:
         """The card of the agent served at ``url``, with the gRPC port the app's lifespan bound (if any)."""

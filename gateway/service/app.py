@@ -179,7 +179,7 @@ def create_gateway_app(
         *console_routes(),
     ]
     page_origins = [_origin_of(public_url)] if public_url else []
-    return Starlette(
+    app = Starlette(
         routes=routes,
         lifespan=lifespan,
         middleware=[
@@ -189,6 +189,8 @@ def create_gateway_app(
         ],
         exception_handlers={HTTPException: _http_exception},
     )
+    app.router.redirect_slashes = False  # Starlette's redirect would name the request's Host (own_url.py)
+    return app
 
 
 def _is_public(method: str, path: str) -> bool:

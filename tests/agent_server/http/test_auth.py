@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from agent_server import Principal, TokenTable, create_app
 from agent_server.testing import scripted_agent
@@ -20,8 +20,12 @@ ADMIN, ALICE, BOB = "admin-secret", "alice-secret", "bob-secret"
 TOKENS = TokenTable(
     {ADMIN: Principal("ops", "admin"), ALICE: Principal("alice", "chat"), BOB: Principal("bob", "chat")}
 )
-PUBLIC = {("GET", "/health"), ("GET", "/.well-known/agent.json"), ("GET", "/.well-known/agent-card.json")} | {
-    ("GET", path) for path in ("/ui", "/ui/", "/ui/console.js", "/ui/console.css")
+PUBLIC = {
+    ("GET", path)
+    for path in (
+        *("/health", "/ready", "/.well-known/agent.json", "/.well-known/agent-card.json"),
+        *("/ui", "/ui/", "/ui/console.js", "/ui/console.css"),
+    )
 }
 """The console's files hold no data: the page sends the token the user gives it (docs/console.md)."""
 
@@ -45,6 +49,10 @@ def _requests_for_every_route(app: object) -> list[tuple[str, str]]:
     """One request per method of every route in the app's table, path parameters filled in."""
     requests: list[tuple[str, str]] = []
     for route in app.routes:  # type: ignore[attr-defined]
+        if isinstance(route, Mount):  # an app of its own under the path (a proxied agent): each binding's entry
+            base = re.sub(r"\{[^}]+\}", "x", route.path)
+            requests += [("POST", base + "/tasks/send"), ("GET", base + "/tasks/x"), ("POST", base + "/a2a/rest/x")]
+            continue
         assert isinstance(route, Route), route
         path = re.sub(r"\{[^}]+\}", "x", route.path)
         for method in sorted(route.methods or {"GET", "POST", "DELETE"}):
