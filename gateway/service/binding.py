@@ -18,7 +18,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent_server import InputRequired, TaskContext, TextChunk
+from agent_server import Failed, InputRequired, TaskContext, TextChunk
 from gateway.recording.events import MessageEvent, RunCompletedEvent, TextDeltaEvent
 from gateway.service.core import GatewayService
 from gateway.service.hosted import ServedAgent
@@ -46,8 +46,9 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
     """The swarm as a HostedAgent; ``bearer``: its card says calls need a token (the gateway checks them)."""
 
     async def run(ctx: TaskContext) -> AsyncGenerator[Any, None]:
-        if not ctx.text.strip():
-            raise ValueError("the message has no text: send the user's words as a text part")
+        if not ctx.text.strip():  # the caller's mistake, not the gateway's: no traceback in the log
+            yield Failed("the message has no text: send the user's words as a text part")
+            return
         streamed = False
         await service.sync_registrations()
         asking: str | None = None  # the question that ends the turn, if a member asked one or the turn escalated

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -155,3 +156,15 @@ def test_a_failed_run_ends_its_stream_with_run_failed_and_its_summary_is_a_502(s
         and "again" in error["message"]
         and error["data"]["run_id"] == summary.headers["x-run-id"]
     )
+
+
+def test_a_message_without_text_fails_its_task_saying_why_without_a_traceback(
+    triage_gateway_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    message = {"role": "ROLE_USER", "messageId": "m-data", "parts": [{"data": {"order": 42}}]}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+    answer = httpx.post(triage_gateway_url, json=body, headers={"A2A-Version": "1.0"})
+    status = answer.json()["result"]["task"]["status"]
+    assert status["state"] == "TASK_STATE_FAILED"
+    assert status["message"]["parts"][0]["text"] == "the message has no text: send the user's words as a text part"
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
