@@ -13,8 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from agent_server.extended_card import ExtendedCard
 from agent_server.http.limits import ServerLimits
 from agent_server.http.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
+from agent_server.push.hosts import WebhookHosts
+from agent_server.push.settings import PushSettings, RetryPolicy
 from agent_server.stores.redis_settings import RedisSettings, parse_redis_spec
 from agent_server.stores.spec import REDIS_SCHEMES
 from gateway import defaults
@@ -45,6 +48,8 @@ _TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _PEER_DEFAULTS = PeerLimits()
 _SERVER_DEFAULTS = ServerLimits()
 _REDIS_DEFAULTS = RedisSettings()
+_PUSH_DEFAULTS = PushSettings()
+_RETRY_DEFAULTS = RetryPolicy()
 ADMIN_TOKEN_ENV = "SWITCHBOARD_ADMIN_TOKEN"
 """The environment variable whose value, when set, is the gateway's admin token (principal ``admin``)."""
 
@@ -53,8 +58,105 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+def _as_settings(section: BaseModel) -> dict[str, Any]:
+    """A section's fields under the names of the settings it mirrors: the file says ``_secs`` where code says ``_s``."""
+    return {
+        name.removesuffix("_secs") + "_s" if name.endswith("_secs") else name: value
+        for name, value in section.model_dump().items()
+    }
+
+
+class RetryConfig(_Strict):
+    """``[gateway.push.retry]``: how one notification is tried again (agent_server/push/settings.py RetryPolicy)."""
+
+    max_attempts: int = Field(_RETRY_DEFAULTS.max_attempts, ge=1)
+    first_backoff_secs: float = Field(_RETRY_DEFAULTS.first_backoff_s, ge=0)
+    max_backoff_secs: float = Field(_RETRY_DEFAULTS.max_backoff_s, ge=0)
+    timeout_secs: float = Field(_RETRY_DEFAULTS.timeout_s, gt=0)
+
+
+class PushConfig(_Strict):
+    """``[gateway.push]``: push notifications of the gateway's own A2A face, off unless ``enabled``.
+
+    A webhook URL comes from a caller, so the gateway posts only to public hosts and to the
+    ``allowed_hosts`` the operator lists (names, ``*.SUFFIX``, addresses, networks:
+    agent_server/push/hosts.py). The other keys mirror ``PushSettings``.
+    """
+
+    enabled: bool = False
+    allowed_hosts: list[str] = Field(default_factory=list)
+    max_configs_per_task: int = Field(_PUSH_DEFAULTS.max_configs_per_task, ge=1)
+    max_pending: int = Field(_PUSH_DEFAULTS.max_pending, ge=1)
+    max_concurrent: int = Field(_PUSH_DEFAULTS.max_concurrent, ge=1)
+    close_timeout_secs: float = Field(_PUSH_DEFAULTS.close_timeout_s, ge=0)
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: list[str]) -> list[str]:
+        WebhookHosts(value)  # raises ValueError naming the entry it cannot read
+        return value
+
+    @model_validator(mode="after")
+    def _said_enabled(self) -> PushConfig:
+        """Settings without ``enabled`` at all are a push the operator meant to turn on and did not."""
+        if "enabled" not in self.model_fields_set and self.model_fields_set:
+            raise ValueError(
+                "push notifications are off unless enabled: add enabled = true "
+                "(or enabled = false to keep these settings while push is off)"
+            )
+        return self
+
+    def settings(self) -> PushSettings | None:
+        """The PushSettings the gateway's face runs with; None when push is off."""
+        if not self.enabled:
+            return None
+        return PushSettings(
+            allowed_hosts=tuple(self.allowed_hosts),
+            max_configs_per_task=self.max_configs_per_task,
+            max_pending=self.max_pending,
+            max_concurrent=self.max_concurrent,
+            close_timeout_s=self.close_timeout_secs,
+            retry=RetryPolicy(**_as_settings(self.retry)),
+        )
+
+
+class SkillConfig(_Strict):
+    """One ``[[gateway.extended_card.skills]]`` entry: a skill the extended card lists after the public ones."""
+
+    id: str = Field(min_length=1)
+    name: str = Field(min_length=1)
+    description: str | None = None
+    tags: list[str] = Field(default_factory=list)
+    examples: list[str] = Field(default_factory=list)
+
+
+class ExtendedCardConfig(_Strict):
+    """``[gateway.extended_card]`` (and the file of ``switchboard serve --extended-card``): what a caller with a
+    token learns beyond the public card; ``description`` replaces the public one, ``skills`` come after its own."""
+
+    description: str | None = Field(None, min_length=1)
+    skills: list[SkillConfig] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _adds_something(self) -> ExtendedCardConfig:
+        if self.description is None and not self.skills:
+            raise ValueError("an extended card adds a description, skills or both; give one, or remove the table")
+        ids = [skill.id for skill in self.skills]
+        repeated = sorted({skill_id for skill_id in ids if ids.count(skill_id) > 1})
+        if repeated:
+            raise ValueError(f"skill ids must differ; repeated: {', '.join(repeated)}")
+        return self
+
+    def card(self) -> ExtendedCard:
+        return ExtendedCard.of(description=self.description, skills=[skill.model_dump() for skill in self.skills])
+
+
 class ServerConfig(_Strict):
-    """``[gateway]``: where the service listens and what it calls itself."""
+    """``[gateway]``: where the service listens, what it calls itself, and what its own A2A face offers.
+
+    ``grpc_port``: the face over gRPC too, on ``grpc_host`` (default: ``host``), listed in the card.
+    """
 
     host: str = defaults.HOST
     port: int = Field(defaults.PORT, ge=1, le=65535)
@@ -70,6 +172,20 @@ class ServerConfig(_Strict):
     body_timeout_secs: float = Field(_SERVER_DEFAULTS.body_timeout_s, gt=0)
     loop: EventLoop = DEFAULT_LOOP
     http: HttpParser = DEFAULT_HTTP
+    grpc_port: int | None = Field(None, ge=0, le=65535)
+    grpc_host: str | None = Field(None, min_length=1)
+    push: PushConfig = Field(default_factory=PushConfig)
+    extended_card: ExtendedCardConfig | None = None
+
+    @model_validator(mode="after")
+    def _grpc_host_needs_port(self) -> ServerConfig:
+        if self.grpc_host is not None and self.grpc_port is None:
+            raise ValueError("grpc_host is where the gRPC face listens: set grpc_port too (0: any free port)")
+        return self
+
+    @property
+    def grpc_bind_host(self) -> str:
+        return self.grpc_host or self.host
 
     def server_limits(self) -> ServerLimits:
         """What one client connection may hold (agent_server/http/server.py)."""
@@ -85,14 +201,6 @@ class LimitsConfig(_Strict):
 
     max_handoffs_per_turn: int = Field(defaults.MAX_HANDOFFS_PER_TURN, ge=0)
     max_tool_iterations: int = Field(defaults.MAX_TOOL_ITERATIONS, ge=0)
-
-
-def _as_settings(section: BaseModel) -> dict[str, Any]:
-    """A section's fields under the names of the settings it mirrors: the file says ``_secs`` where code says ``_s``."""
-    return {
-        name.removesuffix("_secs") + "_s" if name.endswith("_secs") else name: value
-        for name, value in section.model_dump().items()
-    }
 
 
 class PeersConfig(_Strict):
