@@ -32,19 +32,18 @@ class SwarmAgent(HostedAgent):
 
     ``task_manager`` is the binding's, set once its app runs: at shutdown the service's
     ``stop_runs`` cancels the binding's tasks through it, so their streams end ``canceled``
-    with a final line instead of being cut.
+    with a final line instead of being cut. The app serving it says in the card whether calls
+    need a token (it checks them).
     """
 
     service: GatewayService = field(kw_only=True)
-    bearer: bool = field(default=False, kw_only=True)
     task_manager: TaskManager | None = None
 
     def card(self, url: str) -> AgentCard:
         if self.service.members.started:
             members = self.service.members.agents().items()
             self.skills = [AgentSkill(id=name, name=name, description=member.specialty) for name, member in members]
-        card = super().card(url)
-        return card.with_bearer_auth() if self.bearer else card
+        return super().card(url)
 
     async def cancel_task(self, task_id: str) -> None:
         if self.task_manager is None:
@@ -53,8 +52,8 @@ class SwarmAgent(HostedAgent):
             await self.task_manager.cancel(task_id)
 
 
-def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
-    """The swarm as a HostedAgent; ``bearer``: its card says calls need a token (the gateway checks them)."""
+def swarm_agent(service: GatewayService) -> SwarmAgent:
+    """The swarm as a HostedAgent."""
 
     async def run(ctx: TaskContext) -> AsyncGenerator[Any, None]:
         if not ctx.text.strip():
@@ -83,5 +82,5 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
     description = (
         service.description or f"A Switchboard gateway; its swarm starts with {service.members.starting_agent_name!r}."
     )
-    agent = SwarmAgent(name=service.name, handler=run, description=description, service=service, bearer=bearer)
+    agent = SwarmAgent(name=service.name, handler=run, description=description, service=service)
     return agent
