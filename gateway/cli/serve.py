@@ -295,8 +295,8 @@ def read_extended_card(path: str, has_token: bool) -> ExtendedCard:
 
     from pydantic import ValidationError
 
+    from gateway.config.face import ExtendedCardConfig
     from gateway.config.load import describe_error
-    from gateway.config.model import ExtendedCardConfig
     from protocol import dotted_path
 
     if not has_token:

@@ -9,20 +9,19 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from agent_server.extended_card import ExtendedCard
 from agent_server.http.limits import ServerLimits
 from agent_server.http.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
-from agent_server.push.hosts import WebhookHosts
-from agent_server.push.settings import PushSettings, RetryPolicy
 from agent_server.stores.redis_settings import RedisSettings, parse_redis_spec
 from agent_server.stores.spec import REDIS_SCHEMES
 from gateway import defaults
 from gateway.calls.budget import Budget
 from gateway.calls.tool import AgentTool, Mode
+from gateway.config.face import ExtendedCardConfig, PushConfig
+from gateway.config.sections import Strict, as_settings
 from gateway.errors import InvalidAgentURI
 from gateway.models.providers import ProviderSettings, parse_model_name
 from gateway.peers.allowed_hosts import parse_host_pattern
@@ -48,111 +47,11 @@ _TOKEN_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _PEER_DEFAULTS = PeerLimits()
 _SERVER_DEFAULTS = ServerLimits()
 _REDIS_DEFAULTS = RedisSettings()
-_PUSH_DEFAULTS = PushSettings()
-_RETRY_DEFAULTS = RetryPolicy()
 ADMIN_TOKEN_ENV = "SWITCHBOARD_ADMIN_TOKEN"
 """The environment variable whose value, when set, is the gateway's admin token (principal ``admin``)."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _as_settings(section: BaseModel) -> dict[str, Any]:
-    """A section's fields under the names of the settings it mirrors: the file says ``_secs`` where code says ``_s``."""
-    return {
-        name.removesuffix("_secs") + "_s" if name.endswith("_secs") else name: value
-        for name, value in section.model_dump().items()
-    }
-
-
-class RetryConfig(_Strict):
-    """``[gateway.push.retry]``: how one notification is tried again (agent_server/push/settings.py RetryPolicy)."""
-
-    max_attempts: int = Field(_RETRY_DEFAULTS.max_attempts, ge=1)
-    first_backoff_secs: float = Field(_RETRY_DEFAULTS.first_backoff_s, ge=0)
-    max_backoff_secs: float = Field(_RETRY_DEFAULTS.max_backoff_s, ge=0)
-    timeout_secs: float = Field(_RETRY_DEFAULTS.timeout_s, gt=0)
-
-
-class PushConfig(_Strict):
-    """``[gateway.push]``: push notifications of the gateway's own A2A face, off unless ``enabled``.
-
-    A webhook URL comes from a caller, so the gateway posts only to public hosts and to the
-    ``allowed_hosts`` the operator lists (names, ``*.SUFFIX``, addresses, networks:
-    agent_server/push/hosts.py). The other keys mirror ``PushSettings``.
-    """
-
-    enabled: bool = False
-    allowed_hosts: list[str] = Field(default_factory=list)
-    max_configs_per_task: int = Field(_PUSH_DEFAULTS.max_configs_per_task, ge=1)
-    max_pending: int = Field(_PUSH_DEFAULTS.max_pending, ge=1)
-    max_concurrent: int = Field(_PUSH_DEFAULTS.max_concurrent, ge=1)
-    close_timeout_secs: float = Field(_PUSH_DEFAULTS.close_timeout_s, ge=0)
-    retry: RetryConfig = Field(default_factory=RetryConfig)
-
-    @field_validator("allowed_hosts")
-    @classmethod
-    def _hosts(cls, value: list[str]) -> list[str]:
-        WebhookHosts(value)  # raises ValueError naming the entry it cannot read
-        return value
-
-    @model_validator(mode="after")
-    def _said_enabled(self) -> PushConfig:
-        """Settings without ``enabled`` at all are a push the operator meant to turn on and did not."""
-        if "enabled" not in self.model_fields_set and self.model_fields_set:
-            raise ValueError(
-                "push notifications are off unless enabled: add enabled = true "
-                "(or enabled = false to keep these settings while push is off)"
-            )
-        return self
-
-    def settings(self) -> PushSettings | None:
-        """The PushSettings the gateway's face runs with; None when push is off."""
-        if not self.enabled:
-            return None
-        return PushSettings(
-            allowed_hosts=tuple(self.allowed_hosts),
-            max_configs_per_task=self.max_configs_per_task,
-            max_pending=self.max_pending,
-            max_concurrent=self.max_concurrent,
-            close_timeout_s=self.close_timeout_secs,
-            retry=RetryPolicy(**_as_settings(self.retry)),
-        )
-
-
-class SkillConfig(_Strict):
-    """One ``[[gateway.extended_card.skills]]`` entry: a skill the extended card lists after the public ones."""
-
-    id: str = Field(min_length=1)
-    name: str = Field(min_length=1)
-    description: str | None = None
-    tags: list[str] = Field(default_factory=list)
-    examples: list[str] = Field(default_factory=list)
-
-
-class ExtendedCardConfig(_Strict):
-    """``[gateway.extended_card]`` (and the file of ``switchboard serve --extended-card``): what a caller with a
-    token learns beyond the public card; ``description`` replaces the public one, ``skills`` come after its own."""
-
-    description: str | None = Field(None, min_length=1)
-    skills: list[SkillConfig] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _adds_something(self) -> ExtendedCardConfig:
-        if self.description is None and not self.skills:
-            raise ValueError("an extended card adds a description, skills or both; give one, or remove the table")
-        ids = [skill.id for skill in self.skills]
-        repeated = sorted({skill_id for skill_id in ids if ids.count(skill_id) > 1})
-        if repeated:
-            raise ValueError(f"skill ids must differ; repeated: {', '.join(repeated)}")
-        return self
-
-    def card(self) -> ExtendedCard:
-        return ExtendedCard.of(description=self.description, skills=[skill.model_dump() for skill in self.skills])
-
-
-class ServerConfig(_Strict):
+class ServerConfig(Strict):
     """``[gateway]``: where the service listens, what it calls itself, and what its own A2A face offers.
 
     ``grpc_port``: the face over gRPC too, on ``grpc_host`` (default: ``host``), listed in the card.
@@ -196,14 +95,14 @@ class ServerConfig(_Strict):
         )
 
 
-class LimitsConfig(_Strict):
+class LimitsConfig(Strict):
     """``[limits]``: bounds of one user turn."""
 
     max_handoffs_per_turn: int = Field(defaults.MAX_HANDOFFS_PER_TURN, ge=0)
     max_tool_iterations: int = Field(defaults.MAX_TOOL_ITERATIONS, ge=0)
 
 
-class PeersConfig(_Strict):
+class PeersConfig(Strict):
     """``[peers]``: how the gateway calls agents (deadlines, its connection pool, size limits; peers/limits.py)."""
 
     connect_timeout_secs: float = Field(_PEER_DEFAULTS.connect_timeout_s, gt=0)
@@ -218,10 +117,10 @@ class PeersConfig(_Strict):
     max_resubscribes: int = Field(_PEER_DEFAULTS.max_resubscribes, ge=0)
 
     def limits(self) -> PeerLimits:
-        return PeerLimits(**_as_settings(self))
+        return PeerLimits(**as_settings(self))
 
 
-class TokenConfig(_Strict):
+class TokenConfig(Strict):
     """One ``[[security.tokens]]`` entry: a caller's name, its scope, and the variable holding its token."""
 
     name: str
@@ -241,7 +140,7 @@ class TokenConfig(_Strict):
         return _env_name(value, "token")
 
 
-class SecurityConfig(_Strict):
+class SecurityConfig(Strict):
     """``[security]``: who may call the gateway, from which web origins, and where it may connect.
 
     ``allowed_agent_hosts`` None (the default) means the hosts of the agents and tools the
@@ -268,7 +167,7 @@ class SecurityConfig(_Strict):
         return value
 
 
-class SwarmConfig(_Strict):
+class SwarmConfig(Strict):
     """``[swarm]``: who answers first, what an agent sees after a transfer, how transfer targets are found.
 
     ``resolve_uris`` false: a transfer a remote agent asks for must name an agent registered
@@ -284,7 +183,7 @@ class SwarmConfig(_Strict):
     fallback: str = Field("current", min_length=1)
 
 
-class RouterConfig(_Strict):
+class RouterConfig(Strict):
     """``[router]``: the semantic router, on when ``embedder`` is set (``offline``, or an embedding model's name)."""
 
     embedder: str | None = None
@@ -298,7 +197,7 @@ class RouterConfig(_Strict):
         return value
 
 
-class ProviderConfig(_Strict):
+class ProviderConfig(Strict):
     """One ``[providers.NAME]`` table: an OpenAI-compatible endpoint that model names ``NAME:MODEL`` use."""
 
     base_url: str | None = None
@@ -313,7 +212,7 @@ class ProviderConfig(_Strict):
         return ProviderSettings(base_url=self.base_url, api_key_env=self.api_key_env)
 
 
-class RedisConfig(_Strict):
+class RedisConfig(Strict):
     """``[stores.redis]``: leases and timeouts of the Redis stores (agent_server/stores/redis_settings.py)."""
 
     lease_secs: float = Field(_REDIS_DEFAULTS.lease_s, gt=0)
@@ -325,10 +224,10 @@ class RedisConfig(_Strict):
     max_connections: int = Field(_REDIS_DEFAULTS.max_connections, ge=1)
 
     def settings(self) -> RedisSettings:
-        return RedisSettings(**_as_settings(self))
+        return RedisSettings(**as_settings(self))
 
 
-class StoresConfig(_Strict):
+class StoresConfig(Strict):
     """``[stores]``: ``memory``, ``sqlite`` (a file under ``data_dir``), ``sqlite:PATH`` or ``redis://HOST:PORT/DB``.
 
     ``registry`` (agents and tools registered through the API) is by default where
@@ -369,7 +268,7 @@ class StoresConfig(_Strict):
         return self.registry if self.registry is not None else self.sessions
 
 
-class AgentConfig(_Strict):
+class AgentConfig(Strict):
     """One ``[[agents]]`` entry: a local agent (instructions, model, ...) or a remote one (``url``)."""
 
     name: str = Field(min_length=1)
@@ -441,7 +340,7 @@ class AgentConfig(_Strict):
         return self
 
 
-class ToolConfig(_Strict):
+class ToolConfig(Strict):
     """One ``[[tools]]`` entry (also the body of ``POST /tools``): an agent callable as a tool."""
 
     name: str
@@ -506,7 +405,7 @@ class ToolConfig(_Strict):
         )
 
 
-class GatewayConfig(_Strict):
+class GatewayConfig(Strict):
     """The whole file. With no agents at all, one offline agent named ``assistant`` answers."""
 
     gateway: ServerConfig = Field(default_factory=ServerConfig)
