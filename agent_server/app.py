@@ -23,6 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_server.bindings.jsonrpc import JsonRpcBinding
+from agent_server.bindings.refusals import refusal_at
 from agent_server.bindings.rest import RestBinding
 from agent_server.extended_card import ExtendedCard
 from agent_server.hosted import AgentHandler, HostedAgent, as_hosted_agent
@@ -95,7 +96,7 @@ def create_app(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     cancel_on_disconnect: bool = False,
     public_url: str | None = None,
-    token: str | None = None,
+    token: str | TokenTable | None = None,
     allowed_origins: Sequence[str] = (),
     push: PushSettings | None = None,
     extended_card: ExtendedCard | None = None,
@@ -107,7 +108,9 @@ def create_app(
     ``store`` is a TaskStore the caller owns, or a spec for ``open_store`` ("memory",
     "sqlite:PATH") that the app opens at startup and closes at shutdown. Default: memory.
     With a ``token``, every route but the agent card answers 401 without
-    ``Authorization: Bearer <token>``, and the card says so. ``allowed_origins``: the web
+    ``Authorization: Bearer <token>``, and the card says so; a TokenTable instead of one
+    token lets in each of its tokens as its principal, on every binding (the gateway's
+    face: its tokens and scopes). ``allowed_origins``: the web
     origins whose pages may call it (browsers.py; default none). ``GET /metrics`` serves the
     process's metrics, behind the token when there is one. Spans are recorded once the
     process has called ``telemetry.tracing.configure`` (``serve`` does).
@@ -119,18 +122,22 @@ def create_app(
     listed in the card (needs the ``grpc`` extra; bindings/grpc.py); the port bound is
     ``app.state.grpc_port``.
     """
-    if extended_card is not None and token is None:
+    tokens = (
+        token
+        if isinstance(token, TokenTable)
+        else TokenTable({token: Principal(OPERATOR)} if token is not None else None)
+    )
+    if extended_card is not None and not tokens:
         raise ValueError("an extended card is for authenticated callers: give the server a token too")
     hosted = as_hosted_agent(agent)
     handlers = _Handlers(
         hosted,
         max_body_bytes=max_body_bytes,
         public_url=public_url,
-        authenticated=token is not None,
+        authenticated=bool(tokens),
         pushes=push is not None,
         extended_card=extended_card,
     )
-    tokens = TokenTable({token: Principal(OPERATOR)} if token is not None else None)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -181,8 +188,8 @@ def create_app(
         lifespan=lifespan,
         middleware=[
             Middleware(ObservedRequests),
-            *browser_middleware(allowed_origins),
-            Middleware(BearerAuth, tokens=tokens, is_public=is_card_path),
+            *browser_middleware(allowed_origins, refusal=refusal_at),
+            Middleware(BearerAuth, tokens=tokens, is_public=is_card_path, refusal=refusal_at),
         ],
         exception_handlers={HTTPException: _http_exception, Exception: _unexpected_exception},
     )
@@ -203,7 +210,7 @@ def serve(
     *,
     cancel_on_disconnect: bool = False,
     public_url: str | None = None,
-    token: str | None = None,
+    token: str | TokenTable | None = None,
     allowed_origins: Sequence[str] = (),
     push: PushSettings | None = None,
     extended_card: ExtendedCard | None = None,

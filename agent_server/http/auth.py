@@ -88,27 +88,56 @@ class TokenTable:
 
 
 IsPublic = Callable[[str, str], bool]
+Refusal = Callable[[str, ProtocolError, dict[str, str] | None], Response]
+"""How a refusal made before any endpoint read the request is answered at a path: each binding in its own
+error shape (the HTTP+JSON one a ``google.rpc.Status``), everything else the shared error body."""
+
+
+def shared_refusal(path: str, error: ProtocolError, headers: dict[str, str] | None) -> Response:
+    """The shared error body, whatever the path."""
+    return error_response(error, headers=headers)
 
 
 class BearerAuth:
-    """ASGI middleware: a request off the public paths needs a valid token (401 with ``WWW-Authenticate``)."""
+    """ASGI middleware: a request off the public paths needs a valid token (401 with ``WWW-Authenticate``).
 
-    def __init__(self, app: ASGIApp, tokens: TokenTable, is_public: IsPublic) -> None:
+    An app mounted inside another that has already authenticated the request with the same
+    tokens (the gateway's A2A face) finds the caller in the request's state and does not
+    check again: the server sets that state, a client cannot.
+    """
+
+    def __init__(
+        self, app: ASGIApp, tokens: TokenTable, is_public: IsPublic, refusal: Refusal = shared_refusal
+    ) -> None:
         self.app = app
         self.tokens = tokens
         self.is_public = is_public
+        self.refusal = refusal
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
         """The inner app's awaitable (or the refusal's), not a coroutine: an open stream holds no frame here."""
-        if scope["type"] != "http" or not self.tokens:
+        if scope["type"] != "http" or not self.tokens or _authenticated(scope):
             return self.app(scope, receive, send)
         header = HTTPConnection(scope).headers.get("authorization")
         token = bearer_token(header)
         principal = self.tokens.find(token) if token is not None else None
-        if principal is None and not self.is_public(scope["method"], scope["path"]):
-            return _unauthorized(header)(scope, receive, send)
+        if principal is None and not self.is_public(scope["method"], _route_path(scope)):
+            return _unauthorized(header, scope["path"], self.refusal)(scope, receive, send)
         scope.setdefault("state", {})["principal"] = principal or UNAUTHENTICATED
         return self.app(scope, receive, send)
+
+
+def _route_path(scope: Scope) -> str:
+    """The path below the app's root: a card is public where the app is mounted too (``/proxy/{name}/...``)."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] or "/" if root and path.startswith(root) else path
+
+
+def _authenticated(scope: Scope) -> bool:
+    """Whether an outer BearerAuth found this request's token (not merely let it through to a public path)."""
+    principal = scope.get("state", {}).get("principal")
+    return isinstance(principal, Principal) and principal is not UNAUTHENTICATED
 
 
 def principal_of(connection: HTTPConnection) -> Principal:
@@ -138,7 +167,7 @@ def bearer_token(header: str | None) -> str | None:
     return token.strip() or None if kind.lower() == "bearer" else None
 
 
-def _unauthorized(header: str | None) -> Response:
+def _unauthorized(header: str | None, path: str, refusal: Refusal) -> Response:
     if header is None:
         message = "this server needs a token: send 'Authorization: Bearer <token>'"
         challenge = f'Bearer realm="{REALM}"'
@@ -146,7 +175,7 @@ def _unauthorized(header: str | None) -> Response:
         message = "the token is not valid for this server (unknown, or not sent as 'Authorization: Bearer <token>')"
         challenge = f'Bearer realm="{REALM}", error="invalid_token"'
     error = ProtocolError(ErrorCode.INVALID_REQUEST, message, http_status=401)
-    return error_response(error, headers={"www-authenticate": challenge})
+    return refusal(path, error, {"www-authenticate": challenge})
 
 
 def is_loopback_host(host: str) -> bool:

@@ -25,7 +25,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agent_server.http.responses import error_response
+from agent_server.http.auth import Refusal, shared_refusal
 from protocol import ErrorCode, ProtocolError
 
 _ALLOWED_HEADERS = ("authorization", "content-type", "a2a-version", "traceparent", "tracestate")
@@ -34,8 +34,15 @@ _ALLOWED_HEADERS = ("authorization", "content-type", "a2a-version", "traceparent
 class OriginGuard:
     """ASGI middleware: 403 for a request whose ``Origin`` is not allowed."""
 
-    def __init__(self, app: ASGIApp, allowed_origins: Sequence[str] = (), own_origin: bool = False) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        allowed_origins: Sequence[str] = (),
+        own_origin: bool = False,
+        refusal: Refusal = shared_refusal,
+    ) -> None:
         self.app = app
+        self.refusal = refusal
         self.allowed = frozenset(origin.rstrip("/") for origin in allowed_origins)
         self.own_origin = own_origin
 
@@ -49,7 +56,7 @@ class OriginGuard:
                 f"requests from the web origin {origin!r} are refused: {hint}",
                 http_status=403,
             )
-            return error_response(error)(scope, receive, send)
+            return self.refusal(scope["path"], error, None)(scope, receive, send)
         return self.app(scope, receive, send)
 
     def _is_own(self, origin: str, scope: Scope) -> bool:
@@ -80,12 +87,15 @@ def _is_loopback_host(host: str) -> bool:
         return False
 
 
-def browser_middleware(allowed_origins: Sequence[str] = (), own_origin: bool = False) -> list[Middleware]:
+def browser_middleware(
+    allowed_origins: Sequence[str] = (), own_origin: bool = False, refusal: Refusal = shared_refusal
+) -> list[Middleware]:
     """The origin check, then CORS for the allowed origins (none when no origin is allowed), outermost first.
 
     ``own_origin``: also accept the server's own page on loopback (see the module docstring).
+    ``refusal``: how a refused origin is answered at a path (auth.py's ``Refusal``).
     """
-    middleware = [Middleware(OriginGuard, allowed_origins=allowed_origins, own_origin=own_origin)]
+    middleware = [Middleware(OriginGuard, allowed_origins=allowed_origins, own_origin=own_origin, refusal=refusal)]
     if allowed_origins:
         middleware.append(
             Middleware(

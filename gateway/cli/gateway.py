@@ -42,6 +42,13 @@ def add_gateway(subparsers: Any) -> None:
     parser.add_argument("--host", default=None, help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=None, help="port to listen on (default 8080)")
     parser.add_argument(
+        "--grpc-port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="also serve the swarm's A2A face over gRPC on this port (gateway.grpc_port; needs the grpc extra)",
+    )
+    parser.add_argument(
         "--log-level",
         choices=LOG_LEVELS,
         default=None,
@@ -65,7 +72,12 @@ def run_gateway(args: argparse.Namespace) -> int:
     from gateway.service import check_machine
 
     origin = args.config or "configuration"
-    flags = (("gateway.host", args.host), ("gateway.port", args.port), ("gateway.log_level", args.log_level))
+    flags = (
+        ("gateway.host", args.host),
+        ("gateway.port", args.port),
+        ("gateway.log_level", args.log_level),
+        ("gateway.grpc_port", args.grpc_port),
+    )
     overrides = {key: value for key, value in flags if value is not None}
     try:
         config = load_config(args.config, overrides=overrides)
@@ -81,7 +93,10 @@ def run_gateway(args: argparse.Namespace) -> int:
         return 0
     has_tokens = bool(os.environ.get(ADMIN_TOKEN_ENV, "").strip()) or bool(config.security.tokens)
     hint = f"set {ADMIN_TOKEN_ENV}, or [[security.tokens]] in the configuration"
-    problem = open_binding_problem(config.gateway.host, has_tokens, "the gateway", hint)
+    hosts = [config.gateway.host] + ([config.gateway.grpc_bind_host] if config.gateway.grpc_port is not None else [])
+    problem = next(
+        (found for host in hosts if (found := open_binding_problem(host, has_tokens, "the gateway", hint))), None
+    )
     if problem is not None and not args.insecure:
         print(f"switchboard gateway: {problem}", file=sys.stderr)
         return 2
@@ -132,11 +147,14 @@ def _could_not_start(state: Any) -> CommandFailed:
 
 def _banner(config: GatewayConfig) -> str:
     agents = ", ".join(f"{a.name} ({'remote ' + a.url if a.url else 'local, ' + a.model})" for a in config.agents)
+    face = config.gateway
+    grpc = f"  A2A over gRPC on {face.grpc_bind_host}:{face.grpc_port}\n" if face.grpc_port is not None else ""
     return (
         f"switchboard gateway {config.gateway.name!r} on http://{config.gateway.host}:{config.gateway.port}\n"
         f"  agents: {agents}; starting agent: {config.starting_agent}\n"
         f"  tools: {', '.join(t.name for t in config.tools) or 'none'}\n"
-        f"  stores: sessions={config.stores.sessions} events={config.stores.events} tasks={config.stores.tasks}"
+        + grpc
+        + f"  stores: sessions={config.stores.sessions} events={config.stores.events} tasks={config.stores.tasks}"
         f" registry={config.stores.registry_spec}"
         f" (data dir {config.gateway.data_dir})"
     )

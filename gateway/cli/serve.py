@@ -7,7 +7,7 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_server.http.limits import ServerLimits
 from agent_server.http.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EVENT_LOOPS, HTTP_PARSERS, not_installed
@@ -15,6 +15,10 @@ from agent_server.telemetry import tracing
 from agent_server.telemetry.logs import configure_logging, uvicorn_logging
 from gateway.cli.client import CommandFailed, UsageError
 from gateway.config.python_refs import import_from_cwd
+
+if TYPE_CHECKING:
+    from agent_server.extended_card import ExtendedCard
+    from agent_server.push.settings import PushSettings
 
 AGENT_TOKEN_ENV = "SWITCHBOARD_AGENT_TOKEN"
 """The environment variable whose value, when set, every call to ``switchboard serve`` must carry as bearer token."""
@@ -106,6 +110,26 @@ def add_serve(subparsers: Any) -> None:
         metavar="NAME",
         help=f"the environment variable holding the token every call must carry (default: {AGENT_TOKEN_ENV})",
     )
+    parser.add_argument(
+        "--push",
+        action="store_true",
+        help="deliver push notifications to the webhooks callers give, on public hosts only (default: off)",
+    )
+    parser.add_argument(
+        "--push-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="with --push, also post to this webhook host: a name, *.SUFFIX, an address or a network "
+        "such as 10.0.0.0/8 (repeatable; private and loopback hosts are refused unless listed)",
+    )
+    parser.add_argument(
+        "--extended-card",
+        default=None,
+        metavar="FILE",
+        help="a TOML file with what a caller with the token learns beyond the public card: "
+        "description and [[skills]] (needs a token; docs/a2a.md)",
+    )
     parser.add_argument("--insecure", action="store_true", help="serve on a non-loopback --host even without a token")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument(
@@ -196,8 +220,12 @@ def _run_serve(args: argparse.Namespace) -> int:
     missing = not_installed(args.loop, args.http)
     if missing is not None:
         raise UsageError(f"--loop {args.loop} --http {args.http}: {missing}")
-    if args.grpc_port is not None and not _grpc_installed():
+    from agent_server.bindings import grpc_installed
+
+    if args.grpc_port is not None and not grpc_installed():
         raise UsageError("--grpc-port: gRPC needs the grpc extra: pip install 'a2a-switchboard[grpc]'")
+    push = push_settings(args.push, args.push_host)
+    extended_card = read_extended_card(args.extended_card, token is not None) if args.extended_card else None
     hosted = as_hosted_agent(_agent_at(args.target))
     try:
         store = open_store(args.store)
@@ -211,6 +239,8 @@ def _run_serve(args: argparse.Namespace) -> int:
         cancel_on_disconnect=args.cancel_on_disconnect,
         public_url=args.public_url,
         token=token,
+        push=push,
+        extended_card=extended_card,
         grpc_port=args.grpc_port,
         grpc_host=args.host,
     )
@@ -243,8 +273,50 @@ def _run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _grpc_installed() -> bool:
-    return all(importlib.util.find_spec(name) is not None for name in ("grpc", "a2a"))
+def push_settings(enabled: bool, hosts: list[str]) -> PushSettings | None:
+    """``--push`` and its ``--push-host`` entries as PushSettings (None: push is off); a bad host is a usage error."""
+    from agent_server.push.hosts import WebhookHosts
+    from agent_server.push.settings import PushSettings
+
+    if not enabled:
+        if hosts:
+            raise UsageError("--push-host allows a webhook host for push notifications, which are off: add --push")
+        return None
+    try:
+        WebhookHosts(hosts)
+    except ValueError as exc:
+        raise UsageError(f"--push-host: {exc}") from None
+    return PushSettings(allowed_hosts=tuple(hosts))
+
+
+def read_extended_card(path: str, has_token: bool) -> ExtendedCard:
+    """The ``--extended-card`` file, read and checked as ``[gateway.extended_card]`` is (gateway/config/model.py)."""
+    import tomllib
+
+    from pydantic import ValidationError
+
+    from gateway.config.face import ExtendedCardConfig
+    from gateway.config.load import describe_error
+    from protocol import dotted_path
+
+    if not has_token:
+        raise UsageError(
+            f"--extended-card is for callers with a token: set {AGENT_TOKEN_ENV} (or --token-env NAME) too"
+        )
+    try:
+        with open(path, "rb") as file:
+            data = tomllib.load(file)
+    except OSError as exc:
+        raise UsageError(f"--extended-card {path}: cannot read it: {exc.strerror or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"--extended-card {path}: not valid TOML: {exc}") from None
+    try:
+        return ExtendedCardConfig.model_validate(data).card()
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{dotted_path(tuple(error['loc'])) or 'the file'}: {describe_error(error)}" for error in exc.errors()
+        )
+        raise UsageError(f"--extended-card {path}: {problems}") from None
 
 
 def _agent_at(spec: str) -> Any:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from agent_server.http.limits import ServerLimits
 from agent_server.http.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EventLoop, HttpParser
@@ -20,6 +20,8 @@ from agent_server.stores.spec import REDIS_SCHEMES
 from gateway import defaults
 from gateway.calls.budget import Budget
 from gateway.calls.tool import AgentTool, Mode
+from gateway.config.face import ExtendedCardConfig, PushConfig
+from gateway.config.sections import Strict, as_settings
 from gateway.errors import InvalidAgentURI
 from gateway.models.providers import ProviderSettings, parse_model_name
 from gateway.peers.allowed_hosts import parse_host_pattern
@@ -49,12 +51,11 @@ ADMIN_TOKEN_ENV = "SWITCHBOARD_ADMIN_TOKEN"
 """The environment variable whose value, when set, is the gateway's admin token (principal ``admin``)."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class ServerConfig(Strict):
+    """``[gateway]``: where the service listens, what it calls itself, and what its own A2A face offers.
 
-
-class ServerConfig(_Strict):
-    """``[gateway]``: where the service listens and what it calls itself."""
+    ``grpc_port``: the face over gRPC too, on ``grpc_host`` (default: ``host``), listed in the card.
+    """
 
     host: str = defaults.HOST
     port: int = Field(defaults.PORT, ge=1, le=65535)
@@ -70,6 +71,20 @@ class ServerConfig(_Strict):
     body_timeout_secs: float = Field(_SERVER_DEFAULTS.body_timeout_s, gt=0)
     loop: EventLoop = DEFAULT_LOOP
     http: HttpParser = DEFAULT_HTTP
+    grpc_port: int | None = Field(None, ge=0, le=65535)
+    grpc_host: str | None = Field(None, min_length=1)
+    push: PushConfig = Field(default_factory=PushConfig)
+    extended_card: ExtendedCardConfig | None = None
+
+    @model_validator(mode="after")
+    def _grpc_host_needs_port(self) -> ServerConfig:
+        if self.grpc_host is not None and self.grpc_port is None:
+            raise ValueError("grpc_host is where the gRPC face listens: set grpc_port too (0: any free port)")
+        return self
+
+    @property
+    def grpc_bind_host(self) -> str:
+        return self.grpc_host or self.host
 
     def server_limits(self) -> ServerLimits:
         """What one client connection may hold (agent_server/http/server.py)."""
@@ -80,22 +95,14 @@ class ServerConfig(_Strict):
         )
 
 
-class LimitsConfig(_Strict):
+class LimitsConfig(Strict):
     """``[limits]``: bounds of one user turn."""
 
     max_handoffs_per_turn: int = Field(defaults.MAX_HANDOFFS_PER_TURN, ge=0)
     max_tool_iterations: int = Field(defaults.MAX_TOOL_ITERATIONS, ge=0)
 
 
-def _as_settings(section: BaseModel) -> dict[str, Any]:
-    """A section's fields under the names of the settings it mirrors: the file says ``_secs`` where code says ``_s``."""
-    return {
-        name.removesuffix("_secs") + "_s" if name.endswith("_secs") else name: value
-        for name, value in section.model_dump().items()
-    }
-
-
-class PeersConfig(_Strict):
+class PeersConfig(Strict):
     """``[peers]``: how the gateway calls agents (deadlines, its connection pool, size limits; peers/limits.py)."""
 
     connect_timeout_secs: float = Field(_PEER_DEFAULTS.connect_timeout_s, gt=0)
@@ -111,10 +118,10 @@ class PeersConfig(_Strict):
     max_resubscribes: int = Field(_PEER_DEFAULTS.max_resubscribes, ge=0)
 
     def limits(self) -> PeerLimits:
-        return PeerLimits(**_as_settings(self))
+        return PeerLimits(**as_settings(self))
 
 
-class TokenConfig(_Strict):
+class TokenConfig(Strict):
     """One ``[[security.tokens]]`` entry: a caller's name, its scope, and the variable holding its token."""
 
     name: str
@@ -134,7 +141,7 @@ class TokenConfig(_Strict):
         return _env_name(value, "token")
 
 
-class SecurityConfig(_Strict):
+class SecurityConfig(Strict):
     """``[security]``: who may call the gateway, from which web origins, and where it may connect.
 
     ``allowed_agent_hosts`` None (the default) means the hosts of the agents and tools the
@@ -161,7 +168,7 @@ class SecurityConfig(_Strict):
         return value
 
 
-class SwarmConfig(_Strict):
+class SwarmConfig(Strict):
     """``[swarm]``: who answers first, what an agent sees after a transfer, how transfer targets are found.
 
     ``resolve_uris`` false: a transfer a remote agent asks for must name an agent registered
@@ -177,7 +184,7 @@ class SwarmConfig(_Strict):
     fallback: str = Field("current", min_length=1)
 
 
-class RouterConfig(_Strict):
+class RouterConfig(Strict):
     """``[router]``: the semantic router, on when ``embedder`` is set (``offline``, or an embedding model's name)."""
 
     embedder: str | None = None
@@ -191,7 +198,7 @@ class RouterConfig(_Strict):
         return value
 
 
-class ProviderConfig(_Strict):
+class ProviderConfig(Strict):
     """One ``[providers.NAME]`` table: an OpenAI-compatible endpoint that model names ``NAME:MODEL`` use."""
 
     base_url: str | None = None
@@ -206,7 +213,7 @@ class ProviderConfig(_Strict):
         return ProviderSettings(base_url=self.base_url, api_key_env=self.api_key_env)
 
 
-class RedisConfig(_Strict):
+class RedisConfig(Strict):
     """``[stores.redis]``: leases and timeouts of the Redis stores (agent_server/stores/redis_settings.py)."""
 
     lease_secs: float = Field(_REDIS_DEFAULTS.lease_s, gt=0)
@@ -218,10 +225,10 @@ class RedisConfig(_Strict):
     max_connections: int = Field(_REDIS_DEFAULTS.max_connections, ge=1)
 
     def settings(self) -> RedisSettings:
-        return RedisSettings(**_as_settings(self))
+        return RedisSettings(**as_settings(self))
 
 
-class StoresConfig(_Strict):
+class StoresConfig(Strict):
     """``[stores]``: ``memory``, ``sqlite`` (a file under ``data_dir``), ``sqlite:PATH`` or ``redis://HOST:PORT/DB``.
 
     ``registry`` (agents and tools registered through the API) is by default where
@@ -262,7 +269,7 @@ class StoresConfig(_Strict):
         return self.registry if self.registry is not None else self.sessions
 
 
-class AgentConfig(_Strict):
+class AgentConfig(Strict):
     """One ``[[agents]]`` entry: a local agent (instructions, model, ...) or a remote one (``url``)."""
 
     name: str = Field(min_length=1)
@@ -340,7 +347,7 @@ class AgentConfig(_Strict):
         return self
 
 
-class ToolConfig(_Strict):
+class ToolConfig(Strict):
     """One ``[[tools]]`` entry (also the body of ``POST /tools``): an agent callable as a tool."""
 
     name: str
@@ -405,7 +412,7 @@ class ToolConfig(_Strict):
         )
 
 
-class GatewayConfig(_Strict):
+class GatewayConfig(Strict):
     """The whole file. With no agents at all, one offline agent named ``assistant`` answers."""
 
     gateway: ServerConfig = Field(default_factory=ServerConfig)

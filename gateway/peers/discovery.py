@@ -18,11 +18,11 @@ when the URI is https.
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
+from agent_server.bindings import grpc_installed
 from gateway.errors import AgentToolError, PeerHTTPError, PeerProtocolError
 from gateway.peers.a2a_http import A2AHttpPeer
 from gateway.peers.base import UNRESOLVED, OnSent, OnTask, Peer, StreamRead
@@ -173,7 +173,7 @@ def _speaks_grpc(version: str | None) -> bool:
     """A gRPC interface of A2A 1.0 (0.3's service is another one), and grpcio and the stubs installed."""
     if version is not None and major_minor(version) != A2A_V1:
         return False
-    return all(importlib.util.find_spec(name) is not None for name in ("grpc", "a2a"))
+    return grpc_installed()
 
 
 def grpc_on_host(base_url: str, url: str) -> str:

@@ -43,9 +43,12 @@ from starlette.routing import Mount, Route
 
 from agent_server import create_app
 from agent_server.app import CARD_PATHS
+from agent_server.bindings.refusals import refusal_at
+from agent_server.extended_card import ExtendedCard
 from agent_server.http.auth import BearerAuth, TokenTable
 from agent_server.http.browsers import browser_middleware
 from agent_server.http.responses import error_response, guarded, json_response
+from agent_server.push.settings import PushSettings
 from agent_server.stores import StoreUnavailable
 from agent_server.telemetry import tracing
 from agent_server.telemetry.metrics import metrics_endpoint
@@ -100,14 +103,22 @@ def create_gateway_app(
     public_url: str | None = None,
     tokens: TokenTable | None = None,
     allowed_origins: Sequence[str] | None = None,
+    push: PushSettings | None = None,
+    extended_card: ExtendedCard | None = None,
+    grpc_port: int | None = None,
+    grpc_host: str | None = None,
 ) -> Starlette:
     """The app for a configuration (parts built now, started by the lifespan) or for a service you assembled.
 
     With a service, ``task_store`` (default ``memory``), ``max_body_bytes`` (default 1 MiB),
-    ``public_url``, ``tokens`` (default none: no authentication) and ``allowed_origins``
-    (default none) set the edge; with a GatewayConfig they come from the configuration
+    ``public_url``, ``tokens`` (default none: no authentication), ``allowed_origins``
+    (default none), and what the swarm's A2A face offers: ``push`` (default none: no push
+    notifications), ``extended_card`` (needs tokens) and ``grpc_port`` on ``grpc_host``
+    (default 127.0.0.1; the face over gRPC with the same tokens, for the app's lifespan)
+    set the edge; with a GatewayConfig they come from the configuration
     (``stores.tasks``, ``gateway.max_body_bytes``, ``gateway.public_url``, ``[security]``
-    and ``SWITCHBOARD_ADMIN_TOKEN``) and passing them is a TypeError. The app owns the
+    and ``SWITCHBOARD_ADMIN_TOKEN``, ``[gateway.push]``, ``[gateway.extended_card]``,
+    ``gateway.grpc_port`` and ``grpc_host``) and passing them is a TypeError. The app owns the
     service: its lifespan starts it and closes every part at shutdown. A failed start (a
     remote agent that cannot be reached) is also kept in ``app.state.startup_error``.
     """
@@ -121,12 +132,17 @@ def create_gateway_app(
             ("public_url", public_url),
             ("tokens", tokens),
             ("allowed_origins", allowed_origins),
+            ("push", push),
+            ("extended_card", extended_card),
+            ("grpc_port", grpc_port),
+            ("grpc_host", grpc_host),
         )
         given = [name for name, value in options if value is not None]
         if given:
             raise TypeError(
                 f"create_gateway_app: {', '.join(given)} cannot be given with a configuration; "
-                "set them in it instead (stores.tasks, gateway.max_body_bytes, gateway.public_url, [security])"
+                "set them in it instead (stores.tasks, gateway.max_body_bytes, gateway.public_url, [security], "
+                "[gateway.push], [gateway.extended_card], gateway.grpc_port)"
             )
         task_store = task_store_spec(source, origin)
         tokens = gateway_tokens(source, origin)
@@ -134,13 +150,27 @@ def create_gateway_app(
         max_body_bytes = source.gateway.max_body_bytes
         public_url = source.gateway.public_url
         allowed_origins = source.security.allowed_origins
+        push = source.gateway.push.settings()
+        extended_card = source.gateway.extended_card.card() if source.gateway.extended_card is not None else None
+        grpc_port = source.gateway.grpc_port
+        grpc_host = source.gateway.grpc_bind_host
     else:
         service = source
     tokens = tokens or TokenTable()
     body_limit = max_body_bytes if max_body_bytes is not None else DEFAULT_MAX_BODY_BYTES
-    hosted = swarm_agent(service, bearer=bool(tokens))
-    binding = create_app(hosted, store=task_store or "memory", max_body_bytes=body_limit, public_url=public_url)
-    proxies = AgentProxies(service, bearer=bool(tokens), max_body_bytes=body_limit, public_url=public_url)
+    hosted = swarm_agent(service)
+    binding = create_app(
+        hosted,
+        token=tokens,
+        store=task_store or "memory",
+        public_url=public_url,
+        max_body_bytes=body_limit,
+        grpc_port=grpc_port,
+        grpc_host=grpc_host or "127.0.0.1",
+        push=push,
+        extended_card=extended_card,
+    )
+    proxies = AgentProxies(service, tokens=tokens, max_body_bytes=body_limit, public_url=public_url, push=push)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -184,8 +214,8 @@ def create_gateway_app(
         lifespan=lifespan,
         middleware=[
             Middleware(ObservedRequests),
-            *browser_middleware([*(allowed_origins or ()), *page_origins], own_origin=True),
-            Middleware(BearerAuth, tokens=tokens, is_public=_is_public),
+            *browser_middleware([*(allowed_origins or ()), *page_origins], own_origin=True, refusal=refusal_at),
+            Middleware(BearerAuth, tokens=tokens, is_public=_is_public, refusal=refusal_at),
         ],
         exception_handlers={HTTPException: _http_exception},
     )

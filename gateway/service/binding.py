@@ -29,21 +29,22 @@ _INPUT_REQUIRED = TaskState.INPUT_REQUIRED.value
 
 @dataclass
 class SwarmAgent(ServedAgent):
-    """A HostedAgent whose card is read from the live swarm (agents registered later show up)."""
+    """A HostedAgent whose card is read from the live swarm (agents registered later show up).
+
+    The app serving it says in the card whether calls need a token (it checks them).
+    """
 
     service: GatewayService = field(kw_only=True)
-    bearer: bool = field(default=False, kw_only=True)
 
     def card(self, url: str) -> AgentCard:
         if self.service.members.started:
             members = self.service.members.agents().items()
             self.skills = [AgentSkill(id=name, name=name, description=member.specialty) for name, member in members]
-        card = super().card(url)
-        return card.with_bearer_auth() if self.bearer else card
+        return super().card(url)
 
 
-def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
-    """The swarm as a HostedAgent; ``bearer``: its card says calls need a token (the gateway checks them)."""
+def swarm_agent(service: GatewayService) -> SwarmAgent:
+    """The swarm as a HostedAgent."""
 
     async def run(ctx: TaskContext) -> AsyncGenerator[Any, None]:
         if not ctx.text.strip():  # the caller's mistake, not the gateway's: no traceback in the log
@@ -73,5 +74,5 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
     description = (
         service.description or f"A Switchboard gateway; its swarm starts with {service.members.starting_agent_name!r}."
     )
-    agent = SwarmAgent(name=service.name, handler=run, description=description, service=service, bearer=bearer)
+    agent = SwarmAgent(name=service.name, handler=run, description=description, service=service)
     return agent

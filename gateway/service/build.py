@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agent_server.bindings import grpc_installed
 from agent_server.http.auth import Principal, TokenTable, token_problem
 from agent_server.http.speedups import not_installed
 from agent_server.stores import parse_store_spec
@@ -61,7 +62,7 @@ def check_machine(config: GatewayConfig, origin: str = "configuration") -> list[
 def _checked(config: GatewayConfig, origin: str) -> tuple[dict[str, Any], list[Problem]]:
     """The Python tools, imported, and every problem ``check_machine`` reports."""
     python_tools, problems = _python_tools(config, origin)
-    for check in (_env_problems, _model_problems, _store_problems, _server_problems):
+    for check in (_env_problems, _model_problems, _store_problems, _server_problems, _face_problems):
         problems += check(config, origin)
     return python_tools, problems
 
@@ -308,6 +309,22 @@ def _server_problems(config: GatewayConfig, origin: str) -> list[Problem]:
         missing = not_installed(choice)
         if missing is not None:
             problems.append(Problem(origin, key, missing))
+    return problems
+
+
+def _face_problems(config: GatewayConfig, origin: str) -> list[Problem]:
+    """What the swarm's A2A face offers must be servable: an extended card needs tokens, gRPC its extra."""
+    problems = []
+    has_tokens = bool(os.environ.get(ADMIN_TOKEN_ENV, "").strip()) or bool(config.security.tokens)
+    if config.gateway.extended_card is not None and not has_tokens:
+        reason = (
+            f"an extended card is for callers with a token, and the gateway has none: "
+            f"set {ADMIN_TOKEN_ENV} or add [[security.tokens]]"
+        )
+        problems.append(Problem(origin, "gateway.extended_card", reason))
+    if config.gateway.grpc_port is not None and not grpc_installed():
+        reason = "gRPC needs the grpc extra: pip install 'a2a-switchboard[grpc]'"
+        problems.append(Problem(origin, "gateway.grpc_port", reason))
     return problems
 
 

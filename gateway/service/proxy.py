@@ -34,7 +34,9 @@ from starlette.types import Receive, Scope, Send
 
 from agent_server import DataChunk, Failed, Handoff, InputRequired, TaskContext, TextChunk, create_app
 from agent_server.app import CARD_PATHS
+from agent_server.http.auth import TokenTable
 from agent_server.http.responses import error_response
+from agent_server.push.settings import PushSettings
 from gateway.errors import AgentToolError
 from gateway.models.base import TextDelta
 from gateway.recording.recorder import RunRecorder
@@ -56,14 +58,13 @@ class ProxiedAgent(ServedAgent):
     """A registered remote agent as the gateway serves it; its card is read from the live registration."""
 
     service: GatewayService = field(kw_only=True)
-    bearer: bool = field(default=False, kw_only=True)
     waiting: dict[str, str] = field(default_factory=dict)
     """The gateway's task -> the agent's task, for tasks that ended ``input-required``."""
 
     def card(self, url: str) -> AgentCard:
         remote = registered(self.service, self.name)
         theirs = remote.card
-        card = AgentCard.standard(
+        return AgentCard.standard(
             name=self.name,
             url=url,
             description=theirs.description or remote.description,
@@ -71,7 +72,6 @@ class ProxiedAgent(ServedAgent):
             input_modes=list(theirs.default_input_modes),
             output_modes=list(theirs.default_output_modes),
         )
-        return card.with_bearer_auth() if self.bearer else card
 
     def refused_media_type(self, message: Message) -> str | None:
         """The agent judges what it takes: the gateway passes every part on."""
@@ -99,7 +99,7 @@ def registered(service: GatewayService, name: str) -> RemoteAgent:
     return member
 
 
-def proxied_agent(service: GatewayService, name: str, *, bearer: bool = False) -> ProxiedAgent:
+def proxied_agent(service: GatewayService, name: str) -> ProxiedAgent:
     """The agent registered as ``name`` as a HostedAgent whose every send is a run of the caller's."""
 
     async def run(ctx: TaskContext) -> AsyncGenerator[Any, None]:
@@ -132,7 +132,7 @@ def proxied_agent(service: GatewayService, name: str, *, bearer: bool = False) -
         for item in _answer(reply, streamed):
             yield item
 
-    agent = ProxiedAgent(name=name, handler=run, service=service, bearer=bearer)
+    agent = ProxiedAgent(name=name, handler=run, service=service)
     return agent
 
 
@@ -165,10 +165,18 @@ class AgentProxies:
     """
 
     def __init__(
-        self, service: GatewayService, *, bearer: bool, max_body_bytes: int, public_url: str | None = None
+        self,
+        service: GatewayService,
+        *,
+        tokens: TokenTable,
+        max_body_bytes: int,
+        public_url: str | None = None,
+        push: PushSettings | None = None,
     ) -> None:
+        """``tokens``, ``push``: the gateway face's own, so a proxied agent is called and pushes as the gateway does."""
         self._service = service
-        self._bearer = bearer
+        self._tokens = tokens
+        self._push = push
         self._max_body_bytes = max_body_bytes
         self._public_url = public_url
         self._apps: dict[str, Starlette] = {}
@@ -208,10 +216,12 @@ class AgentProxies:
                 return app
             if self._tasks is None:
                 raise ProtocolError(ErrorCode.INTERNAL_ERROR, "the gateway is not running", http_status=503)
-            agent = proxied_agent(self._service, name, bearer=self._bearer)
+            agent = proxied_agent(self._service, name)
             path = f"{PROXY_PATH}/{quote(name, safe='')}"
             public_url = self._public_url.rstrip("/") + path if self._public_url else None
-            app = create_app(agent, max_body_bytes=self._max_body_bytes, public_url=public_url)
+            app = create_app(
+                agent, token=self._tokens, max_body_bytes=self._max_body_bytes, public_url=public_url, push=self._push
+            )
             await self._tasks.start(self._serve, app, agent)
             self._apps[name] = app
             self._agents[name] = agent

@@ -63,6 +63,8 @@ GRPC_OF_HTTP = {
     503: "UNAVAILABLE",
 }
 """Refusals that are not A2A errors keep the meaning of their HTTP status (a missing token, a server at its limit)."""
+_CALLER_REFUSALS = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}
+"""A refusal of who calls is no A2A error: its ErrorInfo names the refusal, so no client reads it as a bad request."""
 
 
 def error_info(reason: str, metadata: dict[str, str] | None = None) -> dict[str, Any]:
@@ -86,7 +88,7 @@ def status_body(error: ProtocolError) -> dict[str, Any]:
     """
     status = http_status(error)
     kind = ERROR_KINDS.get(error.code)
-    reason = kind.reason if kind is not None else "UNKNOWN_ERROR"
+    reason = _CALLER_REFUSALS.get(status) or (kind.reason if kind is not None else "UNKNOWN_ERROR")
     grpc = GRPC_OF_HTTP.get(status) or (kind.grpc_status if kind is not None else "UNKNOWN")
     data = error.data
     metadata = {str(key): _text(value) for key, value in data.items()} if isinstance(data, dict) else None

@@ -27,12 +27,6 @@ from a2a.types import (
     GetExtendedAgentCardRequest,
     GetTaskPushNotificationConfigRequest,
     ListTaskPushNotificationConfigsRequest,
-    Message,
-    Part,
-    Role,
-    SendMessageConfiguration,
-    SendMessageRequest,
-    Task,
     TaskPushNotificationConfig,
     TaskState,
     a2a_pb2,
@@ -44,6 +38,7 @@ from agent_server import create_app
 from agent_server.extended_card import ExtendedCard
 from agent_server.push.settings import PushSettings, RetryPolicy
 from agent_server.testing import scripted_agent
+from tests.support.sdk_clients import final_task as send, message_for as message
 from tests.support.servers import serve_app
 from tests.support.waiting import until
 from tests.support.webhooks import Webhooks, serve_webhooks
@@ -108,23 +103,6 @@ async def grpc_client(grpc_card: AgentCard) -> AsyncIterator[Client]:
 
 def client_for(card: AgentCard, http: httpx.AsyncClient) -> Client:
     return ClientFactory(ClientConfig(streaming=False, httpx_client=http)).create(card)
-
-
-def message(
-    text: str, *, task: Task | None = None, webhook: TaskPushNotificationConfig | None = None
-) -> SendMessageRequest:
-    ids = {"task_id": task.id, "context_id": task.context_id} if task is not None else {}
-    request = SendMessageRequest(
-        message=Message(role=Role.ROLE_USER, message_id="m-" + text, parts=[Part(text=text)], **ids)
-    )
-    if webhook is not None:
-        request.configuration.CopyFrom(SendMessageConfiguration(task_push_notification_config=webhook))
-    return request
-
-
-async def send(client: Client, request: SendMessageRequest, context: ClientCallContext | None = None) -> Task:
-    events = [event async for event in client.send_message(request, context=context)]
-    return events[-1].task
 
 
 def rpc(method: str, params: dict[str, Any]) -> dict[str, Any]:

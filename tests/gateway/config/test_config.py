@@ -105,7 +105,8 @@ def test_an_unknown_key_is_refused_with_file_key_and_the_keys_allowed_there(tmp_
     assert _problems(path) == [
         f"{path}: gateway.prot: unknown key 'prot' "
         "(expected one of: host, port, name, description, public_url, data_dir, log_level, max_body_bytes, "
-        "startup_wait_secs, max_connections, header_timeout_secs, body_timeout_secs, loop, http)"
+        "startup_wait_secs, max_connections, header_timeout_secs, body_timeout_secs, loop, http, "
+        "grpc_port, grpc_host, push, extended_card)"
     ]
 
 
@@ -243,7 +244,8 @@ def test_a_bad_environment_value_names_the_variable_key_and_reason(tmp_path: Pat
         "unable to parse string as an integer (got 'high')",
         "environment variable SWITCHBOARD__GATEWAY__PROT: gateway.prot: unknown key 'prot' "
         "(expected one of: host, port, name, description, public_url, data_dir, log_level, max_body_bytes, "
-        "startup_wait_secs, max_connections, header_timeout_secs, body_timeout_secs, loop, http)",
+        "startup_wait_secs, max_connections, header_timeout_secs, body_timeout_secs, loop, http, "
+        "grpc_port, grpc_host, push, extended_card)",
         "environment variable SWITCHBOARD__TOOLS__RESEARCH__MODE: tools[0].mode: unknown mode 'fast' "
         "(expected sync, streaming, conversational)",
     ]
