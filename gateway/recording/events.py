@@ -419,7 +419,8 @@ class AgentChangedEvent(_Typed):
     cause: str | None = Field(
         None,
         description="At a turn's start: not_registered or removed (the previous one is gone); router (the semantic "
-        "router routed the message); fallback (the supervisor took over after a limit or a cycle).",
+        "router routed the message); fallback (the supervisor took over after a limit or a cycle); unreachable "
+        "(the remote agent could not be reached: the fallback supervisor, else the starting agent, took the turn).",
     )
 
 

@@ -31,7 +31,7 @@ from gateway import defaults
 from gateway.calls.budget import Budget
 from gateway.calls.engine import AgentCall, CallSpec
 from gateway.calls.tool import Mode
-from gateway.errors import AgentHandoffError
+from gateway.errors import AgentHandoffError, AgentToolError
 from gateway.models.base import ChatMessage, TextDelta
 from gateway.peers.base import Peer
 from gateway.peers.limits import PeerLimits
@@ -39,6 +39,7 @@ from gateway.recording.events import EventType
 from gateway.recording.recorder import RunRecorder
 from gateway.swarm.admission import Refusal, Targets
 from gateway.swarm.handoff import Handoff, specialty_of
+from gateway.swarm.health import AgentHealth, unreachable
 from gateway.swarm.history_policy import HistoryPolicy, handoff_payload, last_user_text, shown_to
 from gateway.swarm.member import SwarmMember
 from gateway.swarm.registry import ConnectURI, TargetPolicy
@@ -92,6 +93,7 @@ class RemoteAgent:
         self.authenticated = authenticated
         """Whether calls carry a credential of this agent's own."""
         self.budget = budget or Budget()
+        self.health = AgentHealth(self.name)
         """What one task of this agent may cost, as it reports (a turn, or a call through the gateway's proxy)."""
 
     @classmethod
@@ -162,12 +164,24 @@ class RemoteAgent:
             task_id=params.id,
             metadata=params.metadata,
         )
-        if self.streaming:
-            async with aclosing(call.stream()) as pieces:
-                async for piece in pieces:
-                    yield TextDelta(piece)
-        else:
-            await call.run()
+        self.health.admit()
+        try:
+            if self.streaming:
+                async with aclosing(call.stream()) as pieces:
+                    async for piece in pieces:
+                        yield TextDelta(piece)
+            else:
+                await call.run()
+        except AgentToolError as exc:
+            if unreachable(exc):
+                self.health.failed(exc)
+            else:
+                self.health.succeeded()  # it answered, if not as hoped: it is reachable
+            raise
+        except BaseException:
+            self.health.abandoned()
+            raise
+        self.health.succeeded()
         result = call.result
         state = TaskState(result.state) if result.state else TaskState.COMPLETED
         yield RemoteReply(

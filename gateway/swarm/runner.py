@@ -34,7 +34,7 @@ import anyio
 
 from agent_server.http.auth import Principal
 from gateway import defaults
-from gateway.errors import AgentHandoffError, SessionNotFound
+from gateway.errors import AgentHandoffError, AgentToolError, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.models.base import ChatModel
 from gateway.models.providers import Providers
@@ -42,8 +42,9 @@ from gateway.recording.events import Event, EventType, RunStartedEvent
 from gateway.recording.recorder import RunRecorder
 from gateway.swarm.admission import Targets
 from gateway.swarm.agent import Agent
-from gateway.swarm.fallback import CURRENT, Fallback, describe_failure
+from gateway.swarm.fallback import CURRENT, Fallback, describe_failure, supervisor_name
 from gateway.swarm.handoff import Handoff
+from gateway.swarm.health import unreachable
 from gateway.swarm.history_policy import FullHistory, HistoryPolicy, last_user_text
 from gateway.swarm.local import check_models, local_step
 from gateway.swarm.member import SwarmMember
@@ -319,13 +320,22 @@ class Runner:
             transfer: Transfer | None = None
             remote = isinstance(turn.agent, RemoteAgent)
             ids = {"run_id": turn.recorder.run_id, "session_id": turn.session.id}
+            spoke = False
             with spans.agent_turn(turn.agent.name, remote=remote, step=turn.steps, **ids):
-                async with aclosing(self._step(turn, targets)) as items:
-                    async for item in items:
-                        if item is None:
-                            yield
-                        else:
-                            transfer = item
+                try:
+                    async with aclosing(self._step(turn, targets)) as items:
+                        async for item in items:
+                            if item is None:
+                                spoke = True
+                                yield
+                            else:
+                                transfer = item
+                except AgentToolError as exc:
+                    taker = None if spoke or not unreachable(exc) else self._taker_for(turn.agent, targets)
+                    if taker is None:
+                        raise
+                    handoff = Handoff(taker.name, f"{turn.agent.name} could not be reached: {exc.message}")
+                    await switch(turn, taker, handoff, "unreachable")
                 if transfer is not None:
                     await handover.carry_out(turn, transfer)
             yield
@@ -348,6 +358,15 @@ class Runner:
             **({"pending_tool_calls": pending_calls_wire(turn.pending_tool_calls)} if turn.pending_tool_calls else {}),
             usage_by_agent=turn.recorder.usage.by_agent(),
         )
+
+    def _taker_for(self, lost: SwarmMember, targets: Targets) -> SwarmMember | None:
+        """Who takes a turn whose remote agent cannot be reached: the fallback supervisor, else the starting agent.
+
+        None when that is the lost agent itself: the turn then fails, saying why.
+        """
+        name = supervisor_name(self.fallback) or self.starting_agent.name
+        taker = targets.agents.get(name)
+        return None if taker is None or taker is lost else taker
 
     def _step(self, turn: Turn, targets: Targets) -> Step:
         """The active agent's next step: a remote task, or a local model call and its tools."""

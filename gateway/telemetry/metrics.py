@@ -5,6 +5,9 @@ RunRecorder), so the metrics and the event log cannot disagree, and no step of t
 or the call engine needs its own counting. The registry is the process's
 (agent_server/telemetry/metrics.py); names, labels and meanings: docs/observability.md.
 
+One exception: ``switchboard_agent_circuit``, each remote member's circuit (gateway/swarm/health.py),
+set as the circuit moves, since it is a state of the process rather than of a run.
+
 Handoff efficiency is the share of accepted handoffs whose target answered the turn (it
 needed no further hop): ``switchboard_handoffs_resolved_total`` over
 ``switchboard_handoffs_total{outcome="accepted"}``; the gauge
@@ -97,6 +100,21 @@ EVENT_APPEND = Histogram(
     buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0),
     registry=REGISTRY,
 )
+
+
+CIRCUIT_STATES = ("reachable", "failing", "open", "half-open")
+AGENT_CIRCUIT = Gauge(
+    "switchboard_agent_circuit",
+    "Each remote member's circuit: 1 for the state it is in (reachable, failing, open, half-open), 0 for the others.",
+    ["agent", "state"],
+    registry=REGISTRY,
+)
+
+
+def record_circuit(agent: str, state: str) -> None:
+    if ENABLED:
+        for each in CIRCUIT_STATES:
+            AGENT_CIRCUIT.labels(agent, each).set(1 if each == state else 0)
 
 
 class _Efficiency:

@@ -59,6 +59,7 @@ def test_the_agents_page_lists_the_swarm_with_kinds_bindings_tools_and_reachabil
         assert (
             "remote" in rows["billing"] and url.rsplit(":", 1)[0] in rows["billing"] and "A2A-NDJSON" in rows["billing"]
         )
+        assert "circuit reachable" in rows["billing"]
         assert "research" in rows["tech"]
         page.goto(f"{url}/ui/#/tools")
         page.wait_for_selector('#tools tr[data-tool="research"]')

@@ -370,6 +370,8 @@ function table(columns, rows, attrs = {}) {
   );
 }
 
+const BINDINGS = { "a2a-ndjson": "A2A-NDJSON", "jsonrpc-1.0": "JSON-RPC 1.0", "jsonrpc-0.3": "JSON-RPC 0.3", "http+json-1.0": "HTTP+JSON", "grpc-1.0": "gRPC" };
+
 async function agentsView(view) {
   const [listing, tools] = await Promise.all([api("/agents"), api("/tools")]);
   directory = new Map(listing.agents.map((agent) => [agent.name, agent]));
@@ -380,7 +382,11 @@ async function agentsView(view) {
     probe(agent.name, reach);
     const binding =
       agent.kind === "remote"
-        ? [h("code", {}, agent.url), h("div", { class: "muted" }, `A2A-NDJSON, ${agent.streaming ? "streaming" : "sync"}${agent.authenticated ? ", token" : ""}`)]
+        ? [
+            h("code", {}, agent.url),
+            h("div", { class: "muted" }, `${BINDINGS[agent.binding] || agent.binding}, ${agent.streaming ? "streaming" : "sync"}${agent.authenticated ? ", token" : ""}`),
+            h("div", { class: `circuit circuit-${agent.health.state}`, title: agent.health.last_error || "" }, `circuit ${agent.health.state}${agent.health.failures ? `, ${agent.health.failures} failed in a row` : ""}`),
+          ]
         : [h("span", {}, "local, "), h("code", {}, agent.model)];
     const card = agent.card
       ? h("details", {}, h("summary", {}, "card"), h("pre", {}, JSON.stringify(agent.card, null, 2)))

@@ -34,6 +34,7 @@ def agent_info(service: GatewayService, member: SwarmMember) -> dict[str, Any]:
             description=member.description,
             streaming=member.streaming,
             max_cost_usd=member.budget.max_cost_usd,
+            health=member.health.to_dict(),
             proxy=f"/proxy/{quote(member.name, safe='')}",
             card=member.card.to_wire(),
         )
