@@ -366,5 +366,13 @@ def transcript(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 
 def _card_description(card: AgentCard) -> str:
-    skills = "; ".join(s.description or s.name for s in card.skills)
-    return " ".join(part for part in (card.description or "", skills) if part)
+    """The card's description, then what its skills add to it (a skill that only says it again adds nothing)."""
+    description = (card.description or "").strip()
+    said = description.casefold()
+    skills: list[str] = []
+    for skill in card.skills:
+        text = (skill.description or skill.name).strip()
+        if text and text.casefold() not in said:
+            skills.append(text)
+            said += " " + text.casefold()
+    return " ".join(part for part in (description, "; ".join(skills)) if part)

@@ -21,7 +21,7 @@ from gateway import Agent, AgentHandoffError, Gateway, Handoff, HostAllowlist, R
 from gateway.errors import AgentTaskFailed, PeerConnectionError
 from gateway.models import ModelResponse, ScriptedModel, ToolCall
 from gateway.swarm import ESCALATION_MESSAGE, HUMAN, HandoffPayload, RemoteAgent, StructuredHistory
-from protocol import TaskState
+from protocol import AgentCard, AgentSkill, TaskState
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
@@ -369,3 +369,13 @@ async def test_an_unreachable_uri_target_is_a_handoff_error() -> None:
             await Runner(desk, gateway=gateway).register_remote("local://nobody")
         with pytest.raises(AgentHandoffError, match="cannot reach handoff target 'local://nobody'"):
             await Runner(desk, gateway=gateway).run_async("cust-10", "escalate")
+
+
+def test_a_remote_agents_description_says_each_thing_once() -> None:
+    gateway = Gateway()
+    peer = gateway.peer("http://127.0.0.1:9")
+    said_twice = AgentCard.standard(name="translator", url="http://127.0.0.1:9", description="Translates phrases.")
+    assert RemoteAgent(peer, said_twice).description == "Translates phrases."  # its one skill repeats the card
+    skills = [AgentSkill(id=i, name=i, description=d) for i, d in (("fr", "French."), ("de", "German."))]
+    more = AgentCard.standard(name="t", url="http://127.0.0.1:9", description="Translates phrases.", skills=skills)
+    assert RemoteAgent(peer, more).description == "Translates phrases. French.; German."
