@@ -1,0 +1,110 @@
+"""A stream relayed over JSON-RPC or HTTP+JSON reads the same whether its text chunks take the fast path
+(protocol/a2a/text_updates.py, read as ``TextLine``) or the models, on real payloads: our own server's (text chunks
+with a cost, a data chunk, several reads) and the a2a-sdk 1.3 server's (whose chunks say ``lastChunk`` and
+``cost_usd``, so they are left to the models)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from agent_server import DataChunk, HostedAgent, TaskContext, TextChunk, create_app
+from gateway import Gateway, HostAllowlist
+from gateway.peers import sse
+from protocol import HTTP_JSON_BINDING, JSONRPC_BINDING, AgentCard
+from protocol.a2a.text_updates import TextUpdate, read_text_update
+from tests.support.agent_tools import call_events
+from tests.support.sdk_agents import serve_sdk_agent
+from tests.support.servers import serve_app
+
+pytestmark = pytest.mark.anyio
+
+CHUNKS = 300
+
+
+def _agent(binding: str) -> HostedAgent:
+    """Text chunks with a cost, a data chunk among them; its card offering ``binding`` only."""
+
+    async def chunks(ctx: TaskContext) -> AsyncIterator[TextChunk | DataChunk]:
+        for index in range(CHUNKS):
+            yield TextChunk(f"chunk-{index} ", cost_usd=0.001 if index % 7 else 0.0)
+            if index == CHUNKS // 2:
+                yield DataChunk({"half": True})
+
+    agent = HostedAgent("chunks", chunks, description="N chunks.")
+    full_card = agent.card
+
+    def card(url: str) -> AgentCard:
+        full = full_card(url)
+        kept = [i for i in full.supported_interfaces if i.protocol_binding == binding and i.protocol_version == "1.0"]
+        return full.model_copy(update={"supported_interfaces": kept, "additional_interfaces": None})
+
+    agent.card = card  # type: ignore[method-assign]
+    return agent
+
+
+@pytest.fixture(scope="module", params=[JSONRPC_BINDING, HTTP_JSON_BINDING])
+def ours(request: pytest.FixtureRequest) -> Iterator[str]:
+    with serve_app(create_app(_agent(request.param))) as url:
+        yield url
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["sdk-jsonrpc", "sdk-rest"])
+def sdk(request: pytest.FixtureRequest) -> Iterator[str]:
+    with serve_sdk_agent(rest=request.param) as (url, _):
+        yield url
+
+
+async def _relayed(url: str, message: str, run_id: str) -> tuple[Any, ...]:
+    """What a streaming tool call of the agent at ``url`` leaves: its result and its progress events' fields."""
+    async with Gateway(allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway:
+        gateway.add_agent_tool("relay", url, mode="streaming")
+        result = await gateway.call_tool("relay", message, run_id=run_id)
+        events = await call_events(gateway, run_id)
+    progress = [
+        {key: value for key, value in event.fields.items() if key not in ("call_id",)}
+        for event in events
+        if event.type == "agent_tool_progress"
+    ]
+    artifacts = [artifact.to_wire() for artifact in result.artifacts]
+    return result.state, result.text, result.cost_usd, artifacts, progress
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[TextUpdate]:
+    """The text updates the fast path reads from now on."""
+    read: list[TextUpdate] = []
+
+    def counted(result: Any) -> TextUpdate | None:
+        update = read_text_update(result)
+        if update is not None:
+            read.append(update)
+        return update
+
+    monkeypatch.setattr(sse, "read_text_update", counted)
+    return read
+
+
+async def test_our_stream_reads_the_same_with_and_without_the_fast_path(
+    ours: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast_reads = _counting(monkeypatch)
+    fast = await _relayed(ours, "go", "fast")
+    assert len(fast_reads) >= CHUNKS - 2  # every text chunk but the ones that say lastChunk
+    monkeypatch.setattr(sse, "read_text_update", lambda result: None)
+    slow = await _relayed(ours, "go", "slow")
+    assert fast == slow
+    state, text, _, _, progress = fast
+    assert state == "completed" and text.startswith("chunk-0 chunk-1 ")
+    assert len([p for p in progress if p["kind"] == "artifact"]) == CHUNKS + 1
+
+
+async def test_the_sdk_stream_reads_the_same_with_and_without_the_fast_path(
+    sdk: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = await _relayed(sdk, "stream 5 0 0.01", "fast")
+    monkeypatch.setattr(sse, "read_text_update", lambda result: None)
+    slow = await _relayed(sdk, "stream 5 0 0.01", "slow")
+    assert fast == slow
+    assert fast[1] == "".join(f"chunk-{index} " for index in range(5))
