@@ -20,10 +20,10 @@ from pydantic import ValidationError
 
 from gateway.errors import AgentToolError, PeerHTTPError, PeerProtocolError
 from gateway.peers.a2a_http import HttpPeer
-from gateway.peers.base import OnSent, RawLine, StreamItem, TextLine
+from gateway.peers.base import OnSent, RawLine, StreamItem
 from gateway.peers.http_client import PeerResponse
 from gateway.peers.standard import Reading, StandardPeer, TaskOperation
-from gateway.peers.streams import ByteBudget, Segment
+from gateway.peers.streams import ByteBudget, Segment, text_line
 from protocol import OversizedEvent, OversizedLine, SSEDecoder, SSEEvent, TaskSendParams
 from protocol.a2a import StreamDecoder, send_request_to_v1, v1
 from protocol.a2a.text_updates import read_text_update
@@ -153,8 +153,7 @@ class SsePeer(StandardPeer, HttpPeer):
             return [RawLine(event.data)]
         result = self._event_result(event, answer)
         if self._reads_text_updates and (update := read_text_update(result)) is not None:
-            seq, index = decoder.decode_text(update)
-            return [TextLine(seq, decoder.task_id or "", update.cost_usd, index, update.append or None, update.text)]
+            return [text_line(update, decoder)]
         try:
             response, final = self._stream_response(result)
             return list(decoder.decode(response, final=final))

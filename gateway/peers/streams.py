@@ -27,6 +27,7 @@ from protocol import (
     TaskStatus,
 )
 from protocol.a2a import StreamDecoder
+from protocol.a2a.text_updates import TextUpdate
 
 Segment = AsyncGenerator[StreamRead, None]
 """The items of one streamed response (a stream, or a resubscribe that continues it)."""
@@ -143,3 +144,9 @@ async def fold_stream(
                     task.metadata = {"cost_usd": cost, **({"handoff": handoff} if handoff else {})}
                     return task
     raise PeerProtocolError(f"the stream from {uri} ended without a final event", reason="cut_off")
+
+
+def text_line(update: TextUpdate, decoder: StreamDecoder) -> TextLine:
+    """A standard binding's text update, read by ``decoder`` without models, as the ``TextLine`` it stands for."""
+    seq, index = decoder.decode_text(update)
+    return TextLine(seq, decoder.task_id or "", update.cost_usd, index, update.append or None, update.text)
