@@ -222,7 +222,10 @@ def _decoded(message: Any, decoder: StreamDecoder) -> list[StreamItem]:
     update = text_update_of(message)
     if update is not None:
         return [text_line(update, decoder)]
-    data = json_format.MessageToDict(message)
+    try:
+        data = json_format.MessageToDict(message)
+    except json_format.Error:  # a value ProtoJSON cannot write (an infinite number in metadata)
+        return [RawLine(str(message))]
     try:
         return list(decoder.decode(v1.StreamResponse.model_validate(data)))
     except (ValidationError, ValueError):

@@ -5,17 +5,16 @@ with a cost, a data chunk, several reads) and the a2a-sdk 1.3 server's (whose ch
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from agent_server import DataChunk, HostedAgent, TaskContext, TextChunk, create_app
-from gateway import Gateway, HostAllowlist
+from agent_server import create_app
 from gateway.peers import sse
-from protocol import HTTP_JSON_BINDING, JSONRPC_BINDING, AgentCard
+from protocol import HTTP_JSON_BINDING, JSONRPC_BINDING
 from protocol.a2a.text_updates import TextUpdate, read_text_update
-from tests.support.agent_tools import call_events
+from tests.support.chunk_agents import chunks_agent, relayed
 from tests.support.sdk_agents import serve_sdk_agent
 from tests.support.servers import serve_app
 
@@ -24,30 +23,9 @@ pytestmark = pytest.mark.anyio
 CHUNKS = 300
 
 
-def _agent(binding: str) -> HostedAgent:
-    """Text chunks with a cost, a data chunk among them; its card offering ``binding`` only."""
-
-    async def chunks(ctx: TaskContext) -> AsyncIterator[TextChunk | DataChunk]:
-        for index in range(CHUNKS):
-            yield TextChunk(f"chunk-{index} ", cost_usd=0.001 if index % 7 else 0.0)
-            if index == CHUNKS // 2:
-                yield DataChunk({"half": True})
-
-    agent = HostedAgent("chunks", chunks, description="N chunks.")
-    full_card = agent.card
-
-    def card(url: str) -> AgentCard:
-        full = full_card(url)
-        kept = [i for i in full.supported_interfaces if i.protocol_binding == binding and i.protocol_version == "1.0"]
-        return full.model_copy(update={"supported_interfaces": kept, "additional_interfaces": None})
-
-    agent.card = card  # type: ignore[method-assign]
-    return agent
-
-
 @pytest.fixture(scope="module", params=[JSONRPC_BINDING, HTTP_JSON_BINDING])
 def ours(request: pytest.FixtureRequest) -> Iterator[str]:
-    with serve_app(create_app(_agent(request.param))) as url:
+    with serve_app(create_app(chunks_agent(request.param, CHUNKS))) as url:
         yield url
 
 
@@ -55,21 +33,6 @@ def ours(request: pytest.FixtureRequest) -> Iterator[str]:
 def sdk(request: pytest.FixtureRequest) -> Iterator[str]:
     with serve_sdk_agent(rest=request.param) as (url, _):
         yield url
-
-
-async def _relayed(url: str, message: str, run_id: str) -> tuple[Any, ...]:
-    """What a streaming tool call of the agent at ``url`` leaves: its result and its progress events' fields."""
-    async with Gateway(allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway:
-        gateway.add_agent_tool("relay", url, mode="streaming")
-        result = await gateway.call_tool("relay", message, run_id=run_id)
-        events = await call_events(gateway, run_id)
-    progress = [
-        {key: value for key, value in event.fields.items() if key not in ("call_id",)}
-        for event in events
-        if event.type == "agent_tool_progress"
-    ]
-    artifacts = [artifact.to_wire() for artifact in result.artifacts]
-    return result.state, result.text, result.cost_usd, artifacts, progress
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[TextUpdate]:
@@ -90,10 +53,10 @@ async def test_our_stream_reads_the_same_with_and_without_the_fast_path(
     ours: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     fast_reads = _counting(monkeypatch)
-    fast = await _relayed(ours, "go", "fast")
+    fast = await relayed(ours, "go", "fast")
     assert len(fast_reads) >= CHUNKS - 2  # every text chunk but the ones that say lastChunk
     monkeypatch.setattr(sse, "read_text_update", lambda result: None)
-    slow = await _relayed(ours, "go", "slow")
+    slow = await relayed(ours, "go", "slow")
     assert fast == slow
     state, text, _, _, progress = fast
     assert state == "completed" and text.startswith("chunk-0 chunk-1 ")
@@ -103,8 +66,8 @@ async def test_our_stream_reads_the_same_with_and_without_the_fast_path(
 async def test_the_sdk_stream_reads_the_same_with_and_without_the_fast_path(
     sdk: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    fast = await _relayed(sdk, "stream 5 0 0.01", "fast")
+    fast = await relayed(sdk, "stream 5 0 0.01", "fast")
     monkeypatch.setattr(sse, "read_text_update", lambda result: None)
-    slow = await _relayed(sdk, "stream 5 0 0.01", "slow")
+    slow = await relayed(sdk, "stream 5 0 0.01", "slow")
     assert fast == slow
     assert fast[1] == "".join(f"chunk-{index} " for index in range(5))

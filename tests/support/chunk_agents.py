@@ -1,0 +1,48 @@
+"""An agent that streams many text chunks (a data chunk among them), its card offering one standard binding, and
+what a streaming tool call of an agent leaves: what the relays' fast paths are checked on."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agent_server import DataChunk, HostedAgent, TaskContext, TextChunk
+from gateway import Gateway, HostAllowlist
+from protocol import AgentCard
+from tests.support.agent_tools import call_events
+
+
+def chunks_agent(binding: str, chunks: int) -> HostedAgent:
+    """``chunks`` text chunks with a cost, a data chunk in the middle; its card offering ``binding`` (1.0) only."""
+
+    async def stream(ctx: TaskContext) -> AsyncIterator[TextChunk | DataChunk]:
+        for index in range(chunks):
+            yield TextChunk(f"chunk-{index} ", cost_usd=0.001 if index % 7 else 0.0)
+            if index == chunks // 2:
+                yield DataChunk({"half": True})
+
+    agent = HostedAgent("chunks", stream, description="N chunks.")
+    full_card = agent.card
+
+    def card(url: str) -> AgentCard:
+        full = full_card(url)
+        kept = [i for i in full.supported_interfaces if i.protocol_binding == binding and i.protocol_version == "1.0"]
+        return full.model_copy(update={"supported_interfaces": kept, "additional_interfaces": None})
+
+    agent.card = card  # type: ignore[method-assign]
+    return agent
+
+
+async def relayed(url: str, message: str, run_id: str) -> tuple[Any, ...]:
+    """What a streaming tool call of the agent at ``url`` leaves: its result and its progress events' fields."""
+    async with Gateway(allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway:
+        gateway.add_agent_tool("relay", url, mode="streaming")
+        result = await gateway.call_tool("relay", message, run_id=run_id)
+        events = await call_events(gateway, run_id)
+    progress = [
+        {key: value for key, value in event.fields.items() if key != "call_id"}
+        for event in events
+        if event.type == "agent_tool_progress"
+    ]
+    artifacts = [artifact.to_wire() for artifact in result.artifacts]
+    return result.state, result.text, result.cost_usd, artifacts, progress
