@@ -8,8 +8,10 @@ from typing import Any
 
 from agent_server import DataChunk, HostedAgent, TaskContext, TextChunk
 from gateway import Gateway, HostAllowlist
-from protocol import AgentCard
+from gateway.peers.base import StreamRead, TextLine, items_of
+from protocol import AgentCard, Message, StatusEvent, TaskSendParams, TextPart
 from tests.support.agent_tools import call_events
+from tests.support.waiting import until
 
 
 def chunks_agent(binding: str, chunks: int) -> HostedAgent:
@@ -46,3 +48,23 @@ async def relayed(url: str, message: str, run_id: str) -> tuple[Any, ...]:
     ]
     artifacts = [artifact.to_wire() for artifact in result.artifacts]
     return result.state, result.text, result.cost_usd, artifacts, progress
+
+
+async def reads_after_the_end(url: str) -> list[StreamRead]:
+    """The reads of a stream of the agent at ``url`` (its message ``go``) whose reader, after its first read, waits
+    for the task to end: what had arrived meanwhile is in the reads after."""
+    async with Gateway(allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway:
+        peer = await gateway.peer(url).resolve()
+        params = TaskSendParams(message=Message(role="user", parts=[TextPart(text="go")]))
+        async with peer.subscribe(params) as stream:
+            reads = [await anext(aiter(stream))]
+            first = items_of(reads[0])[0]
+            assert isinstance(first, StatusEvent | TextLine)
+            task_id = first.id
+
+            async def ended() -> bool:
+                return (await peer.get(task_id)).status.state.is_terminal
+
+            await until(ended, "the task ended")
+            reads += [read async for read in stream]
+    return reads

@@ -12,9 +12,10 @@ import pytest
 from agent_server import create_app
 from agent_server.bindings.grpc_text import text_update_of
 from gateway.peers import grpc as grpc_peer
-from protocol import GRPC_BINDING
+from gateway.peers.base import TextLine, items_of
+from protocol import GRPC_BINDING, StatusEvent
 from protocol.a2a.text_updates import TextUpdate
-from tests.support.chunk_agents import chunks_agent, relayed
+from tests.support.chunk_agents import chunks_agent, reads_after_the_end, relayed
 from tests.support.servers import serve_app
 
 pytestmark = pytest.mark.anyio
@@ -48,3 +49,13 @@ async def test_our_grpc_stream_reads_the_same_with_and_without_the_fast_path(
     state, text, _, _, progress = fast
     assert state == "completed" and text.startswith("chunk-0 chunk-1 ")
     assert len([p for p in progress if p["kind"] == "artifact"]) == CHUNKS + 1
+
+
+async def test_the_messages_already_arrived_come_together(ours: str) -> None:
+    """The messages read ahead while the reader was busy are passed on as one list, so the engine records them at
+    once."""
+    reads = await reads_after_the_end(ours)
+    assert max(len(items_of(read)) for read in reads) > 1
+    items = [item for read in reads for item in items_of(read)]
+    assert sum(isinstance(item, TextLine) for item in items) >= CHUNKS - 2
+    assert isinstance(items[-1], StatusEvent) and items[-1].final

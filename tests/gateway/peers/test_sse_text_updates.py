@@ -12,9 +12,10 @@ import pytest
 
 from agent_server import create_app
 from gateway.peers import sse
-from protocol import HTTP_JSON_BINDING, JSONRPC_BINDING
+from gateway.peers.base import TextLine, items_of
+from protocol import HTTP_JSON_BINDING, JSONRPC_BINDING, StatusEvent
 from protocol.a2a.text_updates import TextUpdate, read_text_update
-from tests.support.chunk_agents import chunks_agent, relayed
+from tests.support.chunk_agents import chunks_agent, reads_after_the_end, relayed
 from tests.support.sdk_agents import serve_sdk_agent
 from tests.support.servers import serve_app
 
@@ -71,3 +72,12 @@ async def test_the_sdk_stream_reads_the_same_with_and_without_the_fast_path(
     slow = await relayed(sdk, "stream 5 0 0.01", "slow")
     assert fast == slow
     assert fast[1] == "".join(f"chunk-{index} " for index in range(5))
+
+
+async def test_the_events_of_one_read_come_together(ours: str) -> None:
+    """As the NDJSON peer does, the items of one read are one list, so the engine records them at once."""
+    reads = await reads_after_the_end(ours)
+    assert max(len(items_of(read)) for read in reads) > 1
+    items = [item for read in reads for item in items_of(read)]
+    assert sum(isinstance(item, TextLine) for item in items) >= CHUNKS - 2
+    assert isinstance(items[-1], StatusEvent) and items[-1].final
