@@ -7,21 +7,22 @@ Switchboard code on either side.
 The server's one method streams N text updates (the messages the relayed upstream sends for
 N chunks, each built as it is sent); the client, another process pinned to ``CORE`` (the
 servers' core, where the gateway runs in the relay), runs ``CONCURRENCY`` streams at once
-and prints the messages it received per second. A relay over gRPC has both ends of this
-and more to do, so this rate bounds it.
+and prints the messages it received per second (``bench._support.rate``, as every bench). A
+relay over gRPC has both ends of this and more to do, so this rate bounds it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import grpc
 from a2a.types import a2a_pb2
+
+from bench._support import rate
 
 SERVICE = "bench.Stack"
 METHOD = f"/{SERVICE}/Stream"
@@ -71,21 +72,14 @@ async def measure(port: int, concurrency: int, chunks: int, count: int, seconds:
             request_serializer=lambda n: str(n).encode(),
             response_deserializer=a2a_pb2.StreamResponse.FromString,
         )
-        done = received = 0
-        started = time.perf_counter()
-        deadline = started + seconds
 
-        async def worker() -> None:
-            nonlocal done, received
-            while done < count and time.perf_counter() < deadline:
-                done += 1
-                async for _ in call(chunks):
-                    received += 1
+        async def one_stream() -> int:
+            received = 0
+            async for _ in call(chunks):
+                received += 1
+            return received
 
-        async with anyio.create_task_group() as task_group:
-            for _ in range(concurrency):
-                task_group.start_soon(worker)
-        return received / (time.perf_counter() - started)
+        return await rate(one_stream, concurrency=concurrency, count=count, seconds=seconds)
 
 
 def main(argv: list[str] | None = None) -> None:

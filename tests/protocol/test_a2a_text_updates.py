@@ -24,6 +24,7 @@ from protocol import (
 )
 from protocol.a2a import StreamDecoder, StreamEncoder, v1
 from protocol.a2a.text_updates import read_text_update
+from tests.support.fast_paths import ADD, bent, read_alike
 
 # -- SSE framing ----------------------------------------------------------------------------
 
@@ -123,21 +124,10 @@ _ANY = st.one_of(
     st.sampled_from([0.0, 0.5, -0.5, math.inf, "0.5", "", "x", "t"]),
     st.lists(st.integers(0, 1), max_size=2),
 )
-_KEEP = st.sampled_from(["keep"] * 6 + ["drop", "replace"])
-_ADD = st.sampled_from([False] * 7 + [True])
 
 
 def _maybe(draw: st.DrawFn, values: dict[str, Any], extra: list[str]) -> dict[str, Any]:
-    """``values``, now and then one left out or replaced by any value, and now and then a key of ``extra``."""
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        fate = draw(_KEEP)
-        if fate != "drop":
-            out[key] = value if fate == "keep" else draw(_ANY)
-    for key in extra:
-        if draw(_ADD):
-            out[key] = draw(_ANY)
-    return out
+    return bent(draw, values, extra, _ANY)
 
 
 @st.composite
@@ -153,7 +143,7 @@ def _results(draw: st.DrawFn) -> dict[str, Any]:
         {"taskId": "t", "contextId": "c", "artifact": artifact, "append": True, "metadata": metadata},
         ["lastChunk", "task_id", "extra"],
     )
-    return {"artifactUpdate": update, **({"task": {}} if draw(_ADD) else {})}
+    return {"artifactUpdate": update, **({"task": {}} if draw(ADD) else {})}
 
 
 def _slow(decoder: StreamDecoder, result: dict[str, Any]) -> list[StreamEvent] | None:
@@ -166,21 +156,7 @@ def _slow(decoder: StreamDecoder, result: dict[str, Any]) -> list[StreamEvent] |
 @settings(max_examples=500, deadline=None)
 @given(results=st.lists(_results(), min_size=1, max_size=4))
 def test_text_updates_are_read_as_the_models_read_them(results: list[dict[str, Any]]) -> None:
-    slow, fast = StreamDecoder(), StreamDecoder()
-    for result in results:
-        expected = _slow(slow, result)
-        update = read_text_update(result)
-        if update is None:
-            assert _slow(fast, result) == expected
-            continue
-        assert expected is not None and len(expected) == 1
-        event = expected[0]
-        assert isinstance(event, ArtifactEvent)
-        seq, index = fast.decode_text(update)
-        assert (seq, fast.task_id, update.cost_usd) == (event.seq, event.id, event.cost_usd)
-        read = Artifact(parts=[TextPart(text=update.text)], index=index, append=update.append or None)
-        assert read == event.artifact
-    assert (fast.task_id, fast.context_id) == (slow.task_id, slow.context_id)
+    slow, fast = read_alike(results, _slow, read_text_update)
     status = {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-01T00:00:00Z"}
     snapshot = v1.StreamResponse.model_validate({"task": {"id": "t", "status": status, "metadata": {"costUsd": 2.0}}})
     assert fast.decode(snapshot) == slow.decode(snapshot)  # what was passed on is known alike
@@ -198,5 +174,5 @@ def test_the_commonest_shape_is_read_fast() -> None:
     }
     update = read_text_update(result)
     assert update is not None and (update.text, update.append, update.cost_usd) == ("chunk-1 ", True, 0.0)
-    for bent in ({**result["artifactUpdate"], "lastChunk": True}, {**result["artifactUpdate"], "metadata": {}}):
-        assert read_text_update({"artifactUpdate": bent}) is None
+    for other in ({**result["artifactUpdate"], "lastChunk": True}, {**result["artifactUpdate"], "metadata": {}}):
+        assert read_text_update({"artifactUpdate": other}) is None

@@ -4,7 +4,10 @@ what a streaming tool call of an agent leaves: what the relays' fast paths are c
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from types import ModuleType
 from typing import Any
+
+import pytest
 
 from agent_server import DataChunk, HostedAgent, TaskContext, TextChunk
 from gateway import Gateway, HostAllowlist
@@ -68,3 +71,38 @@ async def reads_after_the_end(url: str) -> list[StreamRead]:
             await until(ended, "the task ended")
             reads += [read async for read in stream]
     return reads
+
+
+async def relayed_both_ways(
+    url: str, message: str, monkeypatch: pytest.MonkeyPatch, module: ModuleType, fast_path: str
+) -> tuple[tuple[Any, ...], tuple[Any, ...], int]:
+    """``relayed`` twice: with the fast path (the function ``fast_path`` of ``module``) as it is, then turned off
+    (it takes nothing); both relays, and how many inputs the fast path took in the first."""
+    taken = 0
+    read = getattr(module, fast_path)
+
+    def counted(given: Any) -> Any:
+        nonlocal taken
+        update = read(given)
+        taken += update is not None
+        return update
+
+    monkeypatch.setattr(module, fast_path, counted)
+    fast = await relayed(url, message, "fast")
+    monkeypatch.setattr(module, fast_path, lambda given: None)
+    return fast, await relayed(url, message, "slow"), taken
+
+
+def assert_passed_on_together(reads: list[StreamRead], chunks: int) -> None:
+    """Some read holds more than one item; the text chunks came as ``TextLine``; the final status came last."""
+    assert max(len(items_of(read)) for read in reads) > 1
+    items = [item for read in reads for item in items_of(read)]
+    assert sum(isinstance(item, TextLine) for item in items) >= chunks - 2  # all but those marked lastChunk
+    assert isinstance(items[-1], StatusEvent) and items[-1].final
+
+
+def assert_relayed_whole(relay: tuple[Any, ...], chunks: int) -> None:
+    """A relay of ``chunks_agent``: completed, its text in order, a progress event per chunk (the data one too)."""
+    state, text, _, _, progress = relay
+    assert state == "completed" and text.startswith("chunk-0 chunk-1 ")
+    assert len([p for p in progress if p["kind"] == "artifact"]) == chunks + 1

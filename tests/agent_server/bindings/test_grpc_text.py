@@ -12,9 +12,9 @@ from google.protobuf import json_format
 from hypothesis import given, settings, strategies as st
 
 from agent_server.bindings.grpc_text import text_update_message, text_update_of
-from protocol import ArtifactEvent
 from protocol.a2a import StreamDecoder, v1
 from protocol.a2a.text_updates import TextUpdate, text_update_wire
+from tests.support.fast_paths import read_alike
 
 _UPDATES = st.builds(
     TextUpdate,
@@ -73,20 +73,4 @@ def _decoded(decoder: StreamDecoder, message: a2a_pb2.StreamResponse) -> list[An
 @given(data=st.data())
 def test_a_message_is_read_as_protojson_and_the_models_read_it(data: st.DataObject) -> None:
     messages = [data.draw(st.composite(_bent)()) for _ in range(3)]
-    slow, fast = StreamDecoder(), StreamDecoder()
-    for message in messages:
-        expected = _decoded(slow, message)
-        update = text_update_of(message)
-        if update is None:
-            assert _decoded(fast, message) == expected
-            continue
-        assert expected is not None and len(expected) == 1 and isinstance(expected[0], ArtifactEvent)
-        seq, index = fast.decode_text(update)
-        event = expected[0]
-        assert (seq, index, fast.task_id, update.cost_usd) == (
-            event.seq,
-            event.artifact.index,
-            event.id,
-            event.cost_usd,
-        )
-        assert ([update.text], update.append) == ([p.text for p in event.artifact.parts], event.artifact.append)
+    read_alike(messages, _decoded, text_update_of)
