@@ -5,10 +5,7 @@ Loaded only when such an agent is first called: grpcio and the a2a-sdk's generat
 are the ``grpc`` extra (docs/a2a.md). The requests and answers go through the same v1.0
 models as JSON-RPC, by ProtoJSON (``ParseDict`` / ``MessageToDict``), and streams through
 the same decoder, budget, resume and fold (protocol/a2a/streams.py, streams.py); the calls
-are those of every standard binding (standard.py). A stream's text chunks are read by their
-fields instead (agent_server/bindings/grpc_text.py), and its messages are read ahead by a
-task held with the call, so that those already arrived are passed on together, as one read
-of an HTTP stream is.
+are those of every standard binding (standard.py).
 
 - ``subscribe``: ``SendStreamingMessage``; a stream cut before its end (the connection
   broke, or the stream ended early) is picked up by ``SubscribeToTask``, or read once with
@@ -28,13 +25,12 @@ of an HTTP stream is.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, suppress
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
 import grpc
 from a2a.types import a2a_pb2, a2a_pb2_grpc
-from anyio.streams.memory import MemoryObjectReceiveStream
 from google.protobuf import json_format
 from google.rpc import error_details_pb2, status_pb2
 from pydantic import ValidationError
@@ -67,8 +63,6 @@ _CODE_WITHOUT_INFO = {
 }
 """What a status without an A2A ErrorInfo means, by the specification's table read backwards; otherwise internal."""
 _HTTP_STATUS = {grpc.StatusCode.UNAUTHENTICATED: 401, grpc.StatusCode.PERMISSION_DENIED: 403}
-READ_AHEAD = 64
-"""Messages of a stream read ahead of its reader at most (each at most the channel's message limit)."""
 
 
 class GrpcPeer(StandardPeer):
@@ -118,18 +112,11 @@ class GrpcPeer(StandardPeer):
 
     async def _streamed(self, held: AsyncExitStack, params: TaskSendParams, reading: Reading) -> Segment:
         opening = self._open("SendStreamingMessage", _request(params), reading.on_sent)
-        return await self._opened(held, opening, reading)
+        return self._events(*await held.enter_async_context(opening), reading)
 
     async def _resubscribed(self, held: AsyncExitStack, task_id: str, reading: Reading) -> Segment:
         opening = self._open("SubscribeToTask", a2a_pb2.SubscribeToTaskRequest(id=task_id))
-        return await self._opened(held, opening, reading)
-
-    async def _opened(
-        self, held: AsyncExitStack, opening: AbstractAsyncContextManager[tuple[Any, Any]], reading: Reading
-    ) -> Segment:
-        """The call ``opening`` opens, its messages after the first read ahead (both held by ``held``)."""
-        call, first = await held.enter_async_context(opening)
-        return self._events(await held.enter_async_context(_read_ahead(call)), first, reading)
+        return self._events(*await held.enter_async_context(opening), reading)
 
     @asynccontextmanager
     async def _open(self, method: str, request: Any, on_sent: OnSent | None = None) -> AsyncIterator[tuple[Any, Any]]:
@@ -155,47 +142,27 @@ class GrpcPeer(StandardPeer):
         finally:
             call.cancel()
 
-    async def _events(self, messages: MemoryObjectReceiveStream[Any], first: Any, reading: Reading) -> Segment:
-        """One call's messages from ``first``, those that arrived together decoded into one list (recorded together,
-        as the HTTP peers' reads); the stream's last event, or a limit, ends it."""
+    async def _events(self, call: Any, first: Any, reading: Reading) -> Segment:
+        """One call's messages from ``first``, decoded as they arrive; the stream's last event, or a limit, ends it."""
         message = first
-        while True:
-            batch = [message]
-            with suppress(anyio.WouldBlock, anyio.EndOfStream):
-                while len(batch) < READ_AHEAD:
-                    batch.append(messages.receive_nowait())
-            items: list[StreamItem] = []
-            for message in batch:
-                if isinstance(message, grpc.aio.AioRpcError):
-                    if items:  # what came before the error is passed on first
-                        yield items
-                    raise self._error(message)
-                ended = self._read(message, reading, items)
-                if ended:
-                    if items:
-                        yield items
+        try:
+            while message is not grpc.aio.EOF:
+                size = message.ByteSize()
+                if size > self.limits.max_line_bytes:
+                    yield OversizedLine(size=size, limit=self.limits.max_line_bytes)
                     return
-            if items:
-                yield items
-            try:
-                message = await messages.receive()
-            except anyio.EndOfStream:
-                return
-
-    def _read(self, message: Any, reading: Reading, items: list[StreamItem]) -> bool:
-        """``message``'s items added to ``items``; whether the stream ends with it (its end, last event, a limit)."""
-        if message is grpc.aio.EOF:
-            return True
-        size = message.ByteSize()
-        if size > self.limits.max_line_bytes:
-            items.append(OversizedLine(size=size, limit=self.limits.max_line_bytes))
-            return True
-        too_large = reading.budget.take(size)
-        if too_large is not None:
-            items.append(too_large)
-            return True
-        items.extend(_decoded(message, reading.decoder))
-        return reading.decoder.final
+                too_large = reading.budget.take(size)
+                if too_large is not None:
+                    yield too_large
+                    return
+                items = _decoded(message, reading.decoder)
+                if items:
+                    yield items
+                if reading.decoder.final:
+                    return
+                message = await call.read()
+        except grpc.aio.AioRpcError as exc:
+            raise self._error(exc) from None
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -238,33 +205,6 @@ class GrpcPeer(StandardPeer):
             return PeerHTTPError(_HTTP_STATUS[code], message)
         a2a_code = _a2a_code(exc.trailing_metadata()) or _CODE_WITHOUT_INFO.get(code, ErrorCode.INTERNAL_ERROR)
         return PeerRPCError(a2a_code, message, data={"grpcStatus": code.name})
-
-
-@asynccontextmanager
-async def _read_ahead(call: Any) -> AsyncIterator[MemoryObjectReceiveStream[Any]]:
-    """The call's messages after the first, read by a task as they come (at most ``READ_AHEAD`` ahead) up to its
-    end (EOF) or its failure (the AioRpcError, for the reader to raise where it reads), so that the reader takes
-    every one already here at once; the task ends with the block."""
-    send, receive = anyio.create_memory_object_stream[Any](READ_AHEAD)
-
-    async def read() -> None:
-        async with send:
-            while True:
-                try:
-                    message = await call.read()
-                except grpc.aio.AioRpcError as exc:
-                    await send.send(exc)
-                    return
-                await send.send(message)
-                if message is grpc.aio.EOF:
-                    return
-
-    async with anyio.create_task_group() as reader, receive:
-        reader.start_soon(read)
-        try:
-            yield receive
-        finally:
-            reader.cancel_scope.cancel()
 
 
 def _request(params: TaskSendParams) -> Any:
