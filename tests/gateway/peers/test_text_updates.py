@@ -2,7 +2,7 @@
 models as ``TextLine``: protocol/a2a/text_updates.py over JSON-RPC and HTTP+JSON, agent_server/bindings/grpc_text.py
 over gRPC) or the models, on real payloads: our own server's on each binding (text chunks with a cost, a data chunk,
 several reads) and the a2a-sdk 1.3 server's (whose chunks say ``lastChunk`` and ``cost_usd``, so they are left to
-the models). And what arrived together is passed on together."""
+the models). And what one SSE read brought is passed on together."""
 
 from __future__ import annotations
 
@@ -74,7 +74,8 @@ async def test_the_sdk_stream_reads_the_same_with_and_without_the_fast_path(
     assert fast[1] == "".join(f"chunk-{index} " for index in range(5))
 
 
-async def test_what_arrived_together_comes_together(ours: Served) -> None:
-    """As the NDJSON peer does with a read, the items of one SSE read, or the gRPC messages read ahead while the
-    reader was busy, are one list, so the engine records them at once."""
-    assert_passed_on_together(await reads_after_the_end(ours.url), CHUNKS)
+@pytest.mark.parametrize("binding", [JSONRPC_BINDING, HTTP_JSON_BINDING])
+async def test_the_events_of_one_read_come_together(binding: str) -> None:
+    """As the NDJSON peer does, the items of one SSE read are one list, so the engine records them at once."""
+    with serve_app(create_app(chunks_agent(binding, CHUNKS))) as url:
+        assert_passed_on_together(await reads_after_the_end(url), CHUNKS)
