@@ -64,13 +64,23 @@ def server_process(
     """``command`` (given ``{port}``) on the servers' core; yields its URL once ``ready_path`` answers 200."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
+    argv = [part.replace("{port}", str(port)) for part in command]
+    with server_core_process(argv, log, env=env) as process:
+        wait_ready(url + ready_path, process, " ".join(argv), log)
+        yield url
+
+
+@contextmanager
+def server_core_process(
+    argv: Sequence[str], log: Path, *, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """``argv`` on the servers' core, its output in ``log``, stopped when the block ends."""
     servers, _ = cores()
 
     def place() -> None:
         if servers:
             os.sched_setaffinity(0, servers)
 
-    argv = [part.replace("{port}", str(port)) for part in command]
     environment = {k: v for k, v in (env or os.environ).items() if not k.startswith("SWITCHBOARD")}
     with log.open("wb") as sink:
         process = subprocess.Popen(
@@ -82,8 +92,7 @@ def server_process(
             preexec_fn=place,  # noqa: PLW1509 - started before any thread of the bench
         )
         try:
-            wait_ready(url + ready_path, process, " ".join(argv), log)
-            yield url
+            yield process
         finally:
             stop(process)
 

@@ -17,6 +17,11 @@ The client calls each tool through the gateway's tool route (``POST /tools/{name
 events (each line parsed). Each round measures every binding (the order rotates from round to
 round), a few streams at once, for a bounded time and count; the report gives each binding's
 median events/s and the median of its per-round ratio to the NDJSON path of the same round.
+
+The ``grpc-stack`` row is grpc.aio alone (bench/_grpc_stack.py): a bare server streaming the
+same number of A2A messages to a bare client in another process on the servers' core, in the
+same rounds; the gRPC relay has that much to do and more, so its ratio is where the gRPC row
+could reach at best.
 """
 
 from __future__ import annotations
@@ -25,16 +30,17 @@ import argparse
 import functools
 import statistics
 import tempfile
-from collections.abc import Awaitable, Callable
-from contextlib import ExitStack
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import anyio
 import httpx
 import orjson
 
+from agent_server.http.loopback import free_port
 from bench._chunks import Settings, chunks_agent
-from bench._support import client_core, pinning, python, rate, server_process
+from bench._support import client_core, cores, pinning, python, rate, server_core_process, server_process
 from protocol import GRPC_BINDING, HTTP_JSON_BINDING, JSONRPC_BINDING, NDJSON_BINDING, NDJSONDecoder
 
 CHUNKS = 200
@@ -47,6 +53,8 @@ BINDINGS = {  # the tool's (and the path's) name -> the interface its card keeps
     "grpc": GRPC_BINDING,
 }
 BASELINE = "ndjson"
+STACK = "grpc-stack"
+"""The row of the bare gRPC stack (bench/_grpc_stack.py): what a gRPC relay could reach at best."""
 
 
 # -- the upstream (a subprocess: python -m bench.binding_relay --serve-upstream PORT) ---------------
@@ -121,7 +129,19 @@ async def read_tool(client: httpx.AsyncClient, gateway: str, tool: str, chunks: 
     return events
 
 
-async def measure(settings: Settings, gateway: str, out: Callable[[str], None]) -> dict[str, list[float]]:
+async def stack_rate(port: int, settings: Settings) -> float:
+    """The bare gRPC stack's messages per second (bench/_grpc_stack.py), its client on the servers' core."""
+    servers, _ = cores()
+    core = min(servers) if servers else -1
+    command = python("-m", "bench._grpc_stack", "measure", str(port), str(core), str(CONCURRENCY), str(CHUNKS))
+    done = await anyio.run_process([*command, str(settings.streams), str(settings.seconds)])
+    return float(done.stdout.decode().split()[-1])
+
+
+async def measure(
+    settings: Settings, gateway: str, out: Callable[[str], None], stack_port: int | None = None
+) -> dict[str, list[float]]:
+    """Each binding's events/s per round; with ``stack_port``, the bare gRPC stack's rate too (``STACK``)."""
     limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
     names = tuple(BINDINGS)
     rates: dict[str, list[float]] = {name: [] for name in names}
@@ -133,16 +153,24 @@ async def measure(settings: Settings, gateway: str, out: Callable[[str], None]) 
             events = await ops[name]()
             if events < CHUNKS:
                 raise RuntimeError(f"{name}: {events} events for {CHUNKS} chunks")
+        measured: dict[str, Callable[[], Awaitable[float]]] = {
+            name: functools.partial(
+                rate, ops[name], concurrency=CONCURRENCY, count=settings.streams, seconds=settings.seconds
+            )
+            for name in names
+        }
+        if stack_port is not None:
+            rates[STACK] = []
+            measured[STACK] = functools.partial(stack_rate, stack_port, settings)
+        order = tuple(measured)
         for round_ in range(settings.rounds):
-            shift = round_ % len(names)
-            for name in names[shift:] + names[:shift]:
-                rates[name].append(
-                    await rate(ops[name], concurrency=CONCURRENCY, count=settings.streams, seconds=settings.seconds)
-                )
+            shift = round_ % len(order)
+            for name in order[shift:] + order[:shift]:
+                rates[name].append(await measured[name]())
             base = rates[BASELINE][-1]
             out(
                 f"round {round_ + 1}: "
-                + "  ".join(f"{name} {rates[name][-1]:7.0f}/s ({rates[name][-1] / base:.2f})" for name in names)
+                + "  ".join(f"{name} {rates[name][-1]:7.0f}/s ({rates[name][-1] / base:.2f})" for name in order)
             )
     return rates
 
@@ -159,9 +187,19 @@ def settings_for(quick: bool) -> Settings:
     return Settings(rounds=2, seconds=1.0, streams=40) if quick else Settings(rounds=6, seconds=3.0, streams=400)
 
 
-def run(settings: Settings, out: Callable[[str], None] = print) -> dict[str, list[float]]:
+@contextmanager
+def stack_server(log: Path) -> Iterator[int]:
+    """The bare gRPC server (bench/_grpc_stack.py) on the servers' core; yields its port (its client waits for it)."""
+    port = free_port()
+    with server_core_process(python("-m", "bench._grpc_stack", "serve", str(port)), log):
+        yield port
+
+
+def run(settings: Settings, out: Callable[[str], None] = print, *, grpc_stack: bool = False) -> dict[str, list[float]]:
+    """Every binding's rates by round; ``grpc_stack``: the bare gRPC stack's too, as ``STACK``."""
     with tempfile.TemporaryDirectory() as tmp_dir, client_core(), ExitStack() as stack:
         tmp = Path(tmp_dir)
+        stack_port = stack.enter_context(stack_server(tmp / "grpc_stack.log")) if grpc_stack else None
         upstream_command = python("-m", "bench.binding_relay", "--serve-upstream", "{port}")
         upstream = stack.enter_context(server_process(upstream_command, CARD_PATH, tmp / "upstream.log"))
         config = tmp / "gateway.toml"
@@ -172,7 +210,7 @@ def run(settings: Settings, out: Callable[[str], None] = print) -> dict[str, lis
             f"the gateway relaying one upstream over each binding; {CHUNKS} chunks per stream, "
             f"{CONCURRENCY} streams at once; {pinning()}"
         )
-        return anyio.run(measure, settings, gateway, out)
+        return anyio.run(measure, settings, gateway, out, stack_port)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -183,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.serve_upstream is not None:
         _serve_upstream(args.serve_upstream)
         return
-    print(report(run(settings_for(args.quick))), flush=True)
+    print(report(run(settings_for(args.quick), grpc_stack=True)), flush=True)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ SSEItem = SSEEvent | OversizedEvent
 def encode_event(data: bytes, name: str | None = None) -> bytes:
     """One event holding ``data`` (each of its lines a ``data:`` line), named ``name`` when given."""
     head = b"event: " + name.encode() + b"\n" if name else b""
+    if b"\n" not in data and b"\r" not in data:  # one line (JSON as it is written): no split
+        return head + b"data: " + data + b"\n\n"
     lines = data.replace(b"\r\n", b"\n").split(b"\n")
     return head + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
 
@@ -65,7 +67,12 @@ class SSEDecoder:
     def feed(self, chunk: bytes | bytearray) -> list[SSEItem]:
         out: list[SSEItem] = []
         start = 0
-        while (end := chunk.find(b"\n", start)) >= 0:
+        while True:
+            if not self._line and not self._data and not self._name and not self._dropping:
+                start = self._simple_events(chunk, start, out)
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                break
             piece = chunk[start:end]
             if self._line:
                 self._line += piece
@@ -81,6 +88,22 @@ class SSEDecoder:
                 self._line += rest
                 self._check_size(len(self._line), out)
         return out
+
+    def _simple_events(self, chunk: bytes | bytearray, start: int, out: list[SSEItem]) -> int:
+        """The events from ``start`` (a line's start, between events) that are one ``data: `` line and the blank
+        line after it, the form JSON over SSE takes, dispatched without going line by line; where the next
+        one is not (another field, a ``\\r``, a cut, an event over the limit), the offset to go on from."""
+        limit = self.max_event_bytes
+        while chunk.startswith(b"data: ", start):
+            end = chunk.find(b"\n", start)
+            if end < 0 or not chunk.startswith(b"\n", end + 1) or chunk.startswith(b"\r", end - 1):
+                break
+            value = chunk[start + 6 : end]
+            if len(value) >= limit:
+                break
+            out.append(SSEEvent(name="message", data=value.decode("utf-8", errors="replace")))
+            start = end + 2
+        return start
 
     def close(self) -> list[SSEItem]:
         """The end of the stream: an event without its blank line is dropped, as the format says."""

@@ -40,6 +40,7 @@ from google.rpc import error_details_pb2, status_pb2
 from pydantic import ValidationError
 
 from agent_server.bindings import operations
+from agent_server.bindings.grpc_text import text_update_message
 from agent_server.bindings.operations import CardOf, OpenStream
 from agent_server.http.auth import ANONYMOUS, Principal, TokenTable, bearer_token
 from agent_server.tasks.manager import TaskManager
@@ -47,6 +48,7 @@ from protocol import A2A_V1, MAX_JSON_DEPTH, ErrorCode, ProtocolError, Task, jso
 from protocol._wire import WireModel
 from protocol.a2a import VERSION_HEADER, push, task_to_v1, v1
 from protocol.a2a.errors import ERROR_DOMAIN, ERROR_KINDS, GRPC_OF_HTTP
+from protocol.a2a.text_updates import read_text_update
 from protocol.card import major_minor
 
 logger = logging.getLogger("agent_server")
@@ -192,13 +194,13 @@ class GrpcBinding:
         try:
             opened = await opening(self._caller(context))
             encoder = opened.encoder
-            yield _stream_message(encoder.opening())
-            for response in encoder.encode_batch(opened.ready):
-                yield _stream_message(response)
+            yield _stream_message(encoder.opening().to_wire())
+            for wire in encoder.encode_batch_wire(opened.ready):
+                yield _stream_message(wire)
             async with aclosing(opened.batches) as batches:
                 async for batch in batches:
-                    for response in encoder.encode_batch(batch):
-                        yield _stream_message(response)
+                    for wire in encoder.encode_batch_wire(batch):
+                        yield _stream_message(wire)
         except ProtocolError as exc:
             error = exc
         except Exception as exc:
@@ -284,8 +286,11 @@ def _task_message(task: Task) -> a2a_pb2.Task:
     return _proto(task_to_v1(task).to_wire(), a2a_pb2.Task())
 
 
-def _stream_message(event: v1.StreamResponse) -> a2a_pb2.StreamResponse:
-    return _proto(event.to_wire(), a2a_pb2.StreamResponse())
+def _stream_message(event: dict[str, Any]) -> a2a_pb2.StreamResponse:
+    """A StreamResponse's wire JSON as its message: a text update by its fields (grpc_text.py), the rest by
+    ProtoJSON."""
+    update = read_text_update(event)
+    return text_update_message(update) if update is not None else _proto(event, a2a_pb2.StreamResponse())
 
 
 def _config_message(config: push.TaskPushNotificationConfig) -> a2a_pb2.TaskPushNotificationConfig:

@@ -95,9 +95,6 @@ class _Exchange:
     def message(self, message: v1.Message) -> dict[str, Any]:
         return {"message": message.to_wire()} if self.is_v1 else v03.message_from_v1(message).to_wire()
 
-    def event(self, event: v1.StreamResponse) -> dict[str, Any]:
-        return event.to_wire() if self.is_v1 else v03.event_from_v1(event).to_wire()
-
     def send_request(self) -> v1.SendMessageRequest:
         if self.is_v1:
             return parse_params(self.call, v1.SendMessageRequest)
@@ -128,13 +125,14 @@ class _Exchange:
     def stream(self, opened: OpenStream) -> Response:
         envelope = self.call.envelope
 
-        def encode(event: v1.StreamResponse) -> bytes:
-            return orjson.dumps(envelope.wrap_result(self.event(event)))
+        def encode(event: dict[str, Any]) -> bytes:
+            return orjson.dumps(envelope.wrap_result(event))
 
         def fail(error: ProtocolError) -> bytes:
             return orjson.dumps(envelope.wrap_error(error))
 
-        return SSEStreamResponse(operations.sse_events(opened, encode, fail))
+        form = None if self.is_v1 else _v03_event
+        return SSEStreamResponse(operations.sse_events(opened, encode, fail, form=form))
 
 
 class JsonRpcBinding:
@@ -267,3 +265,7 @@ async def _delete_push(exchange: _Exchange) -> Response:
 
 def _error(error: ProtocolError, envelope: Envelope, *, status: int = 200) -> Response:
     return json_response(envelope.wrap_error(error), status_code=status)
+
+
+def _v03_event(event: v1.StreamResponse) -> dict[str, Any]:
+    return v03.event_from_v1(event).to_wire()

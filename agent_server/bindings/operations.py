@@ -149,23 +149,32 @@ def extended_card(card: CardOf | None, caller: Principal) -> AgentCard:
 
 async def sse_events(
     opened: OpenStream,
-    encode: Callable[[v1.StreamResponse], bytes],
+    encode: Callable[[dict[str, Any]], bytes],
     fail: Callable[[ProtocolError], bytes],
+    *,
+    form: Callable[[v1.StreamResponse], dict[str, Any]] | None = None,
 ) -> AsyncGenerator[bytes, None]:
     """The stream as Server-Sent Events, for the bindings that stream over SSE (JSON-RPC, HTTP+JSON).
 
-    Each ``data:`` is what ``encode`` makes of one StreamResponse; a failure mid-stream ends
-    the stream with an ``error`` event, its ``data:`` what ``fail`` makes of the error. The
-    events ready together (``ready`` with the opening, then each batch) are written in one
-    piece, encoded as a batch so an artifact's last chunk in it says ``lastChunk``.
+    Each ``data:`` is what ``encode`` makes of one StreamResponse's wire JSON: v1.0's as it
+    is (``StreamEncoder.encode_batch_wire``), or what ``form`` makes of the model (a
+    translation to v0.3). A failure mid-stream ends the stream with an ``error`` event, its
+    ``data:`` what ``fail`` makes of the error. The events ready together (``ready`` with the
+    opening, then each batch) are written in one piece, encoded as a batch so an artifact's
+    last chunk in it says ``lastChunk``.
     """
     encoder = opened.encoder
 
     def encoded(events: list[StreamEvent]) -> bytes:
-        return b"".join(encode_event(encode(response)) for response in encoder.encode_batch(events))
+        if form is None:
+            wires = encoder.encode_batch_wire(events)
+        else:
+            wires = [form(response) for response in encoder.encode_batch(events)]
+        return b"".join([encode_event(encode(wire)) for wire in wires])
 
+    opening = encoder.opening()
     try:
-        yield encode_event(encode(encoder.opening())) + encoded(opened.ready)
+        yield encode_event(encode(opening.to_wire() if form is None else form(opening))) + encoded(opened.ready)
         async with aclosing(opened.batches) as stream:
             async for batch in stream:
                 yield encoded(batch)

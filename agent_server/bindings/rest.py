@@ -126,7 +126,7 @@ class _Exchange:
             raise ProtocolError.from_validation_error(exc, what) from None
 
     def stream(self, opened: OpenStream) -> Response:
-        return SSEStreamResponse(operations.sse_events(opened, _wire_json, _status_json))
+        return SSEStreamResponse(operations.sse_events(opened, orjson.dumps, _status_json))
 
 
 class RestBinding:
@@ -299,10 +299,6 @@ def _validated(model: type[M], obj: dict[str, Any], what: str) -> M:
 
 def _methods(route: BaseRoute) -> set[str]:
     return set(getattr(route, "methods", None) or ()) - {"HEAD"}
-
-
-def _wire_json(event: v1.StreamResponse) -> bytes:
-    return event.to_json()
 
 
 def _status_json(error: ProtocolError) -> bytes:

@@ -68,10 +68,11 @@ class Resubscribed:
 
 @dataclass(slots=True)
 class TextLine:
-    """An artifact line of the most common shape, one plain text part, as the NDJSON peer reads it: its fields
-    checked by hand (``a2a_http._text_chunk``) rather than built into three models (``ArtifactEvent``,
-    ``Artifact``, ``TextPart``), whose validation and objects (for the cyclic GC to walk while a read is
-    relayed) would be paid on every chunk.
+    """An artifact line of the most common shape, one plain text part, as the NDJSON peer reads it (and the SSE
+    peers a v1.0 text update): its fields checked by hand (``a2a_http._text_chunk``,
+    ``protocol.a2a.text_updates``) rather than built into three models (``ArtifactEvent``, ``Artifact``,
+    ``TextPart``), whose validation and objects (for the cyclic GC to walk while a read is relayed) would be
+    paid on every chunk.
 
     It stands for the ``ArtifactEvent`` that parsing the line would give; ``artifact`` and ``to_wire`` make it.
     ``cost_usd`` is a finite float >= 0, or None.

@@ -36,6 +36,7 @@ from google.rpc import error_details_pb2, status_pb2
 from pydantic import ValidationError
 
 from agent_server.bindings.grpc import STATUS_DETAILS_KEY
+from agent_server.bindings.grpc_text import text_update_of
 from gateway.errors import (
     AgentToolError,
     AgentToolTimeout,
@@ -47,7 +48,7 @@ from gateway.errors import (
 from gateway.peers.base import OnSent, RawLine, StreamItem
 from gateway.peers.limits import PeerLimits
 from gateway.peers.standard import Reading, StandardPeer, TaskOperation
-from gateway.peers.streams import Segment
+from gateway.peers.streams import Segment, text_line
 from protocol import A2A_V1, AgentCard, ErrorCode, OversizedLine, TaskSendParams
 from protocol.a2a import VERSION_HEADER, StreamDecoder, send_request_to_v1, v1
 from protocol.a2a.errors import CODE_OF_REASON, ERROR_DOMAIN
@@ -154,8 +155,9 @@ class GrpcPeer(StandardPeer):
                 if too_large is not None:
                     yield too_large
                     return
-                for item in _decoded(message, reading.decoder):
-                    yield item
+                items = _decoded(message, reading.decoder)
+                if items:
+                    yield items
                 if reading.decoder.final:
                     return
                 message = await call.read()
@@ -212,8 +214,18 @@ def _request(params: TaskSendParams) -> Any:
 
 
 def _decoded(message: Any, decoder: StreamDecoder) -> list[StreamItem]:
-    """The items of one StreamResponse; one that cannot be read is a RawLine of its ProtoJSON."""
-    data = json_format.MessageToDict(message)
+    """The items of one StreamResponse; one that cannot be read is a RawLine of its ProtoJSON.
+
+    A text chunk of the commonest shape is read by its fields (agent_server/bindings/grpc_text.py)
+    as the ``TextLine`` the other peers make of one; every other message by ProtoJSON and the models.
+    """
+    update = text_update_of(message)
+    if update is not None:
+        return [text_line(update, decoder)]
+    try:
+        data = json_format.MessageToDict(message)
+    except json_format.Error:  # a value ProtoJSON cannot write (an infinite number in metadata)
+        return [RawLine(str(message))]
     try:
         return list(decoder.decode(v1.StreamResponse.model_validate(data)))
     except (ValidationError, ValueError):

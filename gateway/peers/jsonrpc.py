@@ -97,6 +97,10 @@ class JsonRpcPeer(SsePeer):
         final = isinstance(legacy, v03.TaskStatusUpdateEvent) and legacy.final
         return v03.result_to_v1(legacy), final
 
+    @property
+    def _reads_text_updates(self) -> bool:
+        return self.version == A2A_V1
+
     def _send_params(self, params: TaskSendParams) -> dict[str, Any]:
         request = send_request_to_v1(params)
         return request.to_wire() if self.version == A2A_V1 else v03.send_params_from_v1(request).to_wire()

@@ -23,9 +23,10 @@ from gateway.peers.a2a_http import HttpPeer
 from gateway.peers.base import OnSent, RawLine, StreamItem
 from gateway.peers.http_client import PeerResponse
 from gateway.peers.standard import Reading, StandardPeer, TaskOperation
-from gateway.peers.streams import ByteBudget, Segment
+from gateway.peers.streams import ByteBudget, Segment, text_line
 from protocol import OversizedEvent, OversizedLine, SSEDecoder, SSEEvent, TaskSendParams
 from protocol.a2a import StreamDecoder, send_request_to_v1, v1
+from protocol.a2a.text_updates import read_text_update
 from protocol.sse import MEDIA_TYPE as SSE_MEDIA_TYPE
 
 
@@ -68,6 +69,11 @@ class SsePeer(StandardPeer, HttpPeer):
     def _send_params(self, params: TaskSendParams) -> dict[str, Any]:
         return send_request_to_v1(params).to_wire()
 
+    @property
+    def _reads_text_updates(self) -> bool:
+        """Whether stream events are v1.0's, whose text chunks ``read_text_update`` reads (v0.3's are not)."""
+        return True
+
     # -- StandardPeer's calls --------------------------------------------------------------
 
     async def _send_once(self, params: TaskSendParams, on_sent: OnSent | None) -> Any:
@@ -106,29 +112,48 @@ class SsePeer(StandardPeer, HttpPeer):
         raise PeerProtocolError(f"{self.uri} answered {outgoing.name} without a stream", reason="bad_answer")
 
     async def _events(self, response: PeerResponse, decoder: StreamDecoder, budget: ByteBudget) -> Segment:
-        """One response's events, decoded as they arrive; the stream's last event, or a limit, ends it."""
+        """One response's events, decoded as they arrive, the items of each read in one list (recorded together,
+        as the NDJSON peer's); the stream's last event, or a limit, ends it."""
         sse = SSEDecoder(self.limits.max_line_bytes)
         async with aclosing(budget.chunks(response.chunks())) as chunks:
             async for chunk in chunks:
                 if not isinstance(chunk, bytes):  # past max_stream_bytes: the StreamTooLarge that ends it
                     yield chunk
                     return
+                items: list[StreamItem] = []
+                ended = False
                 for event in sse.feed(chunk):
                     if isinstance(event, OversizedEvent):
-                        yield OversizedLine(size=event.size, limit=event.limit)
-                        return
-                    for item in self._decoded(event, decoder):
-                        yield item
+                        items.append(OversizedLine(size=event.size, limit=event.limit))
+                        ended = True
+                        break
+                    try:
+                        items.extend(self._decoded(event, decoder))
+                    except AgentToolError:
+                        if items:  # what came before the error event is passed on first
+                            yield items
+                        raise
                     if decoder.final:
-                        return
+                        ended = True
+                        break
+                if items:
+                    yield items
+                if ended:
+                    return
 
     def _decoded(self, event: SSEEvent, decoder: StreamDecoder) -> list[StreamItem]:
-        """The items of one event; an error event fails the call, an event that cannot be read is a RawLine."""
+        """The items of one event; an error event fails the call, an event that cannot be read is a RawLine.
+
+        A text chunk of the commonest shape is read without models (``read_text_update``) as
+        the ``TextLine`` the NDJSON peer makes of one; every other event through the models.
+        """
         try:
             answer = orjson.loads(event.data)
         except orjson.JSONDecodeError:
             return [RawLine(event.data)]
         result = self._event_result(event, answer)
+        if self._reads_text_updates and (update := read_text_update(result)) is not None:
+            return [text_line(update, decoder)]
         try:
             response, final = self._stream_response(result)
             return list(decoder.decode(response, final=final))

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.errors import AgentToolError, PeerConnectionError, PeerProtocolError
-from gateway.peers.base import OnTask, Resubscribed, StreamRead, StreamTooLarge, items_of
+from gateway.peers.base import OnTask, Resubscribed, StreamRead, StreamTooLarge, TextLine, items_of
 from protocol import (
     ArtifactEvent,
     ArtifactFold,
@@ -27,6 +27,7 @@ from protocol import (
     TaskStatus,
 )
 from protocol.a2a import StreamDecoder
+from protocol.a2a.text_updates import TextUpdate
 
 Segment = AsyncGenerator[StreamRead, None]
 """The items of one streamed response (a stream, or a resubscribe that continues it)."""
@@ -123,14 +124,16 @@ async def fold_stream(
             if isinstance(item, OversizedLine | StreamTooLarge):
                 limit = "max_line_bytes" if isinstance(item, OversizedLine) else "max_stream_bytes"
                 raise PeerProtocolError(f"{uri} sent more than {item.limit} bytes ({limit})", reason="bad_answer")
-            if not isinstance(item, StatusEvent | ArtifactEvent | HandoffEvent):
+            if not isinstance(item, StatusEvent | ArtifactEvent | TextLine | HandoffEvent):
                 continue
             if task is None:
                 task = Task(id=item.id, session_id=decoder.context_id, status=TaskStatus(state=TaskState.WORKING))
                 if on_task is not None:
                     on_task(item.id)
             cost += item.cost_usd or 0.0
-            if isinstance(item, ArtifactEvent):
+            if isinstance(item, TextLine):
+                fold.add_text(item.index, item.append, item.text)
+            elif isinstance(item, ArtifactEvent):
                 fold.add(item.artifact)
             elif isinstance(item, HandoffEvent):
                 handoff = item.handoff.to_wire()
@@ -141,3 +144,9 @@ async def fold_stream(
                     task.metadata = {"cost_usd": cost, **({"handoff": handoff} if handoff else {})}
                     return task
     raise PeerProtocolError(f"the stream from {uri} ended without a final event", reason="cut_off")
+
+
+def text_line(update: TextUpdate, decoder: StreamDecoder) -> TextLine:
+    """A standard binding's text update, read by ``decoder`` without models, as the ``TextLine`` it stands for."""
+    seq, index = decoder.decode_text(update)
+    return TextLine(seq, decoder.task_id or "", update.cost_usd, index, update.append or None, update.text)

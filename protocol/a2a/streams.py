@@ -26,11 +26,13 @@ interrupted state.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
 from protocol.a2a import mapping, v1
+from protocol.a2a.text_updates import TextUpdate, text_update_wire, writable_cost
 from protocol.artifacts import ArtifactFold
 from protocol.events import ArtifactEvent, HandoffEvent, HandoffRequest, StatusEvent, StreamEvent
 from protocol.task import Artifact, Task, TaskState, TaskStatus, TextPart, parts_text
@@ -38,8 +40,41 @@ from protocol.task import Artifact, Task, TaskState, TaskStatus, TextPart, parts
 FINAL_STATES = frozenset({*v1.TERMINAL_STATES, *v1.INTERRUPTED_STATES})
 
 
+@dataclass(frozen=True, slots=True)
+class _Chunk:
+    """An artifact event to write: whether it appends to what was sent of its artifact, and its ``lastChunk``."""
+
+    event: ArtifactEvent
+    append: bool
+    last_chunk: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Closing:
+    """The closing chunk of the artifact ``index`` (see the module docstring)."""
+
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Status:
+    """A status update to write: the status it carries and its metadata (a cost, a handoff)."""
+
+    status: TaskStatus
+    metadata: dict[str, Any]
+
+
+_Step = _Chunk | _Closing | _Status
+
+
 class StreamEncoder:
-    """The events of one task's stream as v1.0 events, after ``opening()``: the Task the stream starts with."""
+    """The events of one task's stream as v1.0 events, after ``opening()``: the Task the stream starts with.
+
+    Each event is first planned (what it writes: the encoder's state moves on there), then
+    written as a model (``encode_batch``, what gRPC and v0.3 translate) or as its wire JSON
+    (``encode_batch_wire``, what the SSE streams write: a text chunk without models,
+    protocol/a2a/text_updates.py).
+    """
 
     def __init__(self, task: Task) -> None:
         self._task = task
@@ -54,60 +89,96 @@ class StreamEncoder:
 
     def encode_batch(self, events: Sequence[StreamEvent]) -> list[v1.StreamResponse]:
         """The events ready together, each artifact's last chunk marked (see the module docstring)."""
-        responses: list[v1.StreamResponse] = []
-        last = len(events) - 1
-        for position, event in enumerate(events):
-            if self._unfinished is not None and _ends_artifact(event, self._unfinished):
-                responses.append(self._closing_chunk(self._unfinished))
-            if isinstance(event, ArtifactEvent):
-                ends = position < last and _ends_artifact(events[position + 1], event.artifact.index)
-                responses.append(self._artifact_update(event, last_chunk=ends))
-            else:
-                responses.append(self.encode(event))
-        return responses
+        return [self._response(step) for step in self._plan(events)]
+
+    def encode_batch_wire(self, events: Sequence[StreamEvent]) -> list[dict[str, Any]]:
+        """``encode_batch`` as the responses' ``to_wire()``."""
+        return [self._wire(step) for step in self._plan(events)]
 
     def encode(self, event: StreamEvent) -> v1.StreamResponse:
         """One event as it is, no chunk marked last: ``encode_batch`` is what a stream writes."""
+        return self._response(self._step(event, last_chunk=False))
+
+    def _plan(self, events: Sequence[StreamEvent]) -> list[_Step]:
+        steps: list[_Step] = []
+        last = len(events) - 1
+        for position, event in enumerate(events):
+            if self._unfinished is not None and _ends_artifact(event, self._unfinished):
+                steps.append(_Closing(self._unfinished))
+                self._unfinished = None
+            ends = (
+                isinstance(event, ArtifactEvent)
+                and position < last
+                and _ends_artifact(events[position + 1], event.artifact.index)
+            )
+            steps.append(self._step(event, last_chunk=ends))
+        return steps
+
+    def _step(self, event: StreamEvent, *, last_chunk: bool) -> _Step:
         if isinstance(event, ArtifactEvent):
-            return self._artifact_update(event, last_chunk=False)
+            artifact = event.artifact
+            append = bool(artifact.append) and artifact.index in self._sent
+            self._sent.add(artifact.index)
+            last_chunk = last_chunk or bool(artifact.last_chunk)  # the agent may have marked it itself
+            self._unfinished = None if last_chunk else artifact.index
+            return _Chunk(event, append, True if last_chunk else artifact.last_chunk)
         cost = {mapping.COST_KEY: event.cost_usd} if event.cost_usd is not None else {}
         if isinstance(event, StatusEvent):
             self._status = event.status
-            return self._status_update(event.status, cost)
-        return self._status_update(self._status, {**cost, "handoff": event.handoff.to_wire()})
+            return _Status(event.status, cost)
+        return _Status(self._status, {**cost, "handoff": event.handoff.to_wire()})
 
-    def _artifact_update(self, event: ArtifactEvent, *, last_chunk: bool) -> v1.StreamResponse:
+    def _wire(self, step: _Step) -> dict[str, Any]:
+        if isinstance(step, _Chunk):
+            update = self._text_update(step)
+            if update is not None:
+                return text_update_wire(update, last_chunk=step.last_chunk)
+        return self._response(step).to_wire()
+
+    def _text_update(self, step: _Chunk) -> TextUpdate | None:
+        """The chunk as a ``TextUpdate`` when it is one (one plain text part, nothing else said), else None."""
+        event = step.event
         artifact = event.artifact
-        append = bool(artifact.append) and artifact.index in self._sent
-        self._sent.add(artifact.index)
-        last_chunk = last_chunk or bool(artifact.last_chunk)  # the agent may have marked it itself
-        self._unfinished = None if last_chunk else artifact.index
-        update = v1.TaskArtifactUpdateEvent(
+        if (
+            len(artifact.parts) != 1
+            or artifact.name is not None
+            or artifact.description is not None
+            or artifact.metadata is not None
+            or not writable_cost(event.cost_usd)
+        ):
+            return None
+        part = artifact.parts[0]
+        if type(part) is not TextPart or part.metadata is not None:
+            return None
+        artifact_id = mapping.artifact_id(artifact.index)
+        append = step.append or None
+        return TextUpdate(self.task_id, self.context_id, artifact_id, part.text, append, event.cost_usd)
+
+    def _response(self, step: _Step) -> v1.StreamResponse:
+        if isinstance(step, _Chunk):
+            event = step.event
+            update = v1.TaskArtifactUpdateEvent(
+                task_id=self.task_id,
+                context_id=self.context_id,
+                artifact=mapping.artifact_to_v1(event.artifact),
+                append=step.append or None,
+                last_chunk=step.last_chunk,
+                metadata={mapping.COST_KEY: event.cost_usd} if event.cost_usd is not None else None,
+            )
+            return v1.StreamResponse(artifact_update=update)
+        if isinstance(step, _Closing):
+            closing = v1.Artifact(artifact_id=mapping.artifact_id(step.index), parts=[v1.Part(text="")])
+            update = v1.TaskArtifactUpdateEvent(
+                task_id=self.task_id, context_id=self.context_id, artifact=closing, append=True, last_chunk=True
+            )
+            return v1.StreamResponse(artifact_update=update)
+        status = v1.TaskStatusUpdateEvent(
             task_id=self.task_id,
             context_id=self.context_id,
-            artifact=mapping.artifact_to_v1(artifact),
-            append=append or None,
-            last_chunk=True if last_chunk else artifact.last_chunk,
-            metadata={mapping.COST_KEY: event.cost_usd} if event.cost_usd is not None else None,
+            status=mapping.status_to_v1(step.status, self.task_id, self.context_id),
+            metadata=step.metadata or None,
         )
-        return v1.StreamResponse(artifact_update=update)
-
-    def _closing_chunk(self, index: int) -> v1.StreamResponse:
-        self._unfinished = None
-        closing = v1.Artifact(artifact_id=mapping.artifact_id(index), parts=[v1.Part(text="")])
-        update = v1.TaskArtifactUpdateEvent(
-            task_id=self.task_id, context_id=self.context_id, artifact=closing, append=True, last_chunk=True
-        )
-        return v1.StreamResponse(artifact_update=update)
-
-    def _status_update(self, status: TaskStatus, metadata: dict[str, Any]) -> v1.StreamResponse:
-        update = v1.TaskStatusUpdateEvent(
-            task_id=self.task_id,
-            context_id=self.context_id,
-            status=mapping.status_to_v1(status, self.task_id, self.context_id),
-            metadata=metadata or None,
-        )
-        return v1.StreamResponse(status_update=update)
+        return v1.StreamResponse(status_update=status)
 
 
 class StreamDecoder:
@@ -153,6 +224,18 @@ class StreamDecoder:
         artifact.append = bool(chunk.append) or None
         artifact.last_chunk = chunk.last_chunk
         return [self._artifact(artifact, cost)]
+
+    def decode_text(self, update: TextUpdate) -> tuple[int, int]:
+        """``decode`` of a text update read without models (text_updates.py), its event not made: the ``seq`` and
+        the artifact ``index`` of the one ArtifactEvent ``decode`` would give (its ``id`` is ``task_id``, its
+        artifact the one text part, ``append`` or None, its cost the update's)."""
+        self._ids(update.task_id, update.context_id)
+        index = self._index(update.artifact_id)
+        self._passed_on.add_text(index, update.append or None, update.text)
+        seq = self._seq
+        self._seq += 1
+        self._cost += update.cost_usd or 0.0
+        return seq, index
 
     def _task(self, task: v1.Task, final: bool) -> list[StreamEvent]:
         """A snapshot: what in it was not passed on yet."""

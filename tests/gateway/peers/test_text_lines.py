@@ -11,6 +11,7 @@ from gateway.calls.result import AgentToolResult
 from gateway.peers.a2a_http import _text_chunk
 from gateway.peers.base import TextLine
 from protocol import Artifact, ArtifactEvent, ArtifactFold, TextPart, parse_stream_event
+from tests.support.fast_paths import bent
 
 _LINE = {"seq": 3, "id": "t1", "cost_usd": 0.0, "final": False, "type": "artifact"}
 _ARTIFACT = {"parts": [{"type": "text", "text": "chunk-0 "}], "index": 0, "append": True}
@@ -24,21 +25,9 @@ _ANY = st.one_of(
 )
 
 
-_KEEP = st.sampled_from(["keep"] * 6 + ["drop", "replace"])
-_ADD = st.sampled_from([False] * 7 + [True])
-
-
 def _maybe(draw: st.DrawFn, values: dict[str, Any], extra: list[str]) -> dict[str, Any]:
     """``values``, now and then one left out or replaced by any value, and now and then a key of ``extra``."""
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        fate = draw(_KEEP)
-        if fate != "drop":
-            out[key] = value if fate == "keep" else draw(_ANY)
-    for key in extra:
-        if draw(_ADD):
-            out[key] = draw(_ANY)
-    return out
+    return bent(draw, values, extra, _ANY)
 
 
 @st.composite
