@@ -35,7 +35,7 @@ import anyio
 from gateway.calls.budget import Budget
 from gateway.calls.idle_timeout import IdleTimeout, with_idle_timeout
 from gateway.calls.lines import FAILED_STATES, Line, LineReader
-from gateway.calls.reports import Reply, data_of, read_reply
+from gateway.calls.reports import Reply, data_of, is_direct_reply, read_reply
 from gateway.calls.result import AgentToolResult
 from gateway.calls.termination import Cancel, Terminated
 from gateway.calls.tool import AgentTool, Mode
@@ -130,10 +130,14 @@ class AgentCall:
 
     async def stream(self) -> AsyncGenerator[str, None]:
         """A streaming call's text, each piece once its progress event is recorded; ``result`` is final after."""
-        async with aclosing(self._traced(self._recorded(self._streaming()))) as reads:
+        async with aclosing(self.reads()) as reads:
             async for pieces in reads:
                 for piece in pieces:
                     yield piece
+
+    def reads(self) -> Pieces:
+        """``stream`` by read: the pieces that arrived together, ``result`` up to date with them when they come."""
+        return self._traced(self._recorded(self._streaming()))
 
     async def close_run(self) -> None:
         with anyio.CancelScope(shield=True):
@@ -262,6 +266,7 @@ class AgentCall:
         reply = read_reply(task, self.spec.agent)
         self._check_budget(reply.cost_usd, task=task)
         self._take_task(task, reply)
+        self.result.reply = task.status.message if is_direct_reply(task.id, task.status.message) else None
         self.result.text = task.output_text
         self.result.artifacts = list(task.artifacts)
         self._raise_if_failed(task)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gateway.calls.budget import Budget
-from gateway.calls.reports import data_of, reported_cost
+from gateway.calls.reports import data_of, is_direct_reply, reported_cost
 from gateway.calls.result import AgentToolResult
 from gateway.calls.termination import Terminated
 from gateway.errors import AgentTaskFailed, AgentToolError, BudgetExceeded, PeerProtocolError
@@ -28,6 +28,7 @@ from protocol import (
     ArtifactEvent,
     HandoffEvent,
     HandoffRequest,
+    Message,
     OversizedLine,
     SkippedBytes,
     StatusEvent,
@@ -61,6 +62,8 @@ class Line:
     final_text: str | None = None
     """A final status's message: the result's text when it has none."""
     final: bool = False
+    reply: Message | None = None
+    """A final status that is the agent's direct reply (a Message, no task of its own)."""
     failure: Exception | None = None
     """Raised once the line is added (the task failed, the budget was crossed, the line was refused)."""
 
@@ -78,6 +81,8 @@ class Line:
             result.handoff = result.handoff or self.handoff
         if self.final_text is not None and not result.has_text:
             result.text = self.final_text
+        if self.reply is not None:
+            result.reply = self.reply
         if self.failure is not None:
             raise self.failure
 
@@ -171,7 +176,8 @@ class LineReader:
             return Line(progress=progress, cost_usd=total, state=state)
         failure = AgentTaskFailed(state, message.text if message else "") if state in FAILED_STATES else None
         final_text = message.text if message is not None else None
-        return Line(cost_usd=total, state=state, final_text=final_text, final=True, failure=failure)
+        reply = message if is_direct_reply(item.id, message) else None
+        return Line(cost_usd=total, state=state, final_text=final_text, final=True, reply=reply, failure=failure)
 
     def _read_text_line(self, item: TextLine, total: float, index: int) -> Line:
         """``_read_event`` of a ``TextLine`` (one per chunk, most often): its cost is checked already."""

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gateway.errors import PeerProtocolError
-from protocol import DataPart, HandoffRequest, Part, Task
+from protocol import DataPart, HandoffRequest, Message, Part, Task
 
 
 @dataclass(frozen=True)
@@ -65,3 +65,13 @@ def _first_error(exc: ValidationError) -> str:
     error = exc.errors()[0]
     where = ".".join(str(part) for part in error.get("loc", ())) or "value"
     return f"{where}: {error.get('msg', 'invalid')}"
+
+
+def is_direct_reply(task_id: str, message: Message | None) -> bool:
+    """Whether a task's final status message is the agent's direct reply (a Message that started no task).
+
+    A direct reply is read as the completed task it amounts to, named after the message
+    (protocol/a2a/mapping.py ``reply_task``); no task of an agent's own has its status
+    message named as the task.
+    """
+    return message is not None and message.message_id == task_id

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from protocol import Artifact, ArtifactFold, HandoffRequest
+from protocol import Artifact, ArtifactFold, HandoffRequest, Message
 
 
 @dataclass
@@ -32,6 +32,8 @@ class AgentToolResult:
     chunks: int = 0
     turns: int = 0
     handoff: HandoffRequest | None = None
+    reply: Message | None = None
+    """The agent answered with a Message and started no task (A2A's direct reply): that message."""
     _fold: ArtifactFold | None = field(default=None, init=False, repr=False, compare=False)
     _streamed_text: list[str] = field(default_factory=list, init=False, repr=False, compare=False)
 

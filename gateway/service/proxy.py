@@ -138,6 +138,8 @@ def proxied_agent(service: GatewayService, name: str) -> ProxiedAgent:
 
 def _answer(reply: RemoteReply, streamed: bool) -> list[Any]:
     """What is left to pass on once the agent's task ended: the text not streamed, data, files, cost, its end."""
+    if reply.message is not None:  # answered with a Message alone: so does the gateway
+        return [reply.message]
     items: list[Any] = []
     if reply.text and not streamed:
         items.append(TextChunk(reply.text))

@@ -62,6 +62,8 @@ class RemoteReply:
     handoff: HandoffRequest | None = None
     cost_usd: float = 0.0
     artifacts: tuple[Artifact, ...] = ()
+    message: Message | None = None
+    """The agent's direct reply (a Message that started no task), when that is how it answered."""
 
 
 class RemoteAgent:
@@ -167,9 +169,11 @@ class RemoteAgent:
         self.health.admit()
         try:
             if self.streaming:
-                async with aclosing(call.stream()) as pieces:
-                    async for piece in pieces:
-                        yield TextDelta(piece)
+                async with aclosing(call.reads()) as reads:
+                    async for pieces in reads:
+                        if call.result.reply is None:  # a direct reply's text is the reply's, not a stream's
+                            for piece in pieces:
+                                yield TextDelta(piece)
             else:
                 await call.run()
         except AgentToolError as exc:
@@ -185,7 +189,13 @@ class RemoteAgent:
         result = call.result
         state = TaskState(result.state) if result.state else TaskState.COMPLETED
         yield RemoteReply(
-            result.task_id or "", result.text, state, result.handoff, result.cost_usd, tuple(result.artifacts)
+            result.task_id or "",
+            result.text,
+            state,
+            result.handoff,
+            result.cost_usd,
+            tuple(result.artifacts),
+            result.reply,
         )
 
     def __repr__(self) -> str:

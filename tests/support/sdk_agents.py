@@ -6,6 +6,7 @@ The agent does what the message text says (the scripted agent's words, where the
   apart, each reporting ``COST`` in ``metadata.cost_usd``, then completed;
 - ``sleep S``: one working status, then silence for S seconds (an idle timeout or a
   deadline cancels it first), then completed;
+- ``reply``: a direct answer, the Message ``replied`` and no task;
 - ``ask``: ``input-required`` with the question ``which one?``; the task's next message
   completes it with ``got <text>``;
 - anything else: completed with its text echoed (``echo: <text>``).
@@ -31,7 +32,7 @@ from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
-from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Part, TaskState
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Message, Part, Role, TaskState
 from starlette.applications import Starlette
 
 from agent_server.http.loopback import free_port
@@ -52,6 +53,11 @@ class SdkAgent(AgentExecutor):
             self.message_ids.append(context.message.message_id)
         text = context.get_user_input()
         words = text.split()
+        if text == "reply" and context.current_task is None:  # a direct answer: a Message, no task
+            reply = Message(role=Role.ROLE_AGENT, message_id="reply-" + context.task_id, parts=[Part(text="replied")])
+            reply.context_id = context.context_id
+            await event_queue.enqueue_event(reply)
+            return
         if context.current_task is None:
             assert context.message is not None
             await event_queue.enqueue_event(new_task_from_user_message(context.message))

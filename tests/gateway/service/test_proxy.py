@@ -126,6 +126,16 @@ async def test_a_stream_is_relayed_chunk_by_chunk(http: httpx.AsyncClient, gatew
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
 
 
+@pytest.mark.parametrize("interface", INTERFACES)
+async def test_an_agent_that_answers_with_a_message_alone_is_relayed_as_that_message(
+    http: httpx.AsyncClient, gateway_url: str, interface: str
+) -> None:
+    client = await client_for(http, gateway_url, interface, streaming=False)
+    [answer] = await events_of(client, message("reply"))
+    assert answer.HasField("message"), answer
+    assert answer.message.role == Role.ROLE_AGENT and answer.message.parts[0].text == "replied"
+
+
 async def test_each_send_is_a_run_of_the_callers_with_the_engines_events(
     http: httpx.AsyncClient, gateway_url: str, upstream: tuple[str, SdkAgent]
 ) -> None:
