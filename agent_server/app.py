@@ -23,6 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_server.bindings.jsonrpc import JsonRpcBinding
+from agent_server.bindings.operations import Tenants
 from agent_server.bindings.refusals import refusal_at
 from agent_server.bindings.rest import RestBinding
 from agent_server.extended_card import ExtendedCard
@@ -102,6 +103,7 @@ def create_app(
     extended_card: ExtendedCard | None = None,
     grpc_port: int | None = None,
     grpc_host: str = "127.0.0.1",
+    grpc_tenants: Tenants | None = None,
 ) -> Starlette:
     """An app serving ``agent``; its TaskManager runs for the app's lifespan (``app.state.task_manager``).
 
@@ -120,7 +122,8 @@ def create_app(
     token learns beyond the public card (needs a ``token``). ``grpc_port``: also
     serve A2A over gRPC on ``grpc_host:grpc_port`` (0: a free port) for the app's lifespan,
     listed in the card (needs the ``grpc`` extra; bindings/grpc.py); the port bound is
-    ``app.state.grpc_port``.
+    ``app.state.grpc_port``; ``grpc_tenants``: the other agents that port serves, by the requests'
+    ``tenant`` (bindings/grpc.py; the gateway's proxied agents).
     """
     tokens = (
         token
@@ -161,6 +164,7 @@ def create_app(
                     port=grpc_port,
                     max_message_bytes=max_body_bytes,
                     extended_card=grpc_card if extended_card is not None else None,
+                    tenants=grpc_tenants,
                 )
                 app.state.grpc_port = await stack.enter_async_context(serving)
             yield

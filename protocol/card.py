@@ -153,9 +153,10 @@ class AgentCard(WireModel):
             update={"capabilities": capabilities, "supports_authenticated_extended_card": extended_card or None}
         )
 
-    def with_grpc(self, address: str) -> AgentCard:
-        """This card, offering A2A 1.0 over gRPC at ``address`` (``host:port``, as a gRPC channel names its target)."""
-        grpc = AgentInterface(url=address, protocol_binding=GRPC_BINDING, protocol_version=A2A_V1)
+    def with_grpc(self, address: str, *, tenant: str | None = None) -> AgentCard:
+        """This card, offering A2A 1.0 over gRPC at ``address`` (``host:port``, as a gRPC channel names its target);
+        ``tenant``: what the requests name to reach this agent there, when the endpoint serves several."""
+        grpc = AgentInterface(url=address, protocol_binding=GRPC_BINDING, protocol_version=A2A_V1, tenant=tenant)
         return self.model_copy(update={"supported_interfaces": [*self.supported_interfaces, grpc]})
 
     def for_reader(self, version: str) -> dict[str, Any]:

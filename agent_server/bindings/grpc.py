@@ -22,6 +22,8 @@ the protobuf message (``ParseDict``).
   (domain ``a2a-protocol.org``, reason the A2A error's name), on the status code of the
   specification's table (TaskNotFound ``NOT_FOUND``, TaskNotCancelable and the other
   refusals ``FAILED_PRECONDITION``, bad input ``INVALID_ARGUMENT``).
+- Tenants: a request's ``tenant`` picks which agent behind this endpoint answers it (the
+  gateway serves each proxied agent so); an empty one is the server's own agent.
 - Limits: a request message is at most the server's body limit, and nests no deeper than
   a JSON body may.
 """
@@ -41,7 +43,7 @@ from pydantic import ValidationError
 
 from agent_server.bindings import operations
 from agent_server.bindings.grpc_text import text_update_message
-from agent_server.bindings.operations import CardOf, OpenStream
+from agent_server.bindings.operations import CardOf, OpenStream, Tenants
 from agent_server.http.auth import ANONYMOUS, Principal, TokenTable, bearer_token
 from agent_server.tasks.manager import TaskManager
 from protocol import A2A_V1, MAX_JSON_DEPTH, ErrorCode, ProtocolError, Task, json_depth
@@ -59,6 +61,7 @@ P = TypeVar("P")
 Context = Any
 """A ``grpc.aio.ServicerContext`` (grpcio ships no types)."""
 
+
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _STATUS_OF_CODE = {code: grpc.StatusCode[kind.grpc_status] for code, kind in ERROR_KINDS.items()}
 _STATUS_OF_HTTP = {status: grpc.StatusCode[name] for status, name in GRPC_OF_HTTP.items()}
@@ -66,16 +69,38 @@ _STATUS_OF_HTTP = {status: grpc.StatusCode[name] for status, name in GRPC_OF_HTT
 
 class GrpcBinding:
     """The A2AService's methods over ``manager``; ``tokens`` as the HTTP server has them (empty: everyone is admin);
-    ``extended_card``: the card a caller with a token gets (None: the server offers none)."""
+    ``extended_card``: the card a caller with a token gets (None: the server offers none); ``tenants``: the
+    TaskManager of each other agent served behind this endpoint, by the requests' ``tenant`` (None: only
+    ``manager``, whose tenant is empty)."""
 
-    def __init__(self, manager: TaskManager, tokens: TokenTable, extended_card: CardOf | None = None) -> None:
+    def __init__(
+        self,
+        manager: TaskManager,
+        tokens: TokenTable,
+        extended_card: CardOf | None = None,
+        tenants: Tenants | None = None,
+    ) -> None:
         self.manager = manager
         self.tokens = tokens
         self.extended_card = extended_card
+        self.tenants = tenants
+
+    async def _for(self, request: Any) -> TaskManager:
+        """The TaskManager of the request's tenant (A2A: one endpoint, several agents, told apart by ``tenant``)."""
+        tenant: str = request.tenant
+        if not tenant:
+            return self.manager
+        if self.tenants is None:
+            raise ProtocolError(
+                ErrorCode.INVALID_REQUEST,
+                f"this server serves one agent, with no tenant; send the request without tenant {tenant!r}",
+                http_status=404,
+            )
+        return await self.tenants(tenant)
 
     async def SendMessage(self, request: a2a_pb2.SendMessageRequest, context: Context) -> a2a_pb2.SendMessageResponse:
         async def work(caller: Principal) -> a2a_pb2.SendMessageResponse:
-            answer = await operations.send(self.manager, _read(request, v1.SendMessageRequest), caller)
+            answer = await operations.send(await self._for(request), _read(request, v1.SendMessageRequest), caller)
             if isinstance(answer, v1.Message):
                 return a2a_pb2.SendMessageResponse(message=_proto(answer.to_wire(), a2a_pb2.Message()))
             return a2a_pb2.SendMessageResponse(task=_task_message(answer))
@@ -86,7 +111,9 @@ class GrpcBinding:
         self, request: a2a_pb2.SendMessageRequest, context: Context
     ) -> AsyncIterator[a2a_pb2.StreamResponse]:
         async def opening(caller: Principal) -> OpenStream:
-            return await operations.send_streaming(self.manager, _read(request, v1.SendMessageRequest), caller)
+            return await operations.send_streaming(
+                await self._for(request), _read(request, v1.SendMessageRequest), caller
+            )
 
         async for message in self._stream(context, opening):
             yield message
@@ -94,13 +121,13 @@ class GrpcBinding:
     async def GetTask(self, request: a2a_pb2.GetTaskRequest, context: Context) -> a2a_pb2.Task:
         async def work(caller: Principal) -> a2a_pb2.Task:
             query = _read(request, v1.GetTaskRequest)
-            return _task_message(await self.manager.get(query.id, query.history_length, caller))
+            return _task_message(await (await self._for(request)).get(query.id, query.history_length, caller))
 
         return await self._unary(context, work)
 
     async def ListTasks(self, request: a2a_pb2.ListTasksRequest, context: Context) -> a2a_pb2.ListTasksResponse:
         async def work(caller: Principal) -> a2a_pb2.ListTasksResponse:
-            page = await operations.list_tasks(self.manager, _read(request, v1.ListTasksRequest), caller)
+            page = await operations.list_tasks(await self._for(request), _read(request, v1.ListTasksRequest), caller)
             return _proto(page, a2a_pb2.ListTasksResponse())
 
         return await self._unary(context, work)
@@ -108,7 +135,7 @@ class GrpcBinding:
     async def CancelTask(self, request: a2a_pb2.CancelTaskRequest, context: Context) -> a2a_pb2.Task:
         async def work(caller: Principal) -> a2a_pb2.Task:
             target = _read(request, v1.CancelTaskRequest)
-            return _task_message(await self.manager.cancel(target.id, caller))
+            return _task_message(await (await self._for(request)).cancel(target.id, caller))
 
         return await self._unary(context, work)
 
@@ -116,7 +143,9 @@ class GrpcBinding:
         self, request: a2a_pb2.SubscribeToTaskRequest, context: Context
     ) -> AsyncIterator[a2a_pb2.StreamResponse]:
         async def opening(caller: Principal) -> OpenStream:
-            return await operations.subscribe(self.manager, _read(request, v1.SubscribeToTaskRequest).id, caller)
+            return await operations.subscribe(
+                await self._for(request), _read(request, v1.SubscribeToTaskRequest).id, caller
+            )
 
         async for message in self._stream(context, opening):
             yield message
@@ -125,7 +154,7 @@ class GrpcBinding:
         self, request: a2a_pb2.GetExtendedAgentCardRequest, context: Context
     ) -> a2a_pb2.AgentCard:
         async def work(caller: Principal) -> a2a_pb2.AgentCard:
-            card = operations.extended_card(self.extended_card, caller)
+            card = operations.extended_card(None if request.tenant else self.extended_card, caller)
             return _proto(card.for_reader(A2A_V1), a2a_pb2.AgentCard())
 
         return await self._unary(context, work)
@@ -133,17 +162,18 @@ class GrpcBinding:
     async def CreateTaskPushNotificationConfig(
         self, request: a2a_pb2.TaskPushNotificationConfig, context: Context
     ) -> a2a_pb2.TaskPushNotificationConfig:
-        def create(caller: Principal) -> Awaitable[push.TaskPushNotificationConfig]:
-            return operations.create_push_config(self.manager, _read(request, push.TaskPushNotificationConfig), caller)
+        async def create(caller: Principal) -> push.TaskPushNotificationConfig:
+            config = _read(request, push.TaskPushNotificationConfig)
+            return await operations.create_push_config(await self._for(request), config, caller)
 
         return await self._config(context, create)
 
     async def GetTaskPushNotificationConfig(
         self, request: a2a_pb2.GetTaskPushNotificationConfigRequest, context: Context
     ) -> a2a_pb2.TaskPushNotificationConfig:
-        def get(caller: Principal) -> Awaitable[push.TaskPushNotificationConfig]:
+        async def get(caller: Principal) -> push.TaskPushNotificationConfig:
             target = _read(request, push.GetTaskPushNotificationConfigRequest)
-            return operations.get_push_config(self.manager, target.task_id, target.id, caller)
+            return await operations.get_push_config(await self._for(request), target.task_id, target.id, caller)
 
         return await self._config(context, get)
 
@@ -152,7 +182,7 @@ class GrpcBinding:
     ) -> a2a_pb2.ListTaskPushNotificationConfigsResponse:
         async def work(caller: Principal) -> a2a_pb2.ListTaskPushNotificationConfigsResponse:
             task_id = _read(request, push.ListTaskPushNotificationConfigsRequest).task_id
-            configs = await operations.list_push_configs(self.manager, task_id, caller)
+            configs = await operations.list_push_configs(await self._for(request), task_id, caller)
             return a2a_pb2.ListTaskPushNotificationConfigsResponse(configs=[_config_message(c) for c in configs])
 
         return await self._unary(context, work)
@@ -162,7 +192,7 @@ class GrpcBinding:
     ) -> empty_pb2.Empty:
         async def work(caller: Principal) -> empty_pb2.Empty:
             target = _read(request, push.DeleteTaskPushNotificationConfigRequest)
-            await operations.delete_push_config(self.manager, target.task_id, target.id, caller)
+            await operations.delete_push_config(await self._for(request), target.task_id, target.id, caller)
             return empty_pb2.Empty()
 
         return await self._unary(context, work)
@@ -242,6 +272,7 @@ async def grpc_serving(
     port: int,
     max_message_bytes: int,
     extended_card: CardOf | None = None,
+    tenants: Tenants | None = None,
 ) -> AsyncIterator[int]:
     """The A2AService on ``host:port`` (0: a port the kernel picks) while the block runs; yields the port bound.
 
@@ -250,7 +281,7 @@ async def grpc_serving(
     already been waited for, and the task manager is about to stop.
     """
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", max_message_bytes)])
-    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcBinding(manager, tokens, extended_card), server)
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcBinding(manager, tokens, extended_card, tenants), server)
     try:
         bound: int = server.add_insecure_port(f"{host}:{port}")
     except RuntimeError as exc:

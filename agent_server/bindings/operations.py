@@ -12,7 +12,7 @@ know, and what this server does not offer is refused with the same words on ever
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -31,6 +31,9 @@ from protocol.card import AgentCard
 logger = logging.getLogger("agent_server")
 
 Batches = AsyncGenerator[list[StreamEvent], None]
+Tenants = Callable[[str], Awaitable[TaskManager]]
+"""The TaskManager serving a tenant of an endpoint that serves several agents; a ProtocolError (404) for one it
+does not know."""
 CardOf = Callable[[], AgentCard]
 """The extended card as it stands now (built when asked for: it names the gRPC port bound at start)."""
 

@@ -49,7 +49,7 @@ from gateway.peers.base import OnSent, RawLine, StreamItem
 from gateway.peers.limits import PeerLimits
 from gateway.peers.standard import Reading, StandardPeer, TaskOperation
 from gateway.peers.streams import Segment, text_line
-from protocol import A2A_V1, AgentCard, ErrorCode, OversizedLine, TaskSendParams
+from protocol import A2A_V1, GRPC_BINDING, AgentCard, ErrorCode, OversizedLine, TaskSendParams
 from protocol.a2a import VERSION_HEADER, StreamDecoder, send_request_to_v1, v1
 from protocol.a2a.errors import CODE_OF_REASON, ERROR_DOMAIN
 
@@ -86,6 +86,10 @@ class GrpcPeer(StandardPeer):
         self.limits = limits
         self._card = card
         self._secure = secure
+        self._tenant = next(
+            (i.tenant for i in card.interfaces() if i.protocol_binding == GRPC_BINDING and i.tenant), ""
+        )
+        """What every request names when the card's gRPC interface is one agent of several at its endpoint."""
         auth = (("authorization", f"Bearer {token}"),) if token else ()
         self._metadata = ((VERSION_HEADER.lower(), A2A_V1), *auth)
         self._channel: Any = None
@@ -94,14 +98,19 @@ class GrpcPeer(StandardPeer):
     async def _send_once(self, params: TaskSendParams, on_sent: OnSent | None) -> Any:
         if on_sent is not None:
             on_sent()
-        return json_format.MessageToDict(await self._unary("SendMessage", _request(params)))
+        return json_format.MessageToDict(await self._unary("SendMessage", self._tenanted(_request(params))))
 
     async def _task_answer(self, operation: TaskOperation, task_id: str) -> Any:
         if operation == "cancel":
-            answer = await self._unary("CancelTask", a2a_pb2.CancelTaskRequest(id=task_id), short=True)
+            request: Any = a2a_pb2.CancelTaskRequest(id=task_id, tenant=self._tenant)
+            answer = await self._unary("CancelTask", request, short=True)
         else:
-            answer = await self._unary("GetTask", a2a_pb2.GetTaskRequest(id=task_id), short=True)
+            answer = await self._unary("GetTask", a2a_pb2.GetTaskRequest(id=task_id, tenant=self._tenant), short=True)
         return json_format.MessageToDict(answer)
+
+    def _tenanted(self, request: Any) -> Any:
+        request.tenant = self._tenant
+        return request
 
     async def aclose(self) -> None:
         channel, self._channel, self._stub = self._channel, None, None
@@ -111,11 +120,11 @@ class GrpcPeer(StandardPeer):
     # -- streams ---------------------------------------------------------------------------
 
     async def _streamed(self, held: AsyncExitStack, params: TaskSendParams, reading: Reading) -> Segment:
-        opening = self._open("SendStreamingMessage", _request(params), reading.on_sent)
+        opening = self._open("SendStreamingMessage", self._tenanted(_request(params)), reading.on_sent)
         return self._events(*await held.enter_async_context(opening), reading)
 
     async def _resubscribed(self, held: AsyncExitStack, task_id: str, reading: Reading) -> Segment:
-        opening = self._open("SubscribeToTask", a2a_pb2.SubscribeToTaskRequest(id=task_id))
+        opening = self._open("SubscribeToTask", a2a_pb2.SubscribeToTaskRequest(id=task_id, tenant=self._tenant))
         return self._events(*await held.enter_async_context(opening), reading)
 
     @asynccontextmanager

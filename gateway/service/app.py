@@ -158,6 +158,14 @@ def create_gateway_app(
         service = source
     tokens = tokens or TokenTable()
     body_limit = max_body_bytes if max_body_bytes is not None else DEFAULT_MAX_BODY_BYTES
+    proxies = AgentProxies(
+        service,
+        tokens=tokens,
+        max_body_bytes=body_limit,
+        public_url=public_url,
+        push=push,
+        grpc_port=lambda: getattr(binding.state, "grpc_port", None),
+    )
     hosted = swarm_agent(service)
     binding = create_app(
         hosted,
@@ -169,8 +177,8 @@ def create_gateway_app(
         grpc_host=grpc_host or "127.0.0.1",
         push=push,
         extended_card=extended_card,
+        grpc_tenants=proxies.tenant,
     )
-    proxies = AgentProxies(service, tokens=tokens, max_body_bytes=body_limit, public_url=public_url, push=push)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

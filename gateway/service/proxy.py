@@ -21,7 +21,7 @@ message on that task continues the agent's task.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +32,7 @@ from anyio.abc import TaskGroup, TaskStatus
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 
-from agent_server import DataChunk, Failed, Handoff, InputRequired, TaskContext, TextChunk, create_app
+from agent_server import DataChunk, Failed, Handoff, InputRequired, TaskContext, TaskManager, TextChunk, create_app
 from agent_server.app import CARD_PATHS
 from agent_server.http.auth import TokenTable
 from agent_server.http.responses import error_response
@@ -45,6 +45,7 @@ from gateway.service.hosted import ServedAgent
 from gateway.swarm import RemoteAgent
 from gateway.swarm.remote import RemoteReply
 from protocol import AgentCard, Artifact, DataPart, ErrorCode, FilePart, Message, ProtocolError, TaskSendParams
+from protocol.card import grpc_address
 
 logger = logging.getLogger("gateway.service.proxy")
 
@@ -58,13 +59,15 @@ class ProxiedAgent(ServedAgent):
     """A registered remote agent as the gateway serves it; its card is read from the live registration."""
 
     service: GatewayService = field(kw_only=True)
+    grpc_port: Callable[[], int | None] = field(default=lambda: None, kw_only=True)
+    """The gateway's gRPC port, where this agent is the tenant of its name (None: no gRPC)."""
     waiting: dict[str, str] = field(default_factory=dict)
     """The gateway's task -> the agent's task, for tasks that ended ``input-required``."""
 
     def card(self, url: str) -> AgentCard:
         remote = registered(self.service, self.name)
         theirs = remote.card
-        return AgentCard.standard(
+        card = AgentCard.standard(
             name=self.name,
             url=url,
             description=theirs.description or remote.description,
@@ -72,6 +75,8 @@ class ProxiedAgent(ServedAgent):
             input_modes=list(theirs.default_input_modes),
             output_modes=list(theirs.default_output_modes),
         )
+        port = self.grpc_port()
+        return card if port is None else card.with_grpc(grpc_address(url, port), tenant=self.name)
 
     def refused_media_type(self, message: Message) -> str | None:
         """The agent judges what it takes: the gateway passes every part on."""
@@ -99,7 +104,9 @@ def registered(service: GatewayService, name: str) -> RemoteAgent:
     return member
 
 
-def proxied_agent(service: GatewayService, name: str) -> ProxiedAgent:
+def proxied_agent(
+    service: GatewayService, name: str, grpc_port: Callable[[], int | None] = lambda: None
+) -> ProxiedAgent:
     """The agent registered as ``name`` as a HostedAgent whose every send is a run of the caller's."""
 
     async def run(ctx: TaskContext) -> AsyncGenerator[Any, None]:
@@ -132,7 +139,7 @@ def proxied_agent(service: GatewayService, name: str) -> ProxiedAgent:
         for item in _answer(reply, streamed):
             yield item
 
-    agent = ProxiedAgent(name=name, handler=run, service=service)
+    agent = ProxiedAgent(name=name, handler=run, service=service, grpc_port=grpc_port)
     return agent
 
 
@@ -160,7 +167,8 @@ def _answer(reply: RemoteReply, streamed: bool) -> list[Any]:
 
 
 class AgentProxies:
-    """The ASGI app under ``/proxy/{name}``: one agent_server app per proxied agent, running for the gateway's life.
+    """The ASGI app under ``/proxy/{name}`` (and the gRPC face's tenants): one agent_server app per proxied agent,
+    running for the gateway's life.
 
     Each app's lifespan runs in a task of this object's task group (so it is entered and left
     in one task); leaving ``async with`` ends them all.
@@ -174,9 +182,12 @@ class AgentProxies:
         max_body_bytes: int,
         public_url: str | None = None,
         push: PushSettings | None = None,
+        grpc_port: Callable[[], int | None] = lambda: None,
     ) -> None:
-        """``tokens``, ``push``: the gateway face's own, so a proxied agent is called and pushes as the gateway does."""
+        """``tokens``, ``push``: the gateway face's own, so a proxied agent is called and pushes as the gateway does;
+        ``grpc_port``: the face's gRPC port once bound, where each proxied agent is the tenant of its name."""
         self._service = service
+        self._grpc_port = grpc_port
         self._tokens = tokens
         self._push = push
         self._max_body_bytes = max_body_bytes
@@ -211,6 +222,14 @@ class AgentProxies:
         path = scope["path"] if scope["path"] != root else root + "/"  # JSON-RPC's POST /proxy/{name}
         await app({**scope, "path": path, "root_path": root, "app_root_path": root}, receive, send)
 
+    async def tenant(self, name: str) -> TaskManager:
+        """The TaskManager of the proxied agent ``name``: the gRPC face's tenant of that name."""
+        await self._service.sync_registrations()
+        registered(self._service, name)
+        app = self._apps.get(name) or await self._start(name)
+        manager: TaskManager = app.state.task_manager
+        return manager
+
     async def _start(self, name: str) -> Starlette:
         async with self._lock:
             app = self._apps.get(name)
@@ -218,7 +237,7 @@ class AgentProxies:
                 return app
             if self._tasks is None:
                 raise ProtocolError(ErrorCode.INTERNAL_ERROR, "the gateway is not running", http_status=503)
-            agent = proxied_agent(self._service, name)
+            agent = proxied_agent(self._service, name, self._grpc_port)
             path = f"{PROXY_PATH}/{quote(name, safe='')}"
             public_url = self._public_url.rstrip("/") + path if self._public_url else None
             app = create_app(

@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import grpc
 import httpx
 import pytest
-from a2a.client import Client
+from a2a.client import A2ACardResolver, Client, ClientCallContext, ClientConfig, ClientFactory
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -52,7 +53,7 @@ def upstream() -> Iterator[tuple[str, SdkAgent]]:
 @pytest.fixture(scope="module")
 def gateway_url(upstream: tuple[str, SdkAgent]) -> Iterator[str]:
     service = triage_service(remotes=(RemoteSpec(upstream[0], "helper", max_cost_usd=BUDGET_USD),))
-    with serve_app(create_gateway_app(service, tokens=TOKENS)) as url:
+    with serve_app(create_gateway_app(service, tokens=TOKENS, grpc_port=0)) as url:
         yield url
 
 
@@ -75,8 +76,10 @@ def test_the_card_is_the_agents_own_pointing_at_the_gateway_and_public(
     assert body["name"] == "helper"
     assert body["description"] == "An a2a-sdk agent: streams, sleeps, asks, echoes."
     assert [skill["id"] for skill in body["skills"]] == ["echo"]
-    urls = {interface["url"] for interface in body["supportedInterfaces"]}
+    urls = {i["url"] for i in body["supportedInterfaces"] if i["protocolBinding"] != "GRPC"}
     assert urls == {f"{gateway_url}/proxy/helper", f"{gateway_url}/proxy/helper/a2a/rest"}
+    [grpc_interface] = [i for i in body["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+    assert grpc_interface["tenant"] == "helper", "the gateway's gRPC port, where the agent is the tenant of its name"
     assert not any(upstream[0] in url for url in urls), "the agent's own address stays behind the gateway"
     assert "bearer" in str(body["securitySchemes"]).lower()
 
@@ -236,3 +239,28 @@ async def test_an_agent_on_another_binding_is_proxied_on_every_binding(
     events = await events_of(client, message("stream 2 0 0"))
     assert streamed_text(events) == "chunk-0 chunk-1 "
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+
+
+async def grpc_client_for(gateway_url: str, name: str) -> Client:
+    """The a2a-sdk gRPC client of the proxied agent's card: it names the interface's tenant in every request."""
+    async with httpx.AsyncClient(timeout=30) as http:
+        card = await A2ACardResolver(http, f"{gateway_url}/proxy/{name}").get_agent_card()
+    keep = [i for i in card.supported_interfaces if i.protocol_binding == "GRPC"]
+    del card.supported_interfaces[:]
+    card.supported_interfaces.extend(keep)
+    config = ClientConfig(streaming=True, supported_protocol_bindings=["GRPC"])
+    config.grpc_channel_factory = grpc.aio.insecure_channel
+    return ClientFactory(config).create(card)
+
+
+async def test_over_grpc_the_agent_is_the_tenant_of_its_name_on_the_gateways_port(gateway_url: str) -> None:
+    client = await grpc_client_for(gateway_url, "helper")
+    auth = ClientCallContext(service_parameters={"authorization": f"Bearer {ALICE}"})
+    try:
+        events = [event async for event in client.send_message(message("stream 3 0 0"), context=auth)]
+        assert streamed_text(events) == "chunk-0 chunk-1 chunk-2 "
+        assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+        with pytest.raises(TaskNotFoundError, match="proxied: helper"):  # a name no agent is registered under
+            await client.get_task(GetTaskRequest(id=events[0].task.id, tenant="nope"), context=auth)
+    finally:
+        await client.close()
