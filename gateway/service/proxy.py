@@ -115,7 +115,11 @@ def proxied_agent(service: GatewayService, name: str, *, bearer: bool = False) -
         streamed = False
         async with service.owned_run(ctx.caller) as run_id:
             logger.info("proxy %s: task %s is run %s", name, ctx.task_id, run_id)
-            with service.runs.stoppable(lambda: agent.cancel_task(ctx.task_id)):
+
+            async def stop(*_reason: str) -> None:  # at shutdown (no reason), or a cancel of the run
+                await agent.cancel_task(ctx.task_id)
+
+            with service.runs.stoppable(stop), service.runs.named(run_id, stop):
                 try:
                     async with aclosing(remote.ask(params, RunRecorder(service.event_log, run_id))) as items:
                         async for item in items:
