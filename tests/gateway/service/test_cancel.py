@@ -100,7 +100,7 @@ def test_a_tool_call_cancelled_by_an_admin_sends_the_agent_its_cancel(gateway: s
             events.append(event)
             if event["type"] == "agent_tool_invoked":
                 task_id = event["task_id"]
-                wait_until(lambda: probe.started_at(task_id) is not None, "the agent to start the task")
+                wait_until(lambda: probe.started_at(task_id) is not None, "the agent to start the task")  # noqa: B023
                 with _client(gateway, ROOT) as root:
                     assert root.post(f"/runs/{run_id}/cancel").status_code == 202
     types = [event["type"] for event in events]
