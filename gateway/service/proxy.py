@@ -150,8 +150,8 @@ def _answer(reply: RemoteReply, streamed: bool) -> list[Any]:
         items.extend(DataChunk(part.data) for part in artifact.parts if isinstance(part, DataPart))
         if files:
             items.append(Artifact(name=artifact.name, parts=files, index=artifact.index + 1))  # 0 is the text's
-    if reply.cost_usd:
-        items.append(TextChunk("", cost_usd=reply.cost_usd))
+    if reply.cost_usd:  # the call spent it from this task's account: the server adds it to this line, once
+        items.append(TextChunk(""))
     if reply.handoff is not None:
         items.append(Handoff(reply.handoff.target, reply.handoff.reason, reply.handoff.payload))
     elif reply.state.value in ("input-required", "auth-required"):
