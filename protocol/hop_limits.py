@@ -31,6 +31,11 @@ from typing import Any, TypeVar
 
 HOP_LIMITS_EXTENSION = "urn:switchboard:a2a:hop-limits:v1"
 """The extension's URI: the card's ``capabilities.extensions``, the ``A2A-Extensions`` header, the metadata key."""
+HOP_LIMITS_DESCRIPTION = (
+    "A request's metadata may carry the caller's deadline (deadlineMs, epoch ms) and remaining budget "
+    "(budgetUsd, US dollars); the agent's own calls to other agents stay within them."
+)
+"""What the card says of the extension."""
 EXTENSIONS_HEADER = "A2A-Extensions"
 DEADLINE_KEY = "deadlineMs"
 BUDGET_KEY = "budgetUsd"
