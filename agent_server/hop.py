@@ -1,9 +1,9 @@
 """What is left of a task's deadline and budget while its handler runs, for the agent calls the handler makes.
 
-The agent server sets the task's account (``HopAccount``) for the handler's duration
-(``current_account``, a context variable, so a handler never passes it on by hand). A
-``Gateway`` used inside the handler reads it: its calls get no later deadline and no more
-budget than what is left, and each cost they report is spent from the same account.
+The agent server makes the task's account (``HopAccount``) the current one for the handler's
+duration (``HopAccount.held``; a context variable, so a handler never passes it on by hand).
+A ``Gateway`` used inside the handler reads it (``current_account``): its calls get no later
+deadline and no more budget than what is left, and each cost they report is spent from it.
 
 What the handler's calls spent is reported up once, by the server: it is added to the cost of
 the next line the task sends (and to the task's total). So an agent's own chunks report its
@@ -17,6 +17,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from protocol.hop_limits import HopLimits
+
+_CURRENT: ContextVar[HopAccount | None] = ContextVar("switchboard_hop_account", default=None)
+
+
+def current_account() -> HopAccount | None:
+    """The account of the task whose handler runs here (its limits may be none); None outside a handler."""
+    return _CURRENT.get()
 
 
 class HopAccount:
@@ -43,20 +50,11 @@ class HopAccount:
         self._reported_usd = self.spent_usd
         return cost
 
-
-_CURRENT: ContextVar[HopAccount | None] = ContextVar("switchboard_hop_account", default=None)
-
-
-def current_account() -> HopAccount | None:
-    """The account of the task whose handler runs here (its limits may be none); None outside a handler."""
-    return _CURRENT.get()
-
-
-@contextmanager
-def holding(account: HopAccount) -> Iterator[None]:
-    """``account`` is the current one for the block (the handler's duration)."""
-    token = _CURRENT.set(account)
-    try:
-        yield
-    finally:
-        _CURRENT.reset(token)
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """This account is ``current_account()`` for the block: the handler's duration."""
+        reset = _CURRENT.set(self)
+        try:
+            yield
+        finally:
+            _CURRENT.reset(reset)

@@ -28,7 +28,7 @@ import anyio
 import anyio.lowlevel
 import orjson
 
-from agent_server.hop import HopAccount, holding
+from agent_server.hop import HopAccount
 from agent_server.hosted import HostedAgent, TaskContext
 from agent_server.stores.base import TaskStore
 from agent_server.tasks.outputs import Outcome, interpret, reply_message
@@ -215,7 +215,7 @@ class Run:
         An async generator agent is closed when the send ends early.
         """
         try:
-            with holding(self.account):
+            with self.account.held():
                 return await self._drive_handler()
         except Exception as exc:
             logger.exception("task %s (agent %s) raised", self.task.id, self.agent.name)

@@ -16,17 +16,15 @@ from urllib.parse import quote
 from gateway.cli.client import GATEWAY_URL_HELP, default_gateway_url, gateway_client, refused, unreachable
 
 GATEWAY_TOKEN_ENV = "SWITCHBOARD_GATEWAY_TOKEN"
+_HELP = "cancel a run going on in a gateway service (a turn or a tool call), and its agents' tasks"
+_DESCRIPTION = (
+    "Cancel RUN_ID in a gateway service: every agent call in flight in it is sent its cancel. "
+    f"On a gateway with tokens, the token is read from ${GATEWAY_TOKEN_ENV}."
+)
 
 
 def add_cancel(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "cancel",
-        help="cancel a run going on in a gateway service (a turn or a tool call), and its agents' tasks",
-        description=(
-            "Cancel RUN_ID in a gateway service: every agent call in flight in it is sent its cancel. "
-            f"On a gateway with tokens, the token is read from ${GATEWAY_TOKEN_ENV}."
-        ),
-    )
+    parser = subparsers.add_parser("cancel", help=_HELP, description=_DESCRIPTION)
     parser.add_argument("run_id", metavar="RUN_ID", help="as in the x-run-id header, or GET /runs")
     parser.add_argument("--gateway", default=None, metavar="URL", help=GATEWAY_URL_HELP)
     parser.set_defaults(run=run_cancel)

@@ -19,7 +19,7 @@ import pytest
 from agent_server.testing import Probe, scripted_agent
 from protocol.hop_limits import now_ms
 from tests.support.gateway_service import agent_server, gateway_server, triage_service
-from tests.support.hops import Relayed, limits_seen, relay_agent
+from tests.support.hops import Relayed, cancel_once_invoked, limits_seen, relay_agent
 from tests.support.waiting import DEADLINE_S, wait_until
 
 BUDGET_USD = 0.05
@@ -63,15 +63,13 @@ def test_a_cancel_at_a_reaches_c_and_each_hop_acknowledges_it(chain: tuple[str, 
     a_url, c_url, b_seen, c_seen, probe = chain
     c_before = set(c_seen.limits)
     with httpx.Client(base_url=a_url, timeout=60) as http:
-        with http.stream("POST", "/tools/ask_b/call", json={"input": "sleep", "stream": True}) as response:
-            run_id = response.headers["x-run-id"]
-            a_events = []
-            for event in _events(response):
-                a_events.append(event)
-                if event["type"] == "agent_tool_invoked":
-                    b_task = event["task_id"]
-                    wait_until(lambda: len(set(c_seen.limits) - c_before) == 1, "C to start B's task")
-                    assert http.post(f"/runs/{run_id}/cancel").status_code == 202
+        _, a_events, b_task = cancel_once_invoked(
+            http,
+            "/tools/ask_b/call",
+            {"input": "sleep", "stream": True},
+            lambda _: len(set(c_seen.limits) - c_before) == 1,  # C started B's task
+            http,
+        )
     a_end = a_events[-1]
     assert a_end["type"] == "agent_tool_terminated" and a_end["reason"] == "cancelled"
     assert a_end["cancel_sent"] is True and a_end["cancel_acknowledged"] is True, "B acknowledged A's cancel"

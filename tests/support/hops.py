@@ -4,22 +4,27 @@
 deadline of its own: whatever limits C gets come from B's caller), and C's text comes back
 as B's chunks, without a cost of their own (the server adds what the call spent, once). What
 B's Gateway recorded of the call is kept in ``Relayed.events``, per B task, as B's own
-evidence of the hop B -> C. ``limits_seen`` wraps an agent to note the limits each task got.
+evidence of the hop B -> C. ``limits_seen`` wraps an agent to note the limits each task got;
+``cancel_once_invoked`` cancels a streamed run of a gateway once its agent has started.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import anyio
+import httpx
+import orjson
 
 from agent_server import HostedAgent, TaskContext, TextChunk
 from agent_server.hosted import Failed
 from gateway import Gateway, MemoryEventLog
 from gateway.errors import AgentToolError
 from protocol.hop_limits import HopLimits
+from tests.support.waiting import wait_until
 
 
 class Relayed:
@@ -74,3 +79,23 @@ def limits_seen(agent: HostedAgent, seen: Relayed) -> HostedAgent:
         return agent.handler(ctx)
 
     return HostedAgent(agent.name, noted, description=agent.description)
+
+
+def cancel_once_invoked(
+    http: httpx.Client, path: str, body: dict[str, Any], ready: Callable[[str], bool], canceller: httpx.Client
+) -> tuple[str, list[dict[str, Any]], str]:
+    """Stream a run started by ``path``; once its agent call is invoked and ``ready(task_id)``, ``canceller`` cancels
+    the run. The run id, every event the stream had until it ended, and the called agent's task id."""
+    events: list[dict[str, Any]] = []
+    task_id = ""
+    with http.stream("POST", path, json=body) as response:
+        run_id = response.headers["x-run-id"]
+        for line in response.iter_lines():
+            if not line:
+                continue
+            events.append(orjson.loads(line))
+            if events[-1]["type"] == "agent_tool_invoked":
+                task_id = events[-1]["task_id"]
+                wait_until(functools.partial(ready, task_id), "the agent to start the task")
+                assert canceller.post(f"/runs/{run_id}/cancel").status_code == 202
+    return run_id, events, task_id

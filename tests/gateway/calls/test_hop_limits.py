@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_server.hop import HopAccount, holding
+from agent_server.hop import HopAccount
 from agent_server.testing import Probe, scripted_agent
 from gateway import Gateway, MemoryEventLog
 from gateway.errors import AgentToolError
@@ -24,7 +24,7 @@ async def test_a_call_spends_from_the_callers_budget_and_stops_where_it_runs_out
         uri = gateway.register_local_agent("c", scripted_agent("c"))
         gateway.add_agent_tool("first", uri, mode="streaming")
         gateway.add_agent_tool("second", uri, mode="streaming", budget={"max_cost_usd": 1.0})
-        with holding(account):
+        with account.held():
             first = await gateway.call_tool("first", "stream 3 0 0.001")
             assert first.cost_usd == pytest.approx(0.003) and account.spent_usd == pytest.approx(0.003)
             with pytest.raises(AgentToolError) as failed:
@@ -39,7 +39,7 @@ async def test_a_streaming_call_ends_at_the_callers_deadline_and_cancels_the_age
     account = HopAccount(HopLimits(deadline_ms=now_ms() + 300))
     async with Gateway(event_log=MemoryEventLog()) as gateway:
         gateway.add_agent_tool("slow", gateway.register_local_agent("c", scripted_agent("c", probe)), mode="streaming")
-        with holding(account), pytest.raises(AgentToolError) as failed:
+        with account.held(), pytest.raises(AgentToolError) as failed:
             await gateway.call_tool("slow", "sleep")
     assert failed.value.reason == "deadline_timeout"
     task_id = failed.value.partial.task_id if failed.value.partial is not None else None

@@ -19,6 +19,7 @@ from agent_server import Principal, TokenTable
 from agent_server.testing import Probe, scripted_agent
 from gateway.service import create_gateway_app
 from tests.support.gateway_service import agent_server, remote_first_service
+from tests.support.hops import cancel_once_invoked
 from tests.support.servers import serve_app
 from tests.support.waiting import wait_until
 
@@ -93,16 +94,10 @@ def test_a_turn_cancelled_by_its_owner_cancels_the_agents_task_and_says_who(gate
 
 def test_a_tool_call_cancelled_by_an_admin_sends_the_agent_its_cancel(gateway: str, probe: Probe) -> None:
     body = {"input": "sleep", "stream": True}
-    with _client(gateway) as http, http.stream("POST", "/tools/slow_tool/call", json=body) as response:
-        run_id = response.headers["x-run-id"]
-        events = []
-        for event in _events(response):
-            events.append(event)
-            if event["type"] == "agent_tool_invoked":
-                task_id = event["task_id"]
-                wait_until(lambda: probe.started_at(task_id) is not None, "the agent to start the task")  # noqa: B023
-                with _client(gateway, ROOT) as root:
-                    assert root.post(f"/runs/{run_id}/cancel").status_code == 202
+    with _client(gateway) as http, _client(gateway, ROOT) as root:
+        _, events, task_id = cancel_once_invoked(
+            http, "/tools/slow_tool/call", body, lambda task: probe.started_at(task) is not None, root
+        )
     types = [event["type"] for event in events]
     assert types[-2:] == ["run_cancelled", "agent_tool_terminated"], types
     assert events[-2]["by"] == "root"
