@@ -28,16 +28,19 @@ from typing import Any, overload
 from agent_server.http.auth import Principal
 from protocol import AgentCard, AgentSkill, FilePart, Message
 from protocol.card import DEFAULT_INPUT_MODES
+from protocol.hop_limits import HopLimits
 
 AgentHandler = Callable[["TaskContext"], Any]
 
 
 @dataclass
 class TaskContext:
-    """What the agent gets for one send: the new message, what came before it, and who sent it.
+    """What the agent gets for one send: the new message, what came before it, who sent it, within which limits.
 
     ``caller`` is the principal of the token the task was sent with (None on a server
-    without tokens, or when the task manager is used in-process).
+    without tokens, or when the task manager is used in-process). ``limits``: the deadline
+    and budget the caller sent (protocol/hop_limits.py); a ``Gateway`` used in the handler
+    keeps its calls within them by itself (agent_server/hop.py).
     """
 
     task_id: str
@@ -46,11 +49,22 @@ class TaskContext:
     history: list[Message] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     caller: Principal | None = None
+    limits: HopLimits = field(default_factory=HopLimits)
 
     @property
     def text(self) -> str:
         """The text of the new message."""
         return self.message.text
+
+    @property
+    def deadline_ms(self) -> int | None:
+        """When the caller stops waiting, in milliseconds since the Unix epoch; None: it did not say."""
+        return self.limits.deadline_ms
+
+    @property
+    def budget_usd(self) -> float | None:
+        """What the caller allows this send to cost, sub-calls included, in US dollars; None: no limit."""
+        return self.limits.budget_usd
 
 
 @dataclass(frozen=True)

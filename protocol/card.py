@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 from pydantic import Field
 
 from protocol._wire import WireModel
+from protocol.hop_limits import HOP_LIMITS_DESCRIPTION, HOP_LIMITS_EXTENSION
 
 NDJSON_BINDING = "urn:switchboard:a2a-ndjson"
 """The ``protocolBinding`` naming Switchboard's own binding (per-method paths, NDJSON streams)."""
@@ -53,11 +54,25 @@ class LegacyInterface(WireModel):
     transport: str
 
 
+class AgentExtension(WireModel):
+    """An A2A extension the agent supports: its URI, what it does here, whether a client must use it."""
+
+    uri: str
+    description: str | None = None
+    required: bool | None = None
+    params: dict[str, Any] | None = None
+
+
+_HOP_LIMITS = AgentExtension(uri=HOP_LIMITS_EXTENSION, description=HOP_LIMITS_DESCRIPTION, required=False)
+"""Every Switchboard server takes the deadline and budget of its callers (protocol/hop_limits.py)."""
+
+
 class AgentCapabilities(WireModel):
     streaming: bool = True
     push_notifications: bool = False
     state_transition_history: bool = True
     extended_agent_card: bool | None = None
+    extensions: list[AgentExtension] | None = None
 
 
 class AgentSkill(WireModel):
@@ -129,6 +144,7 @@ class AgentCard(WireModel):
             skills=[_complete(skill) for skill in skills or [AgentSkill(id=name, name=name, description=description)]],
             default_input_modes=list(input_modes or DEFAULT_INPUT_MODES),
             default_output_modes=list(output_modes or DEFAULT_OUTPUT_MODES),
+            capabilities=AgentCapabilities(extensions=[_HOP_LIMITS]),
         )
 
     def with_bearer_auth(self) -> AgentCard:

@@ -28,6 +28,7 @@ import anyio
 import anyio.lowlevel
 import orjson
 
+from agent_server.hop import HopAccount
 from agent_server.hosted import HostedAgent, TaskContext
 from agent_server.stores.base import TaskStore
 from agent_server.tasks.outputs import Outcome, interpret, reply_message
@@ -101,9 +102,12 @@ class Run:
     push: Callable[[StreamEvent], None] | None = None
     """Hands each published event to the task's webhooks (agent_server/push/sender.py); None: it has none."""
     fold: ArtifactFold = field(init=False)
+    account: HopAccount = field(init=False)
+    """The task's deadline and budget, and what the handler's agent calls spent (agent_server/hop.py)."""
 
     def __post_init__(self) -> None:
         self.fold = ArtifactFold(self.task.artifacts)
+        self.account = HopAccount(self.context.limits)
 
     # The events.
 
@@ -211,24 +215,29 @@ class Run:
         An async generator agent is closed when the send ends early.
         """
         try:
-            result = self.agent.handler(self.context)
-            if not hasattr(result, "__aiter__"):
-                if hasattr(result, "__await__"):
-                    result = await result
-                return await self._apply(result) or Outcome(TaskState.COMPLETED, self.closing_message)
-            try:
-                async for item in result:
-                    outcome = await self._apply(item)
-                    if outcome is not None:
-                        return outcome
-                return Outcome(TaskState.COMPLETED, self.closing_message)
-            finally:
-                aclose = getattr(result, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            with self.account.held():
+                return await self._drive_handler()
         except Exception as exc:
             logger.exception("task %s (agent %s) raised", self.task.id, self.agent.name)
             return Outcome(TaskState.FAILED, Message.agent(f"{type(exc).__name__}: {exc}"))
+
+    async def _drive_handler(self) -> Outcome:
+        """``_drive`` with the task's account current (agent_server/hop.py), for the agent calls the handler makes."""
+        result = self.agent.handler(self.context)
+        if not hasattr(result, "__aiter__"):
+            if hasattr(result, "__await__"):
+                result = await result
+            return await self._apply(result) or Outcome(TaskState.COMPLETED, self.closing_message)
+        try:
+            async for item in result:
+                outcome = await self._apply(item)
+                if outcome is not None:
+                    return outcome
+            return Outcome(TaskState.COMPLETED, self.closing_message)
+        finally:
+            aclose = getattr(result, "aclose", None)
+            if aclose is not None:
+                await aclose()
 
     async def _apply(self, item: Any) -> Outcome | None:
         """Apply one thing the agent produced; an Outcome means this send is over.
@@ -243,10 +252,9 @@ class Run:
             self.closing_message = step.message
         if step.artifact is not None:
             self.fold.add(step.artifact)
-            self.task.metadata["cost_usd"] = float(self.task.metadata.get("cost_usd", 0.0)) + step.cost_usd
-            await self.append(
-                ArtifactEvent(seq=self.next_seq, id=self.task.id, artifact=step.artifact, cost_usd=step.cost_usd)
-            )
+            cost = step.cost_usd + self.account.unreported()  # the handler's agent calls, reported up once
+            self.task.metadata["cost_usd"] = float(self.task.metadata.get("cost_usd", 0.0)) + cost
+            await self.append(ArtifactEvent(seq=self.next_seq, id=self.task.id, artifact=step.artifact, cost_usd=cost))
         if step.handoff is not None:
             self.task.metadata["handoff"] = step.handoff.to_wire()
             await self.append(HandoffEvent(seq=self.next_seq, id=self.task.id, handoff=step.handoff))
@@ -271,6 +279,8 @@ class Run:
         """Set the final status, publish and store the final line, then finish; never raises."""
         task_id = self.task.id
         self.task.status = TaskStatus(state=outcome.state, message=outcome.message)
+        if spent := self.account.unreported():  # spent after the last line the task sent: in its total
+            self.task.metadata["cost_usd"] = float(self.task.metadata.get("cost_usd", 0.0)) + spent
         published = False
         try:
             reply = reply_message(self.current().artifacts, outcome)

@@ -7,6 +7,7 @@ import os
 from agent_server.hosted import TaskContext
 from agent_server.http.auth import Principal
 from protocol import ErrorCode, ProtocolError, Task, TaskSendParams, TaskState, TaskStatus
+from protocol.hop_limits import HopLimits
 
 
 def new_id() -> str:
@@ -49,6 +50,10 @@ def next_turn(existing: Task | None, task_id: str, params: TaskSendParams) -> Ta
 def handed_to_agent(task: Task, params: TaskSendParams, caller: Principal | None) -> TaskContext:
     """What the agent's handler is called with: this turn's message, the history before it, the caller."""
     history = task.history or []
+    try:
+        limits = HopLimits.of_metadata(params.metadata)
+    except ValueError as exc:
+        raise ProtocolError(ErrorCode.INVALID_PARAMS, f"invalid params: metadata: {exc}") from None
     return TaskContext(
         task_id=task.id,
         session_id=task.session_id or task.id,
@@ -56,4 +61,5 @@ def handed_to_agent(task: Task, params: TaskSendParams, caller: Principal | None
         history=list(history[:-1]),
         metadata=dict(params.metadata or {}),
         caller=caller,
+        limits=limits,
     )

@@ -23,15 +23,17 @@ transfer request checked (reports.py), the gateway's decision to end a call and 
 from __future__ import annotations
 
 import inspect
+import math
 import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agent_server.hop import current_account
 from gateway.calls.budget import Budget
 from gateway.calls.idle_timeout import IdleTimeout, with_idle_timeout
 from gateway.calls.lines import FAILED_STATES, Line, LineReader
@@ -45,11 +47,15 @@ from gateway.recording.events import EventType
 from gateway.recording.recorder import RunRecorder
 from gateway.telemetry import spans
 from protocol import Message, Task, TaskSendParams, TaskState
+from protocol.hop_limits import HopLimits, now_ms
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
 _ENDINGS = frozenset({EventType.AGENT_TOOL_COMPLETED, EventType.AGENT_TOOL_TERMINATED, EventType.AGENT_TOOL_ERROR})
+
+_LEAST_TIMEOUT_S = 0.001
+"""A call whose caller's deadline has passed still gets a request this short, which then times out as any would."""
 
 ConnectPeer = Callable[[], Peer]
 """How a call gets its peer; an ``AgentToolError`` it raises fails the call, recorded like any failure."""
@@ -70,6 +76,15 @@ class CallSpec:
     budget: Budget = field(default_factory=Budget)
     tool: str | None = None
     member: str | None = None
+    deadline_ms: int | None = None
+    """The caller's own deadline (epoch ms), when the call is made inside an agent's handler whose caller sent one."""
+
+    def within(self, limits: HopLimits) -> CallSpec:
+        """The call inside what is left of its caller's limits: no later deadline, no more budget."""
+        left = limits.seconds_left()
+        timeout_s = self.timeout_s if left is None else max(min(self.timeout_s, left), _LEAST_TIMEOUT_S)
+        budget = self.budget.within(limits.budget_usd)
+        return replace(self, timeout_s=timeout_s, budget=budget, deadline_ms=limits.deadline_ms)
 
     @classmethod
     def of_tool(cls, tool: AgentTool, cancel_timeout_s: float) -> CallSpec:
@@ -98,6 +113,11 @@ class AgentCall:
         task_id: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> None:
+        self._hop = current_account()
+        if self._hop is not None:
+            spec = spec.within(self._hop.left())
+        self._spent_usd = 0.0
+        """What of the call's cost was spent from ``_hop`` so far."""
         self.spec = spec
         self.recorder = recorder
         self.message = message
@@ -173,6 +193,7 @@ class AgentCall:
                         yield pieces
             finally:
                 self.result.settle()
+                self._spend()
         except Terminated as stop:
             await self._invoked()
             await self._terminated(stop)
@@ -274,15 +295,24 @@ class AgentCall:
     async def _streaming(self) -> Pieces:
         peer = self._peer
         assert peer is not None
+        left = HopLimits(self.spec.deadline_ms).seconds_left()
         async with peer.subscribe(self._params(self.message)) as stream:
             try:
-                async with aclosing(with_idle_timeout(stream, self.spec.idle_timeout_s)) as reads:
-                    async for read in reads:
-                        pieces, final = await self._on_lines(items_of(read))
-                        if pieces:
-                            yield pieces
-                        if final:
-                            return
+                with anyio.move_on_after(math.inf if left is None else left) as deadline:
+                    async with aclosing(with_idle_timeout(stream, self.spec.idle_timeout_s)) as reads:
+                        async for read in reads:
+                            pieces, final = await self._on_lines(items_of(read))
+                            if pieces:
+                                yield pieces
+                            if final:
+                                return
+                if deadline.cancelled_caught:
+                    error = AgentToolTimeout(
+                        f"the caller's deadline passed while {self.spec.agent} was streaming",
+                        reason="deadline_timeout",
+                        seconds=left or 0.0,
+                    )
+                    raise Terminated(error)
             except IdleTimeout as exc:
                 error = AgentToolTimeout(
                     f"no data from {self.spec.agent} for {exc.seconds:g} s", reason="idle_timeout", seconds=exc.seconds
@@ -378,6 +408,7 @@ class AgentCall:
         """
         lines = self._lines.read_all(items)
         pieces = await self._record(lines)
+        self._spend()
         return pieces, bool(lines) and lines[-1].final
 
     async def _record(self, lines: list[Line]) -> list[str]:
@@ -437,9 +468,27 @@ class AgentCall:
     # -- helpers ------------------------------------------------------------------------
 
     def _params(self, message: Message) -> TaskSendParams:
+        """The request, with the deadline and the budget that travel (protocol/hop_limits.py) in its metadata."""
+        metadata = self.metadata
+        travelling = self._travelling().to_metadata()
+        if travelling is not None:
+            metadata = {**(metadata or {}), **travelling}
         return TaskSendParams(
-            id=self.result.task_id, session_id=self.result.session_id, message=message, metadata=self.metadata
+            id=self.result.task_id, session_id=self.result.session_id, message=message, metadata=metadata
         )
+
+    def _travelling(self) -> HopLimits:
+        """What the peer is told: the caller's deadline, or this request's if sooner (a stream has none of its
+        own), and what is left of the call's budget."""
+        own = None if self.spec.mode.kind == "streaming" else now_ms() + round(self.spec.timeout_s * 1000)
+        deadline = HopLimits(self.spec.deadline_ms).within(HopLimits(own)).deadline_ms
+        return HopLimits(deadline, self.spec.budget.left_after(self.result.cost_usd))
+
+    def _spend(self) -> None:
+        """Spend what the call cost since last time from its caller's account (inside an agent's handler)."""
+        if self._hop is not None and self.result.cost_usd > self._spent_usd:
+            self._hop.spend(self.result.cost_usd - self._spent_usd)
+            self._spent_usd = self.result.cost_usd
 
     def _take_task(self, task: Task, reply: Reply) -> None:
         self.result.task_id = task.id

@@ -1,7 +1,7 @@
 """The ``switchboard`` command: it only registers the subcommands and runs the one asked for.
 
 Each subcommand is a module of ``gateway/cli/`` (``serve``, ``gateway``, ``call``, ``chat``,
-``events``) with an ``add_<name>(subparsers)`` function that
+``events``, ``cancel``) with an ``add_<name>(subparsers)`` function that
 adds its parser and sets ``run`` (a function of the parsed arguments returning the exit code)
 with ``set_defaults``; a new command is one such module plus its entry in ``COMMANDS``.
 A command raises ``UsageError`` (``cli/client.py``) for a mistake in what the user
@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gateway.cli.call import add_call
+from gateway.cli.cancel import add_cancel
 from gateway.cli.chat import add_chat
 from gateway.cli.client import CommandFailed, UsageError
 from gateway.cli.events import add_events
@@ -27,7 +28,7 @@ from gateway.cli.serve import add_serve
 Subparsers = Any  # argparse's _SubParsersAction, which is private
 Command = Callable[[Subparsers], None]
 
-COMMANDS: list[Command] = [add_serve, add_gateway, add_call, add_chat, add_events]
+COMMANDS: list[Command] = [add_serve, add_gateway, add_call, add_chat, add_events, add_cancel]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -65,6 +65,7 @@ from protocol import (
     TaskState,
     parse_stream_event,
 )
+from protocol.hop_limits import EXTENSIONS_HEADER, HOP_LIMITS_EXTENSION
 from protocol.ndjson import MEDIA_TYPE as NDJSON_MEDIA_TYPE
 
 _JSON_HEADERS = {"content-type": "application/json", "accept": "application/json"}
@@ -98,7 +99,8 @@ class HttpPeer(Peer):
     """What every peer over HTTP shares: the one client and its deadlines, bounded answers, refusals, resumes.
 
     ``base_url`` is where the binding is spoken; ``headers`` and ``stream_headers`` go with
-    every JSON request and stream (the peer's token added, for this agent only).
+    every JSON request and stream (the peer's token added, for this agent only), and so does the
+    ``A2A-Extensions`` header naming the deadline and budget every request carries (protocol/hop_limits.py).
     """
 
     def __init__(
@@ -117,8 +119,9 @@ class HttpPeer(Peer):
         self.limits = limits
         self._client = client
         auth = {"authorization": f"Bearer {token}"} if token else {}
-        self._json_headers = {**headers, **auth}
-        self._stream_headers = {**stream_headers, **auth}
+        extensions = {EXTENSIONS_HEADER: HOP_LIMITS_EXTENSION}
+        self._json_headers = {**headers, **extensions, **auth}
+        self._stream_headers = {**stream_headers, **extensions, **auth}
 
     async def _exchange(
         self,

@@ -39,6 +39,7 @@ class EventType(str, enum.Enum):
     RUN_STARTED = "run_started"
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
+    RUN_CANCELLED = "run_cancelled"
     MESSAGE = "message"
     TEXT_DELTA = "text_delta"
     MODEL_CALL = "model_call"
@@ -356,6 +357,19 @@ class RunFailedEvent(_Typed):
     error_type: str = Field(description="The error's class; Interrupted for a run whose process stopped.")
 
 
+class RunCancelledEvent(_Typed):
+    """A cancel of the run was accepted by the replica that runs it; the run's own ending events follow it.
+
+    They are ``run_failed`` ("cancelled: ...") for a turn, and ``agent_tool_terminated`` (reason
+    ``cancelled``, with ``cancel_sent`` and ``cancel_acknowledged``) for each agent call in flight.
+    """
+
+    event_type = EventType.RUN_CANCELLED
+    by: str | None = Field(None, description="Who asked: the caller's name (None on a gateway without tokens).")
+    reason: str = Field(description="Why, for a person; the run's cancellation carries the same text.")
+    cause: str = Field(description="api (POST /runs/{id}/cancel) or disconnect (the client asked for it).")
+
+
 class _Speech(_Typed):
     agent: str = Field(description="The agent speaking.")
     remote: bool | None = Field(None, description="Whether the agent runs elsewhere.")
@@ -501,6 +515,7 @@ _MODELS: dict[str, type[Event]] = {
         RunStartedEvent,
         RunCompletedEvent,
         RunFailedEvent,
+        RunCancelledEvent,
         MessageEvent,
         TextDeltaEvent,
         ModelCallEvent,

@@ -43,6 +43,7 @@ _WARNING_EVENTS = frozenset(
         EventType.AGENT_TOOL_TERMINATED,
         EventType.AGENT_TOOL_ERROR,
         EventType.RUN_FAILED,
+        EventType.RUN_CANCELLED,
         EventType.HANDOFF_REFUSED,
         EventType.CYCLE_DETECTED,
         EventType.LIMIT_REACHED,

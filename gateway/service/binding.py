@@ -14,12 +14,12 @@ agent of the swarm as a skill. When the gateway shuts down, tasks still going ar
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
+from contextlib import ExitStack, aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent_server import Failed, InputRequired, TaskContext, TextChunk
-from gateway.recording.events import MessageEvent, RunCompletedEvent, TextDeltaEvent
+from gateway.recording.events import MessageEvent, RunCompletedEvent, RunStartedEvent, TextDeltaEvent
 from gateway.service.core import GatewayService
 from gateway.service.hosted import ServedAgent
 from protocol import AgentCard, AgentSkill, TaskState
@@ -53,13 +53,19 @@ def swarm_agent(service: GatewayService) -> SwarmAgent:
         streamed = False
         await service.sync_registrations()
         asking: str | None = None  # the question that ends the turn, if a member asked one or the turn escalated
-        with service.runs.stoppable(lambda: agent.cancel_task(ctx.task_id)):
+
+        async def stop(*_reason: str) -> None:  # at shutdown (no reason), or a cancel of the run
+            await agent.cancel_task(ctx.task_id)
+
+        with service.runs.stoppable(stop), ExitStack() as named:
             turn = service.runner.run_stream(
                 ctx.session_id, ctx.text, caller=ctx.caller, message_id=ctx.message.message_id
             )
             async with aclosing(turn) as events:
                 async for event in events:
-                    if type(event) is TextDeltaEvent and event.text:
+                    if type(event) is RunStartedEvent:  # from now on POST /runs/{id}/cancel finds the task
+                        named.enter_context(service.runs.named(event.run_id, stop))
+                    elif type(event) is TextDeltaEvent and event.text:
                         streamed = True
                         yield TextChunk(event.text)
                     elif type(event) is MessageEvent and event.role == "assistant":

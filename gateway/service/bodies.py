@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from agent_server.http.auth import token_problem
 from gateway.config.model import ToolConfig
@@ -72,7 +72,23 @@ class DefineToolBody(ToolConfig):
         return ToolConfig.model_validate(self.model_dump(exclude={"attach_to", "token"}))
 
 
-class MessageBody(_Body):
+class _Streamed(_Body):
+    """A body whose run may be streamed; ``cancel_on_disconnect``: the run ends when that stream's client leaves.
+
+    The default is that the run goes on (it can be read again from ``GET /runs/{id}/events``).
+    """
+
+    stream: bool
+    cancel_on_disconnect: bool = False
+
+    @model_validator(mode="after")
+    def _streamed_cancel(self) -> Self:
+        if self.cancel_on_disconnect and not self.stream:
+            raise ValueError("cancel_on_disconnect is for a streamed run: send stream: true with it")
+        return self
+
+
+class MessageBody(_Streamed):
     """``POST /sessions/{id}/messages``. ``stream`` false: wait and answer one JSON summary instead of NDJSON."""
 
     message: str = Field(min_length=1)
@@ -86,7 +102,7 @@ class SessionAgentBody(_Body):
     agent: str = Field(min_length=1, max_length=128)
 
 
-class ToolCallBody(_Body):
+class ToolCallBody(_Streamed):
     """``POST /tools/{name}/call``. A string is a text message; an object a data part (MCP tools' arguments)."""
 
     input: Any

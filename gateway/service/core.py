@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequenc
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import TaskStatus
@@ -42,7 +42,8 @@ from gateway.errors import AgentToolError, SessionBusy, SessionConflictError, Se
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.event_log.shared_read import SharedRead
 from gateway.models import Providers
-from gateway.recording.recorder import new_run_id
+from gateway.recording.events import EventType
+from gateway.recording.recorder import RunRecorder, new_run_id
 from gateway.registrations import Registration, RegistryStore
 from gateway.service.errors import Conflict, NotFound, ServiceError, ShuttingDown
 from gateway.service.members import Members, RemoteSpec
@@ -59,12 +60,15 @@ from gateway.swarm import (
     Session,
     SessionStore,
 )
+from gateway.swarm.fallback import cancel_reason
 from gateway.swarm.member import SwarmMember
 from protocol.errors import SwitchboardError
 
 logger = logging.getLogger("gateway.service")
 
 Closer = Callable[[], Coroutine[Any, Any, None]]
+CancelCause = Literal["api", "disconnect"]
+"""Why a run is cancelled: its owner (or an admin) asked, or its streaming client left and had asked for it."""
 
 
 @dataclass
@@ -336,7 +340,7 @@ class GatewayService:
         return outcome
 
     async def _background_call(self, tool: AgentTool, input: ToolInput, outcome: ToolCallOutcome) -> None:
-        with self.runs.cancellable():
+        with self.runs.cancellable(outcome.run_id):
             try:
                 outcome.result = await self.gateway.call_tool(tool.name, input, run_id=outcome.run_id)
             except AgentToolError as exc:
@@ -345,8 +349,9 @@ class GatewayService:
             except StoreUnavailable as exc:  # the event log's store went away: the call could not be recorded
                 outcome.error = AgentToolError(f"the call could not be recorded: {exc}", reason="store_unavailable")
                 logger.warning("agent tool %s failed: %s", tool.name, exc)
-            except anyio.get_cancelled_exc_class():
-                outcome.error = AgentToolError(f"the call was cancelled: {SHUTDOWN_REASON}", reason="cancelled")
+            except anyio.get_cancelled_exc_class() as exc:
+                reason = cancel_reason(exc) or SHUTDOWN_REASON
+                outcome.error = AgentToolError(f"the call was cancelled: {reason}", reason="cancelled")
                 raise
             except Exception as exc:
                 outcome.error = AgentToolError(f"the call broke: {type(exc).__name__}: {exc}", reason="error")
@@ -415,7 +420,8 @@ class GatewayService:
         task_status: TaskStatus[str] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         started: list[str] = []
-        with self.runs.cancellable():
+        run = self.runs.cancellable()
+        with run:
             try:
                 turn = runner.run_stream(session_id, message, context_variables, caller=caller)
                 async with aclosing(turn) as events:
@@ -423,6 +429,7 @@ class GatewayService:
                         if not started:
                             started.append(event.run_id)
                             self.runs.active.add(event.run_id)
+                            run.name(event.run_id)
                             task_status.started(event.run_id)
             except SwitchboardError as exc:  # a failure the project names (a model's refusal, a tool, the swarm)
                 if not started:
@@ -437,6 +444,29 @@ class GatewayService:
         if not started:
             # stop_runs cancelled the run before its first event (it was queued behind another turn)
             raise ShuttingDown(f"{SHUTDOWN_REASON}; try again when it is back")
+
+    async def cancel_run(self, run_id: str, caller: Principal | None = None, *, cause: CancelCause = "api") -> None:
+        """End a run ``caller`` may see: ``run_cancelled`` says who asked, then the run ends as cancelled runs do.
+
+        Every agent call in flight in it is sent its cancel (the call engine does, as its caller is
+        cancelled). NotFound for an unknown run or another caller's; Conflict for a run that already
+        ended, or one another replica runs (the cancel goes to the replica that started it).
+        """
+        if not await self.run_known(run_id, caller):
+            raise NotFound(f"no run {run_id!r} in the event log (GET /runs lists them)")
+        if not self.runs.holds(run_id):
+            if await self.event_log.is_closed(run_id):
+                raise Conflict(f"run {run_id!r} already ended; there is nothing to cancel")
+            raise Conflict(
+                f"run {run_id!r} runs on another gateway replica; send the cancel to the replica that started it"
+            )
+        by = caller.name if caller is not None else None
+        reason = f"asked by {by}" if by else "asked through the API"
+        if cause == "disconnect":
+            reason += " (the client disconnected)"
+        await RunRecorder(self.event_log, run_id).emit(EventType.RUN_CANCELLED, by=by, reason=reason, cause=cause)
+        if not await self.runs.cancel(run_id, reason):
+            raise Conflict(f"run {run_id!r} ended as the cancel arrived; there is nothing to cancel")
 
     async def run_known(self, run_id: str, caller: Principal | None = None) -> bool:
         """A run the log has events for, or one this service started and has not written yet; ``caller`` may see it."""

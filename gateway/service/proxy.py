@@ -122,7 +122,11 @@ def proxied_agent(
         streamed = False
         async with service.owned_run(ctx.caller) as run_id:
             logger.info("proxy %s: task %s is run %s", name, ctx.task_id, run_id)
-            with service.runs.stoppable(lambda: agent.cancel_task(ctx.task_id)):
+
+            async def stop(*_reason: str) -> None:  # at shutdown (no reason), or a cancel of the run
+                await agent.cancel_task(ctx.task_id)
+
+            with service.runs.stoppable(stop), service.runs.named(run_id, stop):
                 try:
                     async with aclosing(remote.ask(params, RunRecorder(service.event_log, run_id))) as items:
                         async for item in items:
@@ -155,8 +159,8 @@ def _answer(reply: RemoteReply, streamed: bool) -> list[Any]:
         items.extend(DataChunk(part.data) for part in artifact.parts if isinstance(part, DataPart))
         if files:
             items.append(Artifact(name=artifact.name, parts=files, index=artifact.index + 1))  # 0 is the text's
-    if reply.cost_usd:
-        items.append(TextChunk("", cost_usd=reply.cost_usd))
+    if reply.cost_usd:  # the call spent it from this task's account: the server adds it to this line, once
+        items.append(TextChunk(""))
     if reply.handoff is not None:
         items.append(Handoff(reply.handoff.target, reply.handoff.reason, reply.handoff.payload))
     elif reply.state.value in ("input-required", "auth-required"):

@@ -5,6 +5,10 @@ request, so it goes on when the client that started it disconnects (it can be re
 from the event log). Each run has its own cancel scope, registered while it runs, so
 ``stop`` can end the runs without cancelling whoever hosts the task group (the server's
 lifespan). Tasks of the gateway's own A2A binding are registered with their own stop.
+
+A run also has a cancel of its own, found by its run id (``cancel``): the owner's cancel
+through the API, or a client that asked for its run to end with its connection. The
+cancellation carries the reason (who asked), which is what the run's ending events say.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from gateway.service.errors import ShuttingDown
 logger = logging.getLogger("gateway.service")
 
 Stopper = Callable[[], Awaitable[None]]
+RunCancel = Callable[[str], Awaitable[None]]
+"""Cancels one run with a reason for a person (who asked, and how)."""
 
 SHUTDOWN_REASON = "the gateway is shutting down"
 STOP_RUNS_TIMEOUT_S = 5.0
@@ -35,6 +41,7 @@ class ServiceRuns:
         """Run ids started here and not ended (a run is known before its first event is written)."""
         self._stopping = False
         self._stops: dict[object, Stopper] = {}
+        self._cancels: dict[str, RunCancel] = {}
         self._ended: anyio.Event | None = None
         self._tasks: TaskGroup | None = None
 
@@ -95,9 +102,34 @@ class ServiceRuns:
         with self._registered(stop):
             yield
 
-    def cancellable(self) -> _Cancellable:
-        """A run's own cancel scope, cancelled by ``stop``; a run that begins after ``stop`` is cancelled at once."""
-        return _Cancellable(self)
+    def cancellable(self, run_id: str | None = None) -> _Cancellable:
+        """A run's own cancel scope, cancelled by ``stop``; a run that begins after ``stop`` is cancelled at once.
+
+        ``run_id``: the run ``cancel`` finds it by (a turn learns its id later: ``_Cancellable.name``).
+        """
+        return _Cancellable(self, run_id)
+
+    def holds(self, run_id: str) -> bool:
+        """Whether a run of this id runs here (in this process) and can be cancelled here."""
+        return run_id in self._cancels
+
+    async def cancel(self, run_id: str, reason: str) -> bool:
+        """Cancel the run ``run_id`` if it runs here, with ``reason``; False when it does not (any more)."""
+        cancel = self._cancels.get(run_id)
+        if cancel is None:
+            return False
+        await cancel(reason)
+        return True
+
+    @contextmanager
+    def named(self, run_id: str, cancel: RunCancel) -> Iterator[None]:
+        """A run that ``cancel(run_id, reason)`` ends by calling ``cancel`` (a task of the A2A face or proxy)."""
+        self._cancels[run_id] = cancel
+        try:
+            yield
+        finally:
+            if self._cancels.get(run_id) is cancel:
+                del self._cancels[run_id]
 
     @contextmanager
     def _registered(self, stop: Stopper) -> Iterator[None]:
@@ -120,11 +152,14 @@ class ServiceRuns:
 class _Cancellable:
     """``ServiceRuns.cancellable``: an object rather than a generator, as every run going holds one."""
 
-    __slots__ = ("_runs", "_scope")
+    __slots__ = ("_run_id", "_runs", "_scope")
 
-    def __init__(self, runs: ServiceRuns) -> None:
+    def __init__(self, runs: ServiceRuns, run_id: str | None) -> None:
         self._runs = runs
         self._scope = anyio.CancelScope()
+        self._run_id: str | None = None
+        if run_id is not None:
+            self.name(run_id)
 
     def __enter__(self) -> anyio.CancelScope:
         scope = self._scope.__enter__()
@@ -137,10 +172,20 @@ class _Cancellable:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> bool:
         self._runs._forget(self)
+        if self._run_id is not None and self._runs._cancels.get(self._run_id) == self.cancel:
+            del self._runs._cancels[self._run_id]
         return bool(self._scope.__exit__(exc_type, exc, tb))
+
+    def name(self, run_id: str) -> None:
+        """The run id ``ServiceRuns.cancel`` finds this run by."""
+        self._run_id = run_id
+        self._runs._cancels[run_id] = self.cancel
 
     async def stop(self) -> None:
         self._scope.cancel(SHUTDOWN_REASON)
+
+    async def cancel(self, reason: str) -> None:
+        self._scope.cancel(reason)
 
 
 async def _quietly(stop: Stopper) -> None:

@@ -1,4 +1,4 @@
-"""``/runs``: every run in the event log; one run's events from a seq, replayed then followed live."""
+"""``/runs``: every run in the event log; one run's events from a seq, replayed then followed live; cancel one."""
 
 from __future__ import annotations
 
@@ -69,8 +69,21 @@ async def _events(request: Request) -> Response:
     return NDJSONStreamResponse(service.event_log.as_ndjson(run_id, after_seq, follow), headers={"x-run-id": run_id})
 
 
+async def _cancel(request: Request) -> Response:
+    """End a run going on: its agent calls in flight are sent their cancel; ``run_cancelled`` says who asked.
+
+    202: the cancel was accepted (the run's ending events follow in its log); 404: no such run
+    (or another caller's); 409: it already ended, or runs on another replica.
+    """
+    service = service_of(request)
+    run_id = request.path_params["run_id"]
+    await service.cancel_run(run_id, principal_of(request))
+    return json_response({"run_id": run_id, "cancelled": True}, status_code=202)
+
+
 routes = [
     api_route("/runs", _list, ["GET"], scope="chat"),
     api_route("/runs/{run_id}", _summary, ["GET"], scope="chat"),
     api_route("/runs/{run_id}/events", _events, ["GET"], scope="chat"),
+    api_route("/runs/{run_id}/cancel", _cancel, ["POST"], scope="chat"),
 ]

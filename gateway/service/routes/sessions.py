@@ -11,10 +11,11 @@ from starlette.responses import Response
 from agent_server.http.auth import principal_of
 from agent_server.http.responses import NDJSONStreamResponse, error_response, json_response
 from gateway.errors import SessionConflictError
-from gateway.recording.events import Event, RunCompletedEvent, RunFailedEvent, RunStartedEvent
+from gateway.recording.events import Event, RunCancelledEvent, RunCompletedEvent, RunFailedEvent, RunStartedEvent
 from gateway.service.bodies import MessageBody, SessionAgentBody
 from gateway.service.core import GatewayService
 from gateway.service.errors import ApiErrorCode, Conflict, NotFound
+from gateway.service.following import followed
 from gateway.service.http import api_route, body_limit, query_int, read_body, service_of
 from protocol import ErrorCode, ProtocolError
 
@@ -37,10 +38,12 @@ async def _post_message(request: Request) -> Response:
     session_id = session_id_of(request)
     body = await read_body(request, MessageBody, body_limit(request))
     service = service_of(request)
-    run_id = await service.start_turn(session_id, body.message, body.context_variables, principal_of(request))
+    caller = principal_of(request)
+    run_id = await service.start_turn(session_id, body.message, body.context_variables, caller)
     headers = {"x-run-id": run_id, "x-session-id": session_id}
     if body.stream:
-        return NDJSONStreamResponse(service.event_log.as_ndjson(run_id, follow=True), headers=headers)
+        lines = followed(service, run_id, caller, cancel_on_disconnect=body.cancel_on_disconnect)
+        return NDJSONStreamResponse(lines, headers=headers)
     return await _summary(service, run_id, session_id, headers)
 
 
@@ -50,7 +53,8 @@ async def _summary(service: GatewayService, run_id: str, session_id: str, header
     last: Event | None = None
     async for event in service.event_log.follow(run_id):
         count += 1
-        last = event
+        if type(event) is not RunCancelledEvent:  # a cancel's note, before the run's own end
+            last = event
     if type(last) is RunCompletedEvent:
         summary = {
             "run_id": run_id,

@@ -13,6 +13,7 @@ from gateway.calls.tool import AgentTool
 from gateway.service.bodies import DefineToolBody, ToolCallBody
 from gateway.service.core import GatewayService
 from gateway.service.errors import ApiErrorCode
+from gateway.service.following import followed
 from gateway.service.http import api_route, body_limit, read_body, service_of
 from gateway.service.members import check_api_target
 from protocol import ProtocolError
@@ -64,7 +65,8 @@ async def _call(request: Request) -> Response:
     caller = principal_of(request)
     if body.stream:
         run_id = (await service.start_tool_call(name, body.input, caller)).run_id
-        return NDJSONStreamResponse(service.event_log.as_ndjson(run_id, follow=True), headers={"x-run-id": run_id})
+        lines = followed(service, run_id, caller, cancel_on_disconnect=body.cancel_on_disconnect)
+        return NDJSONStreamResponse(lines, headers={"x-run-id": run_id})
     outcome = await service.call_tool(name, body.input, caller)
     headers = {"x-run-id": outcome.run_id}
     if outcome.error is not None:
