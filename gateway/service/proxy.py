@@ -44,7 +44,17 @@ from gateway.service.core import GatewayService
 from gateway.service.hosted import ServedAgent
 from gateway.swarm import RemoteAgent
 from gateway.swarm.remote import RemoteReply
-from protocol import AgentCard, Artifact, DataPart, ErrorCode, FilePart, Message, ProtocolError, TaskSendParams
+from protocol import (
+    AgentCard,
+    Artifact,
+    DataPart,
+    ErrorCode,
+    FilePart,
+    Message,
+    ProtocolError,
+    TaskSendParams,
+    TaskState,
+)
 from protocol.card import grpc_address
 
 logger = logging.getLogger("gateway.service.proxy")
@@ -149,8 +159,11 @@ def proxied_agent(
 
 def _answer(reply: RemoteReply, streamed: bool) -> list[Any]:
     """What is left to pass on once the agent's task ended: the text not streamed, data, files, cost, its end."""
-    if reply.message is not None:  # answered with a Message alone: so does the gateway
-        return [reply.message]
+    answer = reply.message
+    if answer is None and _said_only(reply, streamed):
+        answer = Message.agent(reply.text)
+    if answer is not None:  # answered with a Message alone: so does the gateway
+        return [answer]
     items: list[Any] = []
     if reply.text and not streamed:
         items.append(TextChunk(reply.text))
@@ -168,6 +181,18 @@ def _answer(reply: RemoteReply, streamed: bool) -> list[Any]:
     elif reply.state.value in ("failed", "rejected"):
         items.append(Failed(reply.text or f"the agent's task ended {reply.state.value}"))
     return items
+
+
+def _said_only(reply: RemoteReply, streamed: bool) -> bool:
+    """A task that completed with its status message and nothing else: how a Switchboard agent (over NDJSON)
+    answers with a bare Message, which the standard bindings then answer as that message."""
+    return (
+        reply.state is TaskState.COMPLETED
+        and bool(reply.text)
+        and not streamed
+        and not reply.artifacts
+        and reply.handoff is None
+    )
 
 
 class AgentProxies:

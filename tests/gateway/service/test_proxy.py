@@ -27,8 +27,9 @@ from a2a.types import (
 )
 from a2a.utils.errors import TaskNotFoundError
 
-from agent_server import Principal, TokenTable
+from agent_server import HostedAgent, Principal, TaskContext, TokenTable, create_app
 from gateway.service import RemoteSpec, create_gateway_app
+from protocol import Message
 from tests.support.a2a_clients import HTTP_JSON, sdk_client
 from tests.support.gateway_service import triage_service
 from tests.support.sdk_agents import SdkAgent, serve_sdk_agent, serve_sdk_grpc_agent
@@ -221,11 +222,21 @@ async def test_the_ndjson_binding_is_proxied_too(http: httpx.AsyncClient, gatewa
     assert answer.json()["artifacts"][0]["parts"][0]["text"] == "echo: over ndjson"
 
 
+async def _ours(ctx: TaskContext) -> Message:
+    """A Switchboard agent (the gateway speaks A2A-NDJSON to it) that answers with a Message alone."""
+    return Message.agent(f"replied to {ctx.text}")
+
+
 @pytest.fixture(scope="module")
 def other_bindings_gateway() -> Iterator[str]:
-    """A gateway with the a2a-sdk agent registered twice more: served over HTTP+JSON only, and over gRPC only."""
-    with serve_sdk_agent(rest=True) as (rest_url, _), serve_sdk_grpc_agent() as (grpc_url, _):
-        remotes = (RemoteSpec(rest_url, "over_rest"), RemoteSpec(grpc_url, "over_grpc"))
+    """A gateway with the a2a-sdk agent registered twice more, served over HTTP+JSON only and over gRPC only, and
+    a Switchboard agent."""
+    with (
+        serve_sdk_agent(rest=True) as (rest_url, _),
+        serve_sdk_grpc_agent() as (grpc_url, _),
+        serve_app(create_app(HostedAgent("ours", _ours))) as ours_url,
+    ):
+        remotes = (RemoteSpec(rest_url, "over_rest"), RemoteSpec(grpc_url, "over_grpc"), RemoteSpec(ours_url, "ours"))
         with serve_app(create_gateway_app(triage_service(remotes=remotes), tokens=TOKENS)) as url:
             yield url
 
@@ -264,3 +275,13 @@ async def test_over_grpc_the_agent_is_the_tenant_of_its_name_on_the_gateways_por
             await client.get_task(GetTaskRequest(id=events[0].task.id, tenant="nope"), context=auth)
     finally:
         await client.close()
+
+
+@pytest.mark.parametrize("interface", INTERFACES)
+async def test_a_switchboard_agents_message_alone_is_relayed_as_that_message(
+    http: httpx.AsyncClient, other_bindings_gateway: str, interface: str
+) -> None:
+    client = await sdk_client(http, f"{other_bindings_gateway}/proxy/ours", interface, streaming=False)
+    [answer] = await events_of(client, message("hi"))
+    assert answer.HasField("message"), answer
+    assert answer.message.parts[0].text == "replied to hi"
