@@ -9,7 +9,8 @@ WARNING logs) registers it as the remote agent ``echo``, so it is proxied at
 on the servers' core, the client in this process on the other.
 
 The client sends one message per call (``SendMessage`` over JSON-RPC 1.0 and HTTP+JSON,
-``tasks/send`` over A2A-NDJSON) with httpx, once to the agent and once through the proxy, and
+``tasks/send`` over A2A-NDJSON) with aiohttp (one pool of ``CALLERS`` connections: httpx's pool
+would be what 50 callers measure), once to the agent and once through the proxy, and
 checks each answer is the completed echo. Each round measures, for every binding, the latency
 of calls made one at a time (direct and proxied, interleaved) and the calls per second of
 ``CALLERS`` callers at once; the report gives the medians over rounds: the added latency at
@@ -27,8 +28,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import aiohttp
 import anyio
-import httpx
 import orjson
 
 from bench._support import client_core, latencies, percentile, pinning, python, rate, server_process
@@ -64,40 +65,36 @@ def _gateway_config(data_dir: Path, upstream: str) -> str:
     )
 
 
-def call(client: httpx.AsyncClient, base: str, binding: str) -> Callable[[], Awaitable[int]]:
+def call(client: aiohttp.ClientSession, base: str, binding: str) -> Callable[[], Awaitable[int]]:
     """One call of the echo agent at ``base`` over ``binding``; it fails unless the answer is the completed echo."""
 
     async def once() -> int:
         text = uuid.uuid4().hex
         message = {"role": "ROLE_USER", "messageId": text, "parts": [{"text": text}]}
         if binding == "jsonrpc":
-            body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
-            answer = (await client.post(base, content=orjson.dumps(body), headers=V1)).raise_for_status()
-            task = orjson.loads(answer.content)["result"]["task"]
-            state, said = task["status"]["state"], task["artifacts"][0]["parts"][0]["text"]
+            url, body = base, {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
         elif binding == "rest":
-            body = {"message": message}
-            url = f"{base}/a2a/rest/message:send"
-            answer = (await client.post(url, content=orjson.dumps(body), headers=V1)).raise_for_status()
-            task = orjson.loads(answer.content)["task"]
-            state, said = task["status"]["state"], task["artifacts"][0]["parts"][0]["text"]
+            url, body = f"{base}/a2a/rest/message:send", {"message": message}
         else:
-            body = {"id": text, "message": {"role": "user", "parts": [{"type": "text", "text": text}]}}
             url = f"{base}/tasks/send"
-            answer = (await client.post(url, content=orjson.dumps(body), headers=V1)).raise_for_status()
-            task = orjson.loads(answer.content)
-            state, said = task["status"]["state"], task["artifacts"][0]["parts"][0]["text"]
-        if state not in ("TASK_STATE_COMPLETED", "completed") or said != text:
-            raise RuntimeError(f"{binding} at {base}: {answer.text[:300]}")
+            body = {"id": text, "message": {"role": "user", "parts": [{"type": "text", "text": text}]}}
+        async with client.post(url, data=orjson.dumps(body), headers=V1) as answer:
+            raw = await answer.read()
+        reply = orjson.loads(raw) if answer.status == 200 else {}
+        task = reply.get("result", reply).get("task", reply) if binding != "ndjson" else reply
+        if (task.get("status") or {}).get("state") not in ("TASK_STATE_COMPLETED", "completed") or (
+            task["artifacts"][0]["parts"][0]["text"] != text
+        ):
+            raise RuntimeError(f"{binding} at {base}: {answer.status} {raw[:300]!r}")
         return 1
 
     return once
 
 
 async def measure(settings: Settings, upstream: str, gateway: str, out: Callable[[str], None]) -> dict[str, Figures]:
-    limits = httpx.Limits(max_connections=CALLERS, max_keepalive_connections=CALLERS)
     figures = {binding: Figures() for binding in BINDINGS}
-    async with httpx.AsyncClient(limits=limits, timeout=60.0) as client:
+    connector = aiohttp.TCPConnector(limit=CALLERS)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as client:
         direct = {binding: call(client, upstream, binding) for binding in BINDINGS}
         proxied = {binding: call(client, f"{gateway}/proxy/echo", binding) for binding in BINDINGS}
         for binding in BINDINGS:  # warm-up: the gateway reads the card and opens its connections
