@@ -11,6 +11,12 @@ MAX_HANDOFFS_PER_TURN = 5
 MAX_TOOL_ITERATIONS = 10
 AGENT_INSTRUCTIONS = "You are a helpful agent."
 """The instructions of an agent defined without any."""
+HISTORY_WINDOW = 200
+"""The most messages of a session's history an agent is shown per turn (``[swarm] history_window``), the
+note for those left out included. Enough for a long conversation's recent turns verbatim, tool-heavy
+ones included, while a request stays a small part of a chat model's context however long the session."""
+HISTORY_WINDOW_MIN = 4
+"""The least window a policy can keep: its notes on a handoff, the note for what was cut, and a message."""
 MAX_DYNAMIC_AGENTS = 1000
 """Agents a runner adopts from tools' return values (swarm's transfers) and keeps; the oldest go first."""
 

@@ -169,10 +169,13 @@ class SwarmConfig(_Strict):
     ``fallback``: who takes the conversation when the handoff limit or a cycle trips:
     ``current`` (the agent holding it answers), ``human`` (the turn ends input-required), or
     an agent's name (a supervisor).
+    ``history_window``: the most messages of the history an agent is shown per turn, whatever
+    ``history``; the earlier ones are told in one note (gateway/swarm/history_window.py).
     """
 
     starting_agent: str | None = None
     history: Literal["full", "summary", "structured"] = "full"
+    history_window: int = Field(defaults.HISTORY_WINDOW, ge=defaults.HISTORY_WINDOW_MIN)
     resolve_uris: bool = True
     fallback: str = Field("current", min_length=1)
 

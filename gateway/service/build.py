@@ -170,7 +170,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         event_log=event_log,
         max_handoffs_per_turn=config.limits.max_handoffs_per_turn,
         max_tool_iterations=config.limits.max_tool_iterations,
-        history_policy=_HISTORY[config.swarm.history](),
+        history_policy=_HISTORY[config.swarm.history](window=config.swarm.history_window),
         name=config.gateway.name,
         description=config.gateway.description,
         closers=[providers.aclose],
