@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import resource
 import selectors
-import signal
 import socket
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import httpx
 import pytest
 
 from agent_server.http.loopback import free_port
+from tests.support.processes import stop_process
 from tests.support.waiting import PROCESS_S, wait_until
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -75,12 +75,7 @@ def starved_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[t
         assert process.poll() is None, log.read_text(errors="replace")
         yield url, log
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=PROCESS_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
 
 def test_out_of_descriptors_slow_clients_are_cut_and_the_log_stays_small(starved_server: tuple[str, Path]) -> None:
