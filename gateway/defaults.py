@@ -48,6 +48,9 @@ REMOTE_TIMEOUT_S = 60.0
 REMOTE_IDLE_TIMEOUT_S = IDLE_TIMEOUT_S
 
 # The gateway service
+EVENTS_RETENTION_DAYS = 30.0
+"""How long the event log keeps a closed run (``[stores] events_retention_days``; 0 keeps every run): long
+enough to look back on a month of conversations, short enough that the log does not only grow."""
 HOST = "127.0.0.1"
 PORT = 8080
 DATA_DIR = ".switchboard"

@@ -230,12 +230,16 @@ class StoresConfig(_Strict):
     ``registry`` (agents and tools registered through the API) is by default where
     ``sessions`` are (for plain ``sqlite``, in the sessions' file). ``events_synchronous``:
     the SQLite event log's durability, ``NORMAL`` (a commit survives the process's death) or
-    ``FULL`` (power loss too, an fsync per commit).
+    ``FULL`` (power loss too, an fsync per commit). ``events_retention_days`` and
+    ``events_max_runs``: how long and how many closed runs the event log keeps (0: no bound;
+    gateway/event_log/retention.py).
     """
 
     sessions: str = "sqlite"
     events: str = "sqlite"
     events_synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    events_retention_days: float = Field(defaults.EVENTS_RETENTION_DAYS, ge=0)
+    events_max_runs: int = Field(0, ge=0)
     tasks: str = "memory"
     blackboard: str = "sqlite"
     registry: str | None = None
