@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_server import Failed, InputRequired, TaskContext, TextChunk
-from gateway.recording.events import MessageEvent, RunCompletedEvent, TextDeltaEvent
+from gateway.recording.events import MessageEvent, RunCompletedEvent, StreamedMessages, TextDeltaEvent
 from gateway.service.core import GatewayService
 from gateway.service.hosted import ServedAgent
 from protocol import AgentCard, AgentSkill, TaskState
@@ -52,17 +52,19 @@ def swarm_agent(service: GatewayService, *, bearer: bool = False) -> SwarmAgent:
         streamed = False
         await service.sync_registrations()
         asking: str | None = None  # the question that ends the turn, if a member asked one or the turn escalated
+        messages = StreamedMessages()  # a message's text may be its text deltas
         with service.runs.stoppable(lambda: agent.cancel_task(ctx.task_id)):
             turn = service.runner.run_stream(
                 ctx.session_id, ctx.text, caller=ctx.caller, message_id=ctx.message.message_id
             )
             async with aclosing(turn) as events:
                 async for event in events:
+                    said = messages.text_of(event)
                     if type(event) is TextDeltaEvent and event.text:
                         streamed = True
                         yield TextChunk(event.text)
                     elif type(event) is MessageEvent and event.role == "assistant":
-                        asking = event.content if event.state == _INPUT_REQUIRED else None
+                        asking = said if event.state == _INPUT_REQUIRED else None
                     elif type(event) is RunCompletedEvent and event.state == _INPUT_REQUIRED:
                         asking = event.content
                     elif type(event) is RunCompletedEvent and not streamed and event.content:

@@ -10,10 +10,10 @@ import pytest
 
 from gateway.config.load import load_config
 from gateway.defaults import EVENTS_RETENTION_DAYS
-from gateway.event_log import EventLog, MemoryEventLog, Retention, SQLiteEventLog
-from gateway.event_log.redis import RedisEventLog
+from gateway.event_log import EventLog, Retention
 from gateway.recording.events import Event, EventType, now_ms
 from gateway.service import build_service
+from tests.support.event_logs import KINDS, event_log_of
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.anyio
@@ -21,20 +21,17 @@ pytestmark = pytest.mark.anyio
 LogFactory = Callable[[Retention], EventLog]
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=KINDS)
 async def make_log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[LogFactory]:
-    """Opens logs of one kind (closed at the end) on one store, each with the retention given."""
+    """Opens logs of one kind (closed at the end) on one store, each with the retention given; a memory log is
+    one store, so it is the same log each time, given the new retention."""
     made: list[EventLog] = []
 
     def make(retention: Retention) -> EventLog:
-        log: EventLog
-        if request.param == "memory":
-            log = made[0] if made else MemoryEventLog(retention=retention)
-            log.retention = retention
-        elif request.param == "sqlite":
-            log = SQLiteEventLog(tmp_path / "events.db", retention=retention)
-        else:
-            log = RedisEventLog(request.getfixturevalue("redis_url"), retention=retention)
+        if made and request.param == "memory":
+            made[0].retention = retention
+            return made[0]
+        log = event_log_of(request.param, tmp_path, lambda: str(request.getfixturevalue("redis_url")), retention)
         made.append(log)
         return log
 
