@@ -37,7 +37,7 @@ class _Accepting(enum.Enum):
     PAUSED = "paused until the loop's retry"
 
 
-class AcceptPaused(OSError):
+class _AcceptPaused(OSError):
     """The resource error of one accept batch, marked so that the loop's report of it can be told apart and dropped."""
 
 
@@ -64,7 +64,7 @@ class PausingListener(socket.socket):
             if exc.errno not in _EXHAUSTED:
                 raise
             self._pause(exc)
-            raise AcceptPaused(exc.errno, exc.strerror) from exc
+            raise _AcceptPaused(exc.errno, exc.strerror) from exc
         if self._state is _Accepting.PAUSED:
             logger.info("accepting connections again")
             self._state = _Accepting.ACCEPTING
@@ -93,13 +93,13 @@ _Handler = Callable[[asyncio.AbstractEventLoop, dict[str, Any]], object] | None
 
 
 class _QuietPauses:
-    """The loop's exception handler, but silent about ``AcceptPaused``: its listener has said it already."""
+    """The loop's exception handler, but silent about ``_AcceptPaused``: its listener has said it already."""
 
     def __init__(self, previous: _Handler) -> None:
         self.previous = previous
 
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        if isinstance(context.get("exception"), AcceptPaused):
+        if isinstance(context.get("exception"), _AcceptPaused):
             return
         if self.previous is None:
             loop.default_exception_handler(context)
