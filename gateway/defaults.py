@@ -11,6 +11,12 @@ MAX_HANDOFFS_PER_TURN = 5
 MAX_TOOL_ITERATIONS = 10
 AGENT_INSTRUCTIONS = "You are a helpful agent."
 """The instructions of an agent defined without any."""
+HISTORY_WINDOW = 200
+"""The most messages of a session's history an agent is shown per turn (``[swarm] history_window``), the
+note for those left out included. Enough for a long conversation's recent turns verbatim, tool-heavy
+ones included, while a request stays a small part of a chat model's context however long the session."""
+HISTORY_WINDOW_MIN = 4
+"""The least window a policy can keep: its notes on a handoff, the note for what was cut, and a message."""
 MAX_DYNAMIC_AGENTS = 1000
 """Agents a runner adopts from tools' return values (swarm's transfers) and keeps; the oldest go first."""
 
@@ -42,6 +48,9 @@ REMOTE_TIMEOUT_S = 60.0
 REMOTE_IDLE_TIMEOUT_S = IDLE_TIMEOUT_S
 
 # The gateway service
+EVENTS_RETENTION_DAYS = 30.0
+"""How long the event log keeps a closed run (``[stores] events_retention_days``; 0 keeps every run): long
+enough to look back on a month of conversations, short enough that the log does not only grow."""
 HOST = "127.0.0.1"
 PORT = 8080
 DATA_DIR = ".switchboard"

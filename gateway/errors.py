@@ -21,6 +21,7 @@
     │   ├── PeerRPCError                  rpc_error: the peer answered a JSON-RPC error (its A2A code)
     │   ├── PoolExhausted                 pool_exhausted: the gateway's pool, not the peer
     │   ├── PeerConnectionError           connection_error
+    │   │   └── CircuitOpen               circuit_open: gateway.swarm.health, the agent failed again and again
     │   ├── PeerProtocolError             cut_off, line_too_long, answer_too_large, bad_answer, ...
     │   └── AgentTaskFailed               task_failed, task_canceled: the peer's task ended so
     ├── SwarmError                        the swarm runner

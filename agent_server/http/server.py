@@ -47,7 +47,9 @@ try:
 except ImportError:  # httptools is not installed: build_server refuses http='httptools'
     _HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
 
+import protocol.error_body  # noqa: F401 - imported at start, not on the first answer: see _error_response
 from agent_server.http.limits import ServerLimits
+from agent_server.http.listener import PausingListener
 from agent_server.http.speedups import (
     DEFAULT_HTTP,
     DEFAULT_LOOP,
@@ -127,7 +129,12 @@ many young objects wait for it."""
 
 
 def run_server(server: uvicorn.Server, sockets: list[socket.socket] | None = None) -> None:
-    """Run ``server`` as the job of this process (a command's): until it stops.
+    """Run ``server`` as the job of this process (a command's): until it stops, on ``sockets`` or on the one
+    its configuration names (bound here).
+
+    It accepts on ``PausingListener``s (agent_server/http/listener.py) taking over those sockets (each
+    is detached; the server closes its listener when it stops), so that running out of descriptors
+    pauses accepting instead of filling the log.
 
     What start-up made (modules, models, the app) lives as long as the process, so it is
     frozen out of the cyclic garbage collector first: every full collection would walk it
@@ -135,10 +142,13 @@ def run_server(server: uvicorn.Server, sockets: list[socket.socket] | None = Non
     collections then run every ``GC_YOUNG_THRESHOLD`` allocations, not every 700.
     """
     server.config.load()
+    listeners: list[socket.socket] = [
+        PausingListener.taking_over(sock) for sock in sockets or [server.config.bind_socket()]
+    ]
     gc.collect()
     gc.freeze()
     gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
-    server.run(sockets=sockets)
+    server.run(sockets=listeners)
 
 
 class _ConnectionLimits:
@@ -481,7 +491,12 @@ def _expects_continue(scope: Scope) -> bool:
 
 
 def _error_response(error: ProtocolError, headers: dict[str, str]) -> bytes:
-    """A whole HTTP/1.1 response carrying ``error`` in the project's JSON shape, closing the connection."""
+    """A whole HTTP/1.1 response carrying ``error`` in the project's JSON shape, closing the connection.
+
+    Its body's model (protocol/error_body.py) is imported with this module, not on the first
+    answer: the answers written here are the ones a server gives when it is out of descriptors,
+    and importing a module then fails for want of one to open its file.
+    """
     body = orjson.dumps(error.to_body().to_wire())
     status = HTTPStatus(error.http_status)
     lines = [

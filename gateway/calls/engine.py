@@ -140,6 +140,9 @@ class AgentCall:
         self._started = time.monotonic()
         self._invoked_recorded = False
         self._span: Span | None = None
+        self._chunk_texts: list[str] = []
+        """The text of each progress event recorded, in order: the completed event leaves out a text that is
+        just these joined, so a streamed answer is stored once."""
 
     async def run(self) -> AgentToolResult:
         """The call in its mode; raises an AgentToolError (with ``.partial``) when it fails."""
@@ -227,10 +230,13 @@ class AgentCall:
                     **self._totals(),
                 )
             raise
+        text = self.result.text
+        in_chunks = bool(text) and "".join(self._chunk_texts) == text
         await self._emit(
             EventType.AGENT_TOOL_COMPLETED,
             state=self.result.state,
-            text=self.result.text,
+            text=None if in_chunks else text,
+            text_in_chunks=in_chunks or None,
             artifacts=len(self.result.artifacts),
             handoff=self.result.handoff.to_wire() if self.result.handoff else None,
             **self._totals(),
@@ -415,6 +421,7 @@ class AgentCall:
         """Append the lines' progress events together, add each line to the result once its event is appended."""
         trusted = self.recorder.trusted_event
         events = [trusted(EventType.AGENT_TOOL_PROGRESS, line.progress) for line in lines if line.progress is not None]
+        self._chunk_texts.extend(text for event in events if (text := event.fields.get("text")))
         pieces: list[str] = []
         async with aclosing(self.recorder.emit_all(events)) as appended:
             for line in lines:
@@ -516,10 +523,10 @@ class AgentCall:
 
     async def _progress(self, *, kind: str, accumulated_cost_usd: float, **fields: Any) -> None:
         """Append one progress event, then count the chunk (its data is added to the result by the caller, after)."""
-        await self._emit(
-            EventType.AGENT_TOOL_PROGRESS,
-            **self._lines.progress_fields(self.result.chunks, accumulated_cost_usd, kind, **fields),
-        )
+        progress = self._lines.progress_fields(self.result.chunks, accumulated_cost_usd, kind, **fields)
+        await self._emit(EventType.AGENT_TOOL_PROGRESS, **progress)
+        if progress.get("text"):
+            self._chunk_texts.append(progress["text"])
         self.result.chunks += 1
 
     def _totals(self) -> dict[str, Any]:

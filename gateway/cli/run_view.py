@@ -32,6 +32,9 @@ class RunView:
         self._sessions: dict[str, str] = {}
         self._tool_cost: dict[str, float] = {}
         self._progress = False
+        self._streamed: dict[tuple[str, str], list[str]] = {}
+        """Per run and agent, the text deltas since its last message: a message whose event says
+        ``content_in_deltas`` is shown with them."""
 
     def show(self, event: Wire) -> None:
         kind = str(event.get("type"))
@@ -55,8 +58,12 @@ class RunView:
         agent = event.get("agent")
         if kind == EventType.RUN_STARTED.value:
             return f"▶ {event.get('run_id')} · session {event.get('session_id')} · you: {event.get('user_message')}"
+        if kind == EventType.TEXT_DELTA.value:
+            self._streamed.setdefault((str(event.get("run_id")), str(agent)), []).append(str(event.get("text") or ""))
+            return None
         if kind == EventType.MESSAGE.value:
-            content = str(event.get("content") or "").strip()
+            streamed = "".join(self._streamed.pop((str(event.get("run_id")), str(agent)), []))
+            content = (streamed if event.get("content_in_deltas") else str(event.get("content") or "")).strip()
             return f"{agent}: {content}" if content else None
         if kind == EventType.MODEL_CALL.value:
             tokens = f"{event.get('prompt_tokens', '?')} in / {event.get('completion_tokens', '?')} out tokens"

@@ -176,10 +176,13 @@ class SwarmConfig(Strict):
     ``fallback``: who takes the conversation when the handoff limit or a cycle trips:
     ``current`` (the agent holding it answers), ``human`` (the turn ends input-required), or
     an agent's name (a supervisor).
+    ``history_window``: the most messages of the history an agent is shown per turn, whatever
+    ``history``; the earlier ones are told in one note (gateway/swarm/history_window.py).
     """
 
     starting_agent: str | None = None
     history: Literal["full", "summary", "structured"] = "full"
+    history_window: int = Field(defaults.HISTORY_WINDOW, ge=defaults.HISTORY_WINDOW_MIN)
     resolve_uris: bool = True
     fallback: str = Field("current", min_length=1)
 
@@ -234,12 +237,16 @@ class StoresConfig(Strict):
     ``registry`` (agents and tools registered through the API) is by default where
     ``sessions`` are (for plain ``sqlite``, in the sessions' file). ``events_synchronous``:
     the SQLite event log's durability, ``NORMAL`` (a commit survives the process's death) or
-    ``FULL`` (power loss too, an fsync per commit).
+    ``FULL`` (power loss too, an fsync per commit). ``events_retention_days`` and
+    ``events_max_runs``: how long and how many closed runs the event log keeps (0: no bound;
+    gateway/event_log/retention.py).
     """
 
     sessions: str = "sqlite"
     events: str = "sqlite"
     events_synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    events_retention_days: float = Field(defaults.EVENTS_RETENTION_DAYS, ge=0)
+    events_max_runs: int = Field(0, ge=0)
     tasks: str = "memory"
     blackboard: str = "sqlite"
     registry: str | None = None

@@ -3,6 +3,9 @@
 Implementations store and read; following is shared here. A follower holds the run's
 current wake-up (``RunWakeup``) *before* reading, and every append replaces and sets it,
 so an event appended between the read and the wait is never missed and nothing polls.
+
+While a gateway runs the log (``running``), the log prunes the closed runs its
+``Retention`` no longer keeps (retention.py), each implementation with its ``prune``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+import anyio
+
+from gateway.event_log.retention import Retention, logger
 from gateway.event_log.wakeup import RunWakeup
 from gateway.recording.events import Event
 
@@ -41,9 +47,10 @@ INTERRUPTED = "interrupted: the process stopped before the run ended"
 class EventLog(abc.ABC):
     """Where every step of every run is written as it happens."""
 
-    def __init__(self) -> None:
+    def __init__(self, retention: Retention | None = None) -> None:
         self._wakeups: dict[str, RunWakeup] = {}
         self._closing = False
+        self.retention = retention or Retention()
 
     @abc.abstractmethod
     async def append(self, event: Event) -> Event:
@@ -99,13 +106,36 @@ class EventLog(abc.ABC):
     async def list_runs(self, limit: int = 100, *, owner: str | None = None) -> list[str]:
         """Run ids, newest first; with ``owner``, only that owner's."""
 
+    async def prune(self) -> list[str]:
+        """Delete up to ``retention.batch`` closed runs that ``retention`` no longer keeps, oldest first: their ids.
+
+        A log that cannot prune keeps everything (this default).
+        """
+        return []
+
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Held while a gateway uses the log: a log shared by replicas keeps their leases and closes dead ones' runs.
+        """Held while a gateway uses the log: it prunes what its retention no longer keeps (at start, then on
+        schedule); a log shared by replicas also keeps their leases and closes dead ones' runs."""
+        async with anyio.create_task_group() as tasks:
+            if not self.retention.keeps_all:
+                tasks.start_soon(self._prune_on_schedule)
+            try:
+                yield
+            finally:
+                tasks.cancel_scope.cancel()
 
-        A log of one process has nothing to do.
-        """
-        yield
+    async def _prune_on_schedule(self) -> None:
+        """Prune every ``retention.every_s``, a batch at a time; a failure is said and tried again next time, never
+        raised into the gateway's task group."""
+        while True:
+            try:
+                pruned = self.retention.batch
+                while pruned >= self.retention.batch:  # a full batch: there may be more
+                    pruned = len(await self.prune())
+            except Exception as exc:
+                logger.warning("could not prune the event log: %s; trying again in %g s", exc, self.retention.every_s)
+            await anyio.sleep(self.retention.every_s)
 
     async def aclose(self) -> None:
         """Release the storage; followers still waiting end."""

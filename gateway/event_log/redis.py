@@ -38,6 +38,7 @@ from agent_server.stores.redis_leases import Liveness
 from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
 from gateway.errors import RunClosedError
 from gateway.event_log.base import INTERRUPTED, EventLog
+from gateway.event_log.retention import Retention
 from gateway.recording.events import Event, EventType, now_ms
 
 logger = logging.getLogger("gateway.events")
@@ -84,12 +85,20 @@ _CLOSE = (
     + """
 if redis.call('HGET', KEYS[1], 'closed') == '1' then return 0 end
 if redis.call('EXISTS', KEYS[1]) == 0 then create(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3]) end
-redis.call('HSET', KEYS[1], 'closed', '1')
+redis.call('HSET', KEYS[1], 'closed', '1', 'closed_ms', ARGV[2])
 redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('XADD', KEYS[5], '*', 'c', '1')
 return 1
 """
 )
+# KEYS: run, events, runs, runs-by-owner; ARGV: run_id. Only a closed run: checked again where nothing interleaves.
+_PRUNE = """
+if redis.call('HGET', KEYS[1], 'closed') ~= '1' then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('ZREM', KEYS[4], ARGV[1])
+return 1
+"""
 # KEYS: run, open, events, the writer's mark of life; ARGV: run_id, body of the run_failed event
 _CLOSE_ABANDONED = """
 if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HGET', KEYS[1], 'closed') == '1' then
@@ -109,8 +118,8 @@ return 1
 class RedisEventLog(EventLog):
     """Every run's events in Redis at ``spec`` (``redis://HOST:PORT/DB[?prefix=NAME]``); see the module docstring."""
 
-    def __init__(self, spec: str, *, settings: RedisSettings | None = None) -> None:
-        super().__init__()
+    def __init__(self, spec: str, *, settings: RedisSettings | None = None, retention: Retention | None = None) -> None:
+        super().__init__(retention)
         self.target: RedisTarget = parse_redis_spec(spec, "event log")
         self.settings = settings or RedisSettings()
         self._client = connect(self.target, self.settings)
@@ -120,6 +129,7 @@ class RedisEventLog(EventLog):
         self._append = self._client.register_script(_APPEND)
         self._close = self._client.register_script(_CLOSE)
         self._close_abandoned = self._client.register_script(_CLOSE_ABANDONED)
+        self._prune = self._client.register_script(_PRUNE)
         self._broken: set[str] = set()
         """Runs of this process whose append or close failed on a lost connection: closed once Redis is back."""
 
@@ -229,8 +239,53 @@ class RedisEventLog(EventLog):
         await self._client.aclose()
         await self._reader.aclose()
 
+    async def prune(self) -> list[str]:
+        with self._unavailable():
+            pruned = []
+            for run_id, owner in await self._prunable(self.retention.closed_before_ms(now_ms())):
+                keys = [self._run_key(run_id), self._events_key(run_id), self._key("runs")]
+                keys.append(self._key(f"runs-by:{owner}"))
+                if await self._prune(keys=keys, args=[run_id]):
+                    pruned.append(run_id)
+        return pruned
+
+    async def _prunable(self, closed_before: int | None) -> list[tuple[str, str]]:
+        """Up to a batch of closed runs past the bounds, oldest first, with their owners ("" for none).
+
+        The index is read from its oldest run a page at a time, until a run is within both bounds
+        by its place and its creation: every run after it is newer, so closed later too.
+        """
+        retention = self.retention
+        beyond = 0 if retention.max_runs is None else await self._client.zcard(self._key("runs")) - retention.max_runs
+        found: list[tuple[str, str]] = []
+        start = 0
+        while True:
+            page: Any = await self._client.zrange(self._key("runs"), start, start + retention.batch - 1)
+            if not page:
+                return found
+            async with self._client.pipeline(transaction=False) as pipe:
+                for run_id in page:
+                    pipe.hmget(self._run_key(run_id.decode()), "closed", "closed_ms", "created_ms", "owner")
+                states: Any = await pipe.execute()
+            for place, (run_id, (closed, closed_ms, created_ms, owner)) in enumerate(zip(page, states, strict=True)):
+                counted_out = start + place < beyond
+                if not counted_out and (closed_before is None or int(created_ms or 0) >= closed_before):
+                    return found
+                aged_out = closed_before is not None and int(closed_ms or created_ms or 0) < closed_before
+                if closed == b"1" and (counted_out or aged_out):
+                    found.append((run_id.decode(), (owner or b"").decode()))
+                    if len(found) == retention.batch:
+                        return found
+            start += len(page)
+
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
+        async with super().running(), self._watching():
+            yield
+
+    @asynccontextmanager
+    async def _watching(self) -> AsyncIterator[None]:
+        """Its mark of life kept and dead replicas' runs closed (see the module docstring)."""
         with self._unavailable():
             await self._liveness.renew()
         async with anyio.create_task_group() as task_group:

@@ -41,6 +41,7 @@ import orjson
 
 from agent_server.stores.sqlite_db import SQLiteDatabase, write_transaction
 from gateway.event_log.base import INTERRUPTED, EventLog, _Page
+from gateway.event_log.retention import Retention
 from gateway.event_log.shared_read import SharedRead
 from gateway.event_log.wakeup import RunWakeup
 from gateway.recording.events import Event, EventType, now_ms
@@ -68,7 +69,8 @@ CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
     created_ms INTEGER NOT NULL,
     closed INTEGER NOT NULL DEFAULT 0,
-    owner TEXT
+    owner TEXT,
+    closed_ms INTEGER
 );
 """
 
@@ -80,8 +82,9 @@ class SQLiteEventLog(EventLog):
         *,
         synchronous: Literal["NORMAL", "FULL"] = "NORMAL",
         cross_process_poll_s: float = 0.5,
+        retention: Retention | None = None,
     ) -> None:
-        super().__init__()
+        super().__init__(retention)
         self.path = str(path)
         self.cross_process_poll_s = cross_process_poll_s
         self._gathering: _Batch | None = None
@@ -96,7 +99,7 @@ class SQLiteEventLog(EventLog):
             what="event log",
             synchronous=synchronous,
             busy_timeout_s=10.0,
-            columns={"runs": {"owner": "TEXT"}},
+            columns={"runs": {"owner": "TEXT", "closed_ms": "INTEGER"}},
             checkpoint_pages=CHECKPOINT_PAGES,
         )
 
@@ -147,6 +150,10 @@ class SQLiteEventLog(EventLog):
 
     async def list_runs(self, limit: int = 100, *, owner: str | None = None) -> list[str]:
         return await self._db.run(_list_runs, limit, owner)
+
+    async def prune(self) -> list[str]:
+        retention = self.retention
+        return await self._db.run(_prune, retention.closed_before_ms(now_ms()), retention.max_runs, retention.batch)
 
     async def aclose(self) -> None:
         await super().aclose()
@@ -335,7 +342,23 @@ def _close_abandoned_runs(conn: sqlite3.Connection, reason: str) -> list[str]:
         ).fetchall()
         for (run_id,) in rows:
             _insert(conn, [Event.create(EventType.RUN_FAILED, run_id, error=reason, error_type="Interrupted")])
-            conn.execute("UPDATE runs SET closed = 1 WHERE run_id = ?", (run_id,))
+            conn.execute("UPDATE runs SET closed = 1, closed_ms = ? WHERE run_id = ?", (now_ms(), run_id))
+    return [run_id for (run_id,) in rows]
+
+
+def _prune(conn: sqlite3.Connection, closed_before_ms: int | None, max_runs: int | None, batch: int) -> list[str]:
+    """Delete up to ``batch`` closed runs, oldest first: closed before ``closed_before_ms`` (a run closed before
+    the column was added counts from its creation), or older than the newest ``max_runs`` runs."""
+    with write_transaction(conn):
+        rows = conn.execute(
+            "SELECT run_id FROM runs WHERE closed = 1 AND ("
+            " (? IS NOT NULL AND COALESCE(closed_ms, created_ms) < ?)"
+            " OR (? IS NOT NULL AND rowid < (SELECT rowid FROM runs ORDER BY rowid DESC LIMIT 1 OFFSET ?)))"
+            " ORDER BY rowid LIMIT ?",
+            (closed_before_ms, closed_before_ms, max_runs, (max_runs or 1) - 1, batch),
+        ).fetchall()
+        conn.executemany("DELETE FROM events WHERE run_id = ?", rows)
+        conn.executemany("DELETE FROM runs WHERE run_id = ?", rows)
     return [run_id for (run_id,) in rows]
 
 
@@ -356,8 +379,9 @@ def _page(conn: sqlite3.Connection, run_id: str, after_seq: int) -> tuple[bool, 
 
 def _close_run(conn: sqlite3.Connection, run_id: str) -> None:
     conn.execute(
-        "INSERT INTO runs (run_id, created_ms, closed) VALUES (?, ?, 1) ON CONFLICT (run_id) DO UPDATE SET closed = 1",
-        (run_id, now_ms()),
+        "INSERT INTO runs (run_id, created_ms, closed, closed_ms) VALUES (?, ?, 1, ?)"
+        " ON CONFLICT (run_id) DO UPDATE SET closed = 1, closed_ms = COALESCE(closed_ms, excluded.closed_ms)",
+        (run_id, now_ms(), now_ms()),
     )
 
 

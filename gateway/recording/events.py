@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -277,7 +278,14 @@ class _Settled(_CallTotals):
 class AgentToolCompletedEvent(_Settled):
     event_type = EventType.AGENT_TOOL_COMPLETED
     state: str | None = Field(None, description="The task's last state.")
-    text: str = Field(description="All text received.")
+    text: str | None = Field(
+        None,
+        description="All text received; left out when it is the text of the call's agent_tool_progress events "
+        "joined in order (text_in_chunks), so that a streamed answer is stored once.",
+    )
+    text_in_chunks: bool | None = Field(
+        None, description="True when the text is its progress events' texts joined (see text; call_text)."
+    )
     artifacts: int = Field(description="How many artifacts were received.")
     handoff: dict[str, Any] | None = Field(None, description="The transfer the agent asked for.")
 
@@ -378,7 +386,15 @@ class _Speech(_Typed):
 class MessageEvent(_Speech):
     event_type = EventType.MESSAGE
     role: str = Field(description="assistant.")
-    content: str = Field(description="The message's text.")
+    content: str = Field(
+        description="The message's text; \"\" when it is its text_delta events' texts joined (content_in_deltas), "
+        "so that a streamed answer is stored once."
+    )
+    content_in_deltas: bool | None = Field(
+        None,
+        description="True when the text is the agent's text_delta events since its message before, joined "
+        "(message_text).",
+    )
     tool_calls: list[dict[str, Any]] = Field(description="The tool calls it makes (OpenAI shape).")
     state: str | None = Field(None, description="A remote agent's task state.")
     cost_usd: float | None = Field(None, description="A remote agent's reported cost.")
@@ -502,6 +518,48 @@ CALL_END_MODELS: frozenset[type[Event]] = frozenset(
 def call_end(event: Event) -> CallEnd | None:
     """``event`` as the end of an agent call, or None: ``type(event) is ...`` for the three models at once."""
     return cast("CallEnd", event) if type(event) in CALL_END_MODELS else None
+
+
+def call_text(events: Iterable[Event], call_id: str) -> str:
+    """The whole text of the agent call ``call_id`` from a run's events: its completed event's ``text``, or, when
+    that says ``text_in_chunks``, its progress events' texts joined (how a streamed answer is stored once)."""
+    chunks: list[str] = []
+    for event in events:
+        if event.fields.get("call_id") != call_id:
+            continue
+        if type(event) is AgentToolProgressEvent and event.text:
+            chunks.append(event.text)
+        elif type(event) is AgentToolCompletedEvent:
+            return "".join(chunks) if event.text_in_chunks else event.text or ""
+    return "".join(chunks)
+
+
+def message_text(events: Iterable[Event], message: MessageEvent) -> str:
+    """The whole text of ``message`` from its run's events: its ``content``, or, when that says
+    ``content_in_deltas``, the text_delta events of its agent since that agent's message before."""
+    messages = StreamedMessages()
+    for event in events:
+        if event.seq >= message.seq:
+            break
+        messages.text_of(event)
+    return messages.text_of(message) or ""
+
+
+class StreamedMessages:
+    """A run's events read in order, each ``message`` given its whole text (for a reader of a live stream):
+    a message that says ``content_in_deltas`` is its agent's text deltas since its message before."""
+
+    def __init__(self) -> None:
+        self._deltas: dict[str, list[str]] = {}
+
+    def text_of(self, event: Event) -> str | None:
+        """The whole text of ``event`` when it is a message; None for any other (a text delta is kept for later)."""
+        if type(event) is TextDeltaEvent:
+            self._deltas.setdefault(event.agent, []).append(event.text)
+        elif type(event) is MessageEvent:
+            streamed = "".join(self._deltas.pop(event.agent, []))
+            return streamed if event.content_in_deltas else event.content
+        return None
 
 
 _MODELS: dict[str, type[Event]] = {

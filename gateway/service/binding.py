@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_server import Failed, InputRequired, TaskContext, TextChunk
-from gateway.recording.events import MessageEvent, RunCompletedEvent, RunStartedEvent, TextDeltaEvent
+from gateway.recording.events import (
+    MessageEvent,
+    RunCompletedEvent,
+    RunStartedEvent,
+    StreamedMessages,
+    TextDeltaEvent,
+)
 from gateway.service.core import GatewayService
 from gateway.service.hosted import ServedAgent
 from protocol import AgentCard, AgentSkill, TaskState
@@ -53,6 +59,7 @@ def swarm_agent(service: GatewayService) -> SwarmAgent:
         streamed = False
         await service.sync_registrations()
         asking: str | None = None  # the question that ends the turn, if a member asked one or the turn escalated
+        messages = StreamedMessages()  # a message's text may be its text deltas
 
         async def stop(*_reason: str) -> None:  # at shutdown (no reason), or a cancel of the run
             await agent.cancel_task(ctx.task_id)
@@ -63,13 +70,14 @@ def swarm_agent(service: GatewayService) -> SwarmAgent:
             )
             async with aclosing(turn) as events:
                 async for event in events:
+                    said = messages.text_of(event)
                     if type(event) is RunStartedEvent:  # from now on POST /runs/{id}/cancel finds the task
                         named.enter_context(service.runs.named(event.run_id, stop))
                     elif type(event) is TextDeltaEvent and event.text:
                         streamed = True
                         yield TextChunk(event.text)
                     elif type(event) is MessageEvent and event.role == "assistant":
-                        asking = event.content if event.state == _INPUT_REQUIRED else None
+                        asking = said if event.state == _INPUT_REQUIRED else None
                     elif type(event) is RunCompletedEvent and event.state == _INPUT_REQUIRED:
                         asking = event.content
                     elif type(event) is RunCompletedEvent and not streamed and event.content:

@@ -27,6 +27,7 @@ from gateway.config.model import ADMIN_TOKEN_ENV, BLACKBOARD_TOOLS, AgentConfig,
 from gateway.config.python_refs import import_python_ref, is_python_ref
 from gateway.errors import ConfigError, Problem
 from gateway.event_log import EventLog, open_event_log
+from gateway.event_log.retention import Retention
 from gateway.models import ChatModel, Providers
 from gateway.peers.allowed_hosts import HostAllowlist
 from gateway.registrations import RegistryStore, open_registry
@@ -171,7 +172,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         event_log=event_log,
         max_handoffs_per_turn=config.limits.max_handoffs_per_turn,
         max_tool_iterations=config.limits.max_tool_iterations,
-        history_policy=_HISTORY[config.swarm.history](),
+        history_policy=_HISTORY[config.swarm.history](window=config.swarm.history_window),
         name=config.gateway.name,
         description=config.gateway.description,
         closers=[providers.aclose],
@@ -257,12 +258,14 @@ def _open_store(config: GatewayConfig, origin: str, store: str, open_: Callable[
 
 
 def _event_log(config: GatewayConfig, origin: str) -> EventLog:
+    retention = Retention.configured(config.stores.events_retention_days, config.stores.events_max_runs)
+
     def open_(spec: str) -> EventLog:
         if spec.lower().startswith(REDIS_SCHEMES):
             from gateway.event_log.redis import RedisEventLog
 
-            return RedisEventLog(spec, settings=config.stores.redis.settings())
-        return open_event_log(spec, synchronous=config.stores.events_synchronous)
+            return RedisEventLog(spec, settings=config.stores.redis.settings(), retention=retention)
+        return open_event_log(spec, synchronous=config.stores.events_synchronous, retention=retention)
 
     return _open_store(config, origin, "events", open_)
 

@@ -7,6 +7,10 @@ replaced by a ``HandoffPayload`` (StructuredHistory): source agent, target agent
 intent, extracted slots, handoff reason and raw query. Messages after it are always
 verbatim. The same payload goes to a remote agent that receives a transfer, in its task's
 ``metadata.handoff.payload``, whatever the policy.
+
+Every policy shows at most ``window`` messages (history_window.py): past it, the earliest
+verbatim ones are told in one note, summarized as the policy summarizes (extractive unless
+SummaryHistory has a summarizer).
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from typing import Any, Protocol
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from gateway.defaults import HISTORY_WINDOW
 from gateway.models.base import ChatMessage
+from gateway.swarm.history_window import checked_window, within_window
 from gateway.swarm.sessions.base import HandoffRecord, Session
 
 Summarizer = Callable[[list[ChatMessage]], str | Awaitable[str]]
@@ -66,41 +72,48 @@ class HistoryPolicy(Protocol):
 
 
 class FullHistory:
-    """Everything, as it happened."""
+    """Everything, as it happened, within ``window`` messages (None: no bound)."""
 
     name = "full"
+
+    def __init__(self, window: int | None = HISTORY_WINDOW) -> None:
+        self.window = checked_window(window)
 
     async def view(
         self, history: list[ChatMessage], handoff: HandoffRecord | None, context_variables: dict[str, Any]
     ) -> list[ChatMessage]:
-        return list(history)
+        return await within_window([], history, self.window, _extractive)
 
 
 class SummaryHistory:
     """A summary of what came before the handoff, the query that caused it, then verbatim.
 
     The default summary is extractive (last lines of user and agent text, no model call);
-    pass ``summarizer`` (sync or async, e.g. one that asks a model) to replace it.
+    pass ``summarizer`` (sync or async, e.g. one that asks a model) to replace it. It also tells
+    what is cut to keep the view within ``window`` messages (None: no bound).
     """
 
     name = "summary"
 
-    def __init__(self, summarizer: Summarizer | None = None, max_chars: int = 800) -> None:
+    def __init__(
+        self, summarizer: Summarizer | None = None, max_chars: int = 800, window: int | None = HISTORY_WINDOW
+    ) -> None:
         self.summarizer = summarizer
         self.max_chars = max_chars
+        self.window = checked_window(window)
 
     async def view(
         self, history: list[ChatMessage], handoff: HandoffRecord | None, context_variables: dict[str, Any]
     ) -> list[ChatMessage]:
         if handoff is None:
-            return list(history)
+            return await within_window([], history, self.window, self._summarize)
         before, after = _split(history, handoff)
         summary = await self._summarize(before)
         note = (
             f"Summary of the conversation before {handoff.source!r} handed it to {handoff.target!r}"
             f"{_reason_clause(handoff)}:\n{summary}"
         )
-        return _condensed(note, before, after)
+        return await within_window(_condensed(note, before), after, self.window, self._summarize)
 
     async def _summarize(self, messages: list[ChatMessage]) -> str:
         if self.summarizer is None:
@@ -110,18 +123,23 @@ class SummaryHistory:
 
 
 class StructuredHistory:
-    """A JSON handoff payload instead of the earlier messages, then the raw query, then verbatim."""
+    """A JSON handoff payload instead of the earlier messages, then the raw query, then verbatim, within
+    ``window`` messages (None: no bound)."""
 
     name = "structured"
+
+    def __init__(self, window: int | None = HISTORY_WINDOW) -> None:
+        self.window = checked_window(window)
 
     async def view(
         self, history: list[ChatMessage], handoff: HandoffRecord | None, context_variables: dict[str, Any]
     ) -> list[ChatMessage]:
         if handoff is None:
-            return list(history)
+            return await within_window([], history, self.window, _extractive)
         before, after = _split(history, handoff)
         payload = handoff_payload(before, handoff, context_variables)
-        return _condensed("Handoff payload (JSON):\n" + payload.model_dump_json(), before, after)
+        head = _condensed("Handoff payload (JSON):\n" + payload.model_dump_json(), before)
+        return await within_window(head, after, self.window, _extractive)
 
 
 def handoff_payload(
@@ -190,10 +208,14 @@ def _split(history: list[ChatMessage], handoff: HandoffRecord) -> tuple[list[Cha
     return list(history[:at]), list(history[at:])
 
 
-def _condensed(note: str, before: list[ChatMessage], after: list[ChatMessage]) -> list[ChatMessage]:
-    """``note`` in place of ``before``, then the user message that caused the handoff, then ``after``."""
+def _condensed(note: str, before: list[ChatMessage]) -> list[ChatMessage]:
+    """``note`` in place of ``before``, then the user message that caused the handoff."""
     query = _last_user_message(before)
-    return [{"role": "system", "content": note}, *([query] if query else []), *after]
+    return [{"role": "system", "content": note}, *([query] if query else [])]
+
+
+async def _extractive(messages: list[ChatMessage]) -> str:
+    return extractive_summary(messages)
 
 
 async def shown_to(policy: HistoryPolicy, agent: str, session: Session) -> list[ChatMessage]:

@@ -152,6 +152,9 @@ class Turn:
     done: bool = False
     new_messages: list[ChatMessage] = field(default_factory=list)
     message_id: str | None = None
+    streamed: dict[str, list[str]] = field(default_factory=dict)
+    """Per agent, the text deltas recorded since its last message: a message that is just these joined leaves
+    its content out of its event (``content_in_deltas``), so a streamed answer is stored once."""
 
     @property
     def scope(self) -> TurnScope:
@@ -164,6 +167,8 @@ class Turn:
 
     async def emit(self, type: EventType, **fields: Any) -> Event:
         """Append to the event log now; the streaming caller gets it at the runner's next flush."""
+        if type is EventType.TEXT_DELTA:
+            self.streamed.setdefault(fields["agent"], []).append(fields["text"])
         return await self.recorder.emit(type, **fields)
 
     def add(self, message: ChatMessage) -> None:
@@ -174,11 +179,15 @@ class Turn:
     async def say(self, message: ChatMessage, **fields: Any) -> None:
         """An assistant message (its ``sender`` is the agent), recorded as a ``message`` event too."""
         self.add(message)
+        content = message.get("content") or ""
+        streamed = "".join(self.streamed.pop(message["sender"], []))
+        in_deltas = bool(content) and streamed == content
         await self.emit(
             EventType.MESSAGE,
             agent=message["sender"],
             role="assistant",
-            content=message.get("content") or "",
+            content="" if in_deltas else content,
+            content_in_deltas=in_deltas or None,
             tool_calls=message.get("tool_calls", []),
             **fields,
         )

@@ -65,8 +65,9 @@ async def test_bytes_that_are_not_utf8_are_skipped_with_a_warning_and_the_stream
     assert any("2 bytes that are not UTF-8" in record.getMessage() for record in caplog.records)
     events = await call_events(gateway, "r")
     assert progress_texts(events) == ["partial ", "abcd"]
-    assert [e.fields.get("skipped_bytes") for e in events if "text" in e.fields] == [None, 2, 2]
+    assert [e.fields.get("skipped_bytes") for e in events if "text" in e.fields] == [None, 2]
     assert events[-1].type == "agent_tool_completed" and events[-1].fields["skipped_bytes"] == 2
+    assert events[-1].fields["text_in_chunks"] is True, "the streamed text is stored once, in the chunks"
 
 
 async def test_a_network_error_mid_stream_fails_the_call_and_keeps_the_partial_result(gateway: Gateway) -> None:

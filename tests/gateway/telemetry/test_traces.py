@@ -10,7 +10,6 @@ to ``tech``. One user turn must be one trace, each span under the right parent.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from contextlib import ExitStack
@@ -20,6 +19,7 @@ import httpx
 import orjson
 
 from agent_server.http.loopback import free_port
+from tests.support.processes import stop_process
 from tests.support.servers import serve_app
 from tests.support.telemetry import ANSWER, USAGE, OTLPReceiver, ReceivedSpan, triage_model_app
 from tests.support.waiting import PROCESS_S, wait_until
@@ -36,16 +36,6 @@ def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[
         return subprocess.Popen(
             [sys.executable, "-m", "gateway", *args], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT, env=env
         )
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=PROCESS_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
 
 
 def _answers(url: str, path: str, headers: dict[str, str] | None = None) -> bool:
@@ -71,7 +61,7 @@ def _services(stack: ExitStack, tmp_path: Path, otlp: str, model: str) -> str:
         args = ["serve", f"examples.demo_agents:{name}", "--port", str(port)]
         processes.append((urls[name], _start(args, env, tmp_path / f"{name}.log")))
     for _, process in processes:
-        stack.callback(_stop, process)
+        stack.callback(stop_process, process)
     for url, process in processes:
         _wait_serving(url, "/.well-known/agent.json", process)
     port = free_port()
@@ -88,7 +78,7 @@ def _services(stack: ExitStack, tmp_path: Path, otlp: str, model: str) -> str:
     gateway_env = {**env, "SWITCHBOARD_ADMIN_TOKEN": ADMIN, "OBS_ADMIN": ADMIN}
     args = ["gateway", "--config", str(config), "--port", str(port), "--log-format", "json"]
     gateway = _start(args, gateway_env, tmp_path / "gateway.log")
-    stack.callback(_stop, gateway)
+    stack.callback(stop_process, gateway)
     url = f"http://127.0.0.1:{port}"
     _wait_serving(url, "/health", gateway)
     return url
