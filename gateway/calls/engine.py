@@ -35,6 +35,7 @@ import anyio
 from gateway.calls.budget import Budget
 from gateway.calls.idle_timeout import IdleTimeout, with_idle_timeout
 from gateway.calls.lines import FAILED_STATES, Line, LineReader
+from gateway.calls.reattach import Reattach
 from gateway.calls.reports import Reply, data_of, read_reply
 from gateway.calls.result import AgentToolResult
 from gateway.calls.termination import Cancel, Terminated
@@ -97,7 +98,9 @@ class AgentCall:
         session_id: str | None = None,
         task_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        reattach: Reattach | None = None,
     ) -> None:
+        """``reattach``: a call another process had in flight (reattach.py), followed again instead of sent."""
         self.spec = spec
         self.recorder = recorder
         self.message = message
@@ -120,6 +123,9 @@ class AgentCall:
         self._started = time.monotonic()
         self._invoked_recorded = False
         self._span: Span | None = None
+        self._reattach = reattach
+        if reattach is not None:
+            self._carry_on(reattach)
 
     async def run(self) -> AgentToolResult:
         """The call in its mode; raises an AgentToolError (with ``.partial``) when it fails."""
@@ -218,6 +224,21 @@ class AgentCall:
         if self.result.task_id is None and peer.names_tasks:
             self.result.task_id = "task_" + uuid.uuid4().hex
 
+    def _carry_on(self, reattach: Reattach) -> None:
+        """The call as the log left it: its id, its task, what was received; ``agent_tool_invoked`` is there already."""
+        result = self.result
+        result.call_id = reattach.call_id
+        result.task_id = reattach.task_id
+        result.session_id = reattach.invoked.session_id or result.session_id
+        result.cost_usd = reattach.cost_usd
+        result.chunks = len(reattach.progress)
+        result.state = reattach.state
+        result.handoff = reattach.handoff
+        if reattach.text:
+            result.add_streamed_text(0, True, reattach.text)
+        self._caller["call_id"] = reattach.call_id
+        self._invoked_recorded = True
+
     def _binding(self) -> str | None:
         """The binding the peer speaks; None while it is not known (the peer could not be found)."""
         if self._peer is None or self._peer.binding == UNRESOLVED:
@@ -244,7 +265,8 @@ class AgentCall:
 
     def _in_mode(self) -> Pieces:
         """The call's pieces in its mode: a streaming call's own generator, not one more that wraps it."""
-        return self._streaming() if self.spec.mode.kind == "streaming" else self._unstreamed()
+        reattached = self._reattach is not None  # whatever the mode, a task followed again is read as a stream
+        return self._streaming() if reattached or self.spec.mode.kind == "streaming" else self._unstreamed()
 
     async def _unstreamed(self) -> Pieces:
         """A sync or conversational call, which yields no pieces."""
@@ -269,7 +291,13 @@ class AgentCall:
     async def _streaming(self) -> Pieces:
         peer = self._peer
         assert peer is not None
-        async with peer.subscribe(self._params(self.message)) as stream:
+        reattach = self._reattach
+        opened = (
+            peer.subscribe(self._params(self.message))
+            if reattach is None
+            else peer.resubscribe(reattach.task_id, reattach.after_seq)
+        )
+        async with opened as stream:
             try:
                 async with aclosing(with_idle_timeout(stream, self.spec.idle_timeout_s)) as reads:
                     async for read in reads:

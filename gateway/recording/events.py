@@ -39,6 +39,7 @@ class EventType(str, enum.Enum):
     RUN_STARTED = "run_started"
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
+    RUN_RESUMED = "run_resumed"
     MESSAGE = "message"
     TEXT_DELTA = "text_delta"
     MODEL_CALL = "model_call"
@@ -260,6 +261,9 @@ class AgentToolProgressEvent(_Call):
     skipped_bytes: int | None = Field(None, description="Bytes that were not UTF-8, dropped before this chunk.")
     attempt: int | None = Field(None, description="Resubscribed: which resubscribe of the call, from 1.")
     message: str | None = Field(None, description="Resubscribed: how the stream broke.")
+    line_seq: int | None = Field(
+        None, description="The seq of the peer's stream line: where a gateway taking the run over resubscribes after."
+    )
 
 
 class _Settled(_CallTotals):
@@ -354,6 +358,21 @@ class RunFailedEvent(_Typed):
     agent: str | None = Field(None, description="The agent holding the conversation when it failed.")
     error: str = Field(description='Why, for a person ("cancelled: ..." when cancelled).')
     error_type: str = Field(description="The error's class; Interrupted for a run whose process stopped.")
+
+
+class RunResumedEvent(_Typed):
+    """The run's process stopped mid-run and another one took it over: what follows continues the same run."""
+
+    event_type = EventType.RUN_RESUMED
+    by: str = Field(description="The gateway process (replica) that resumed the run.")
+    after_seq: int = Field(description="The last seq the run had before it was resumed.")
+    agent: str | None = Field(None, description="The agent whose step goes on.")
+    step: str = Field(
+        description="reattached (an agent call in flight, followed again by its task id, never sent twice) "
+        "or redone (a model step, run again from the session as the turn started)."
+    )
+    task_id: str | None = Field(None, description="Reattached: the remote task followed again.")
+    call_id: str | None = Field(None, description="Reattached: the call that goes on.")
 
 
 class _Speech(_Typed):
@@ -501,6 +520,7 @@ _MODELS: dict[str, type[Event]] = {
         RunStartedEvent,
         RunCompletedEvent,
         RunFailedEvent,
+        RunResumedEvent,
         MessageEvent,
         TextDeltaEvent,
         ModelCallEvent,
