@@ -37,12 +37,13 @@ from agent_server.stores.redis_client import connect, unavailable_as
 from agent_server.stores.redis_leases import Liveness
 from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
 from gateway.errors import RunClosedError
-from gateway.event_log.base import INTERRUPTED, EventLog
+from gateway.event_log.base import INTERRUPTED, Adopt, EventLog
 from gateway.recording.events import Event, EventType, now_ms
 
 logger = logging.getLogger("gateway.events")
 
 _MAX_SEQ = 2**63 - 2
+_SWEPT = {True: "taken over by this replica", False: "closed it as run_failed"}
 STORE_LOST = "failed: Redis could not be reached while the run went on, so its events stop here"
 """The ``error`` of the ``run_failed`` event that ends a run whose writes failed while Redis was away."""
 _CREATE = """
@@ -106,6 +107,16 @@ return 1
 """
 
 
+# KEYS: run, the dead writer's mark of life; ARGV: this writer, the dead writer ('' for none)
+_CLAIM = """
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HGET', KEYS[1], 'closed') == '1' then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if (redis.call('HGET', KEYS[1], 'writer') or '') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'writer', ARGV[1])
+return 1
+"""
+
+
 class RedisEventLog(EventLog):
     """Every run's events in Redis at ``spec`` (``redis://HOST:PORT/DB[?prefix=NAME]``); see the module docstring."""
 
@@ -120,6 +131,7 @@ class RedisEventLog(EventLog):
         self._append = self._client.register_script(_APPEND)
         self._close = self._client.register_script(_CLOSE)
         self._close_abandoned = self._client.register_script(_CLOSE_ABANDONED)
+        self._claim = self._client.register_script(_CLAIM)
         self._broken: set[str] = set()
         """Runs of this process whose append or close failed on a lost connection: closed once Redis is back."""
 
@@ -162,24 +174,56 @@ class RedisEventLog(EventLog):
 
     async def close_abandoned_runs(self) -> list[str]:
         """Close the open runs whose writer's mark of life has expired (it died); safe beside live replicas."""
+        return await self._sweep(None)
+
+    async def abandoned_runs(self) -> list[str]:
+        """The open runs whose writer's mark of life has expired: safe beside live replicas, at any time."""
+        return sorted(await self._dead_writers())
+
+    async def claim_run(self, run_id: str) -> bool:
+        """Become the run's writer, in one script: only while it is open and its writer is still dead."""
+        writer = (await self._dead_writers([run_id])).get(run_id)
+        return writer is not None and await self._claimed(run_id, writer)
+
+    async def _claimed(self, run_id: str, writer: str) -> bool:
         with self._unavailable():
-            members: Any = await self._client.smembers(self._key("runs-open"))
-            open_runs = sorted(member.decode() for member in members)
-            if not open_runs:
-                return []
+            answer = await self._claim(
+                keys=[self._run_key(run_id), self._liveness.key(writer or "none")], args=[self._liveness.id, writer]
+            )
+        return bool(answer)
+
+    async def _dead_writers(self, run_ids: list[str] | None = None) -> dict[str, str]:
+        """The open runs (of ``run_ids``, or all) whose writer has no mark of life: run -> writer ('' for none)."""
+        with self._unavailable():
+            if run_ids is None:
+                members: Any = await self._client.smembers(self._key("runs-open"))
+                run_ids = sorted(member.decode() for member in members)
+            if not run_ids:
+                return {}
             async with self._client.pipeline(transaction=False) as pipe:
-                for run_id in open_runs:
+                for run_id in run_ids:
                     pipe.hget(self._run_key(run_id), "writer")
                 writers: list[Any] = await pipe.execute()
-            alive = {writer: await self._liveness.is_alive(writer.decode()) for writer in {w for w in writers if w}}
-            closed: list[str] = []
-            for run_id, writer in zip(open_runs, writers, strict=True):
-                if writer is not None and alive[writer]:
-                    continue
-                mark = self._liveness.key(writer.decode() if writer is not None else "none")
+            pairs = zip(run_ids, writers, strict=True)
+            named = {run_id: writer.decode() if writer is not None else "" for run_id, writer in pairs}
+            alive = {writer: await self._liveness.is_alive(writer) for writer in set(named.values()) if writer}
+        return {run_id: writer for run_id, writer in named.items() if not alive.get(writer, False)}
+
+    async def _sweep(self, adopt: Adopt | None) -> list[str]:
+        """Each run of a dead writer: claimed and handed to ``adopt``, else closed ``run_failed`` (exactly once)."""
+        handled: list[str] = []
+        for run_id, writer in (await self._dead_writers()).items():
+            if adopt is not None and await self._claimed(run_id, writer):
+                if not await adopt(run_id):
+                    with self._unavailable():
+                        await self._close_failed(run_id, self._key("alive:-"), INTERRUPTED, "Interrupted")
+                handled.append(run_id)
+                continue
+            mark = self._liveness.key(writer or "none")
+            with self._unavailable():
                 if await self._close_failed(run_id, mark, INTERRUPTED, "Interrupted"):
-                    closed.append(run_id)
-        return closed
+                    handled.append(run_id)
+        return handled
 
     async def _close_failed(self, run_id: str, mark: str, error: str, error_type: str) -> bool:
         """``run_failed`` and the close in one script, unless the run is closed or ``mark`` (a life) exists."""
@@ -230,11 +274,11 @@ class RedisEventLog(EventLog):
         await self._reader.aclose()
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
+    async def running(self, adopt: Adopt | None = None) -> AsyncIterator[None]:
         with self._unavailable():
             await self._liveness.renew()
         async with anyio.create_task_group() as task_group:
-            task_group.start_soon(self._keep_watch)
+            task_group.start_soon(self._keep_watch, adopt)
             try:
                 yield
             finally:
@@ -300,8 +344,9 @@ class RedisEventLog(EventLog):
             if events:
                 yield events
 
-    async def _keep_watch(self) -> None:
-        """Renew this process's mark; once connected for a whole lease, close the runs of dead writers.
+    async def _keep_watch(self, adopt: Adopt | None) -> None:
+        """Renew this process's mark; once connected for a whole lease, take over (``adopt``) or close the runs of
+        dead writers.
 
         Waiting a lease after (re)connecting gives every live replica time to renew its own
         mark, which a long Redis outage may have let expire.
@@ -314,8 +359,8 @@ class RedisEventLog(EventLog):
                 await self._close_broken()
                 connected_since = connected_since or anyio.current_time()
                 if anyio.current_time() - connected_since >= self.settings.lease_s:
-                    for run_id in await self.close_abandoned_runs():
-                        logger.warning("run %s lost the replica that ran it; closed it as run_failed", run_id)
+                    for run_id in await self._sweep(adopt):
+                        logger.warning("run %s lost the replica that ran it; %s", run_id, _SWEPT[adopt is not None])
             except StoreUnavailable as exc:
                 if connected_since is not None:
                     logger.warning("%s; trying again", exc)
