@@ -213,7 +213,9 @@ class RedisEventLog(EventLog):
         """Each run of a dead writer: claimed and handed to ``adopt``, else closed ``run_failed`` (exactly once)."""
         handled: list[str] = []
         for run_id, writer in (await self._dead_writers()).items():
-            if adopt is not None and await self._claimed(run_id, writer):
+            if adopt is not None:
+                if not await self._claimed(run_id, writer):  # another replica took it (or closed it) first
+                    continue
                 if not await adopt(run_id):
                     with self._unavailable():
                         await self._close_failed(run_id, self._key("alive:-"), INTERRUPTED, "Interrupted")
