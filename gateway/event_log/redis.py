@@ -14,10 +14,15 @@ is in Redis when ``append`` returns; whether it survives a crash of Redis itself
 Redis's persistence setting (docs/scale-out.md).
 
 While a gateway uses the log (``running``), it keeps its mark of life renewed and, once
-it has been connected for a lease, closes every open run whose writer's mark has
-expired: ``run_failed`` with the ``INTERRUPTED`` error, then closed, exactly once whoever
-sweeps (the script checks again). So a run whose replica died is closed by another one
-about ``lease_s`` after the death, while the others keep running, not only at a restart.
+it has been connected for a lease, looks at every open run whose writer's mark has
+expired: it claims the run (the run's ``writer`` becomes this process, in one script that
+checks the run is open and its writer still dead, so exactly one replica claims it) and
+hands it to the service's takeover (``adopt``), which carries it on; without one, or when
+it declines, the run gets ``run_failed`` with the ``INTERRUPTED`` error and is closed,
+exactly once whoever sweeps (the script checks again). So a run whose replica died is
+taken over by another one about ``lease_s`` after the death, while the others keep
+running, not only at a restart. Only a run's writer appends to it or closes it: a replica
+that froze past its lease and wakes up finds its appends refused (``RunClosedError``).
 A run of this process whose append or close failed because Redis was away is closed
 the same way (error ``STORE_LOST``) as soon as Redis answers again.
 """
@@ -74,6 +79,7 @@ _APPEND = (
     + """
 if redis.call('HGET', KEYS[1], 'closed') == '1' then return -1 end
 if redis.call('EXISTS', KEYS[1]) == 0 then create(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3]) end
+if redis.call('HGET', KEYS[1], 'writer') ~= ARGV[3] then return -1 end
 local seq = redis.call('HINCRBY', KEYS[1], 'next', 1) - 1
 redis.call('XADD', KEYS[5], seq .. '-1', 'e', ARGV[4])
 return seq
@@ -85,6 +91,7 @@ _CLOSE = (
     + """
 if redis.call('HGET', KEYS[1], 'closed') == '1' then return 0 end
 if redis.call('EXISTS', KEYS[1]) == 0 then create(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3]) end
+if redis.call('HGET', KEYS[1], 'writer') ~= ARGV[3] then return 0 end
 redis.call('HSET', KEYS[1], 'closed', '1')
 redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('XADD', KEYS[5], '*', 'c', '1')

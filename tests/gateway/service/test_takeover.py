@@ -16,6 +16,7 @@ import pytest
 
 from agent_server.stores.redis_settings import RedisSettings
 from gateway import Agent
+from gateway.errors import RunClosedError
 from gateway.event_log import SQLiteEventLog
 from gateway.event_log.redis import RedisEventLog
 from gateway.recording.events import Event, EventType
@@ -109,3 +110,18 @@ async def test_on_redis_one_replica_alone_claims_a_dead_writer_s_run_and_the_liv
         assert await second._sweep(adopt) == [] and await first._sweep(adopt) == []  # sweeps after the claims
         assert sorted(adopted) == ["another", "orphan"], "a run taken over is never handed over again"
         assert not await first.is_closed("orphan") and not await first.is_closed("another")
+
+
+async def test_on_redis_a_writer_that_wakes_up_after_its_run_was_taken_over_can_neither_append_nor_close_it(
+    three_logs: tuple[RedisEventLog, RedisEventLog, RedisEventLog],
+) -> None:
+    frozen, taker, _ = three_logs
+    await frozen.open_run("held")  # its mark of life was never renewed: to the others it is dead
+    await frozen.append(Event.create(EventType.RUN_STARTED, "held"))
+    assert await taker.claim_run("held")
+    with pytest.raises(RunClosedError):
+        await frozen.append(Event.create(EventType.RUN_FAILED, "held", error="late", error_type="Late"))
+    await frozen.close_run("held")
+    assert not await taker.is_closed("held")
+    resumed = await taker.append(Event.create(EventType.RUN_RESUMED, "held", by="taker", after_seq=0, step="redone"))
+    assert resumed.seq == 1
