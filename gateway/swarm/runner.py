@@ -19,6 +19,9 @@ The loop, in the order a reader meets it in ``_turn`` and ``_converse``:
    step went to the event log. A turn that fails saves the session as it was when the
    turn started, the mark removed.
 
+A turn whose process stopped mid-run is carried on by the process that takes its run over
+(``resume``; what is followed again and what is redone: resume.py), under the same run id.
+
 A turn may run on behalf of a caller (a ``Principal``): a session it did not start is,
 to a caller that is not an admin, a session that does not exist (``SessionNotFound``).
 """
