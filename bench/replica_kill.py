@@ -71,6 +71,8 @@ class Run:
     gapless: bool
     resumed: bool
     resumed_s: float
+    ending: str
+    """How the run ended as followed: its last event's type and the number of ``run_resumed`` events in it."""
     next_turn_s: float
     next_turn_ok: bool
 
@@ -130,6 +132,7 @@ def measure(runs: int, lease_s: float, seed: int, out: Out, *, sqlite: bool = Fa
                 f"lost {run.lost}  gapless {run.gapless}  resumed {run.resumed}  "
                 f"kill to resumed {run.resumed_s:5.2f} s  next turn {run.next_turn_s:5.2f} s "
                 + ("ok" if run.next_turn_ok else "FAILED")
+                + ("" if run.resumed else f"  ({run.ending})")
             )
         twice = _started_twice(starts)
     resumed = [run.resumed_s for run in results if run.resumed]
@@ -198,6 +201,7 @@ def _kill_once(a: _Gateway, survivor: Callable[[], _Gateway | _Up], session: str
         gapless=[event["seq"] for event in followed] == list(range(len(followed))),
         resumed=len(resumed) == 1 and completed,
         resumed_s=resumed[0]["timestamp_ms"] / 1000 - killed if resumed else float("nan"),
+        ending=f"ended {followed[-1]['type'] if followed else 'with nothing'}, resumed {len(resumed)} times",
         next_turn_s=next_turn_s,
         next_turn_ok=answer.status_code == 200 and answer.json().get("content", "").strip() == "chunk-0 chunk-1",
     )

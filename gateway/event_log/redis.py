@@ -220,6 +220,8 @@ class RedisEventLog(EventLog):
         """Each run of a dead writer: claimed and handed to ``adopt``, else closed ``run_failed`` (exactly once)."""
         handled: list[str] = []
         for run_id, writer in (await self._dead_writers()).items():
+            if writer == self._liveness.id:  # its own: its mark lapsed while it was busy, and it still runs them
+                continue
             if adopt is not None:
                 if not await self._claimed(run_id, writer):  # another replica took it (or closed it) first
                     continue

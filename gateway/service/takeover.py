@@ -22,6 +22,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+import anyio
+
 from gateway.calls.coordinator import Gateway
 from gateway.calls.reattach import Reattach, in_flight
 from gateway.event_log import EventLog
@@ -50,7 +52,13 @@ class Takeover:
         start here now. A run that is nothing this can carry on is closed at once, as interrupted."""
         if not self._runs.running:
             return False
-        events = await self._log.read(run_id)
+        if run_id in self._runs.active:  # carried on here already
+            return True
+        try:
+            events = await self._log.read(run_id)
+        except Exception as exc:  # the log closes it as interrupted, or tries again at its next look
+            logger.warning("run %s could not be read to take it over: %s", run_id, exc)
+            return False
         plan = _plan(events)
         if plan is None:
             await self._fail(RunRecorder(self._log, run_id), INTERRUPTED, "Interrupted")
@@ -66,25 +74,30 @@ class Takeover:
                 await self._fail(RunRecorder(self._log, run_id), INTERRUPTED, "Interrupted")
 
     async def _resume(self, run_id: str, plan: TurnTakeover | Reattach, after_seq: int) -> None:
+        """The run carried on to its end; one that ends without being closed (its session no longer waits for it,
+        the session stayed busy) is closed as interrupted: a run this process claimed is left open to nobody."""
         with self._runs.cancellable():
             try:
                 if isinstance(plan, Reattach):
                     await self._tool_call(run_id, after_seq, plan)
-                elif not await self._turn(plan):
-                    await self._fail(RunRecorder(self._log, run_id), INTERRUPTED, "Interrupted")
+                else:
+                    async for _ in self._members.runner.resume(plan, self._log.process_id):
+                        pass
             except SwitchboardError as exc:  # recorded as the run's failure where it happened
                 logger.info("run %s, taken over, failed: %s", run_id, exc)
             except Exception:
                 logger.warning("run %s, taken over, failed", run_id, exc_info=True)
             finally:
+                with anyio.CancelScope(shield=True):
+                    await self._close_if_open(run_id)
                 self._runs.active.discard(run_id)
 
-    async def _turn(self, plan: TurnTakeover) -> bool:
-        """The turn carried on to its end; False when its session no longer waits for it (nothing was resumed)."""
-        resumed = False
-        async for _ in self._members.runner.resume(plan, self._log.process_id):
-            resumed = True
-        return resumed
+    async def _close_if_open(self, run_id: str) -> None:
+        try:
+            if not await self._log.is_closed(run_id):
+                await self._fail(RunRecorder(self._log, run_id), INTERRUPTED, "Interrupted")
+        except Exception as exc:  # the store's own failure: a Redis log closes the run once it answers again
+            logger.warning("run %s, taken over, could not be closed: %s", run_id, exc)
 
     async def _tool_call(self, run_id: str, after_seq: int, call: Reattach) -> None:
         """An agent tool call's run: ``run_resumed``, the call followed again, the run closed however it ends."""
