@@ -201,7 +201,7 @@ def _kill_once(a: _Gateway, survivor: Callable[[], _Gateway | _Up], session: str
         gapless=[event["seq"] for event in followed] == list(range(len(followed))),
         resumed=len(resumed) == 1 and completed,
         resumed_s=resumed[0]["timestamp_ms"] / 1000 - killed if resumed else float("nan"),
-        ending=f"ended {followed[-1]['type'] if followed else 'with nothing'}, resumed {len(resumed)} times",
+        ending=f"resumed {len(resumed)} times, ended {followed[-1] if followed else 'with nothing'}",
         next_turn_s=next_turn_s,
         next_turn_ok=answer.status_code == 200 and answer.json().get("content", "").strip() == "chunk-0 chunk-1",
     )

@@ -35,7 +35,7 @@ import anyio
 from gateway.calls.budget import Budget
 from gateway.calls.idle_timeout import IdleTimeout, with_idle_timeout
 from gateway.calls.lines import FAILED_STATES, Line, LineReader
-from gateway.calls.reattach import Reattach
+from gateway.calls.reattach import Reattach, followed_again
 from gateway.calls.reports import Reply, data_of, read_reply
 from gateway.calls.result import AgentToolResult
 from gateway.calls.termination import Cancel, Terminated
@@ -292,11 +292,7 @@ class AgentCall:
         peer = self._peer
         assert peer is not None
         reattach = self._reattach
-        opened = (
-            peer.subscribe(self._params(self.message))
-            if reattach is None
-            else peer.resubscribe(reattach.task_id, reattach.after_seq)
-        )
+        opened = peer.subscribe(self._params(self.message)) if reattach is None else followed_again(peer, reattach)
         async with opened as stream:
             try:
                 async with aclosing(with_idle_timeout(stream, self.spec.idle_timeout_s)) as reads:

@@ -11,9 +11,12 @@ event closes the call the log opened.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
+from gateway.errors import PeerConnectionError
+from gateway.peers.base import Peer, StreamRead
 from gateway.recording.events import (
     AgentToolInvokedEvent,
     AgentToolProgressEvent,
@@ -99,3 +102,16 @@ def in_flight(events: Sequence[Event]) -> Reattach | Unresumable | None:
         tuple(e for e in since if isinstance(e, AgentToolProgressEvent) and e.call_id == invoked.call_id),
         "".join(e.text for e in since if isinstance(e, TextDeltaEvent) and e.agent == invoked.member),
     )
+
+
+@asynccontextmanager
+async def followed_again(peer: Peer, call: Reattach) -> AsyncIterator[AsyncIterator[StreamRead]]:
+    """``peer.resubscribe`` of the call's task after the last line the log holds; a connection that fails before
+    the stream opens (a pooled one the agent had closed) is tried once more on a new one: a resubscribe only
+    reads, so asking twice is safe."""
+    async with AsyncExitStack() as held:
+        try:
+            stream = await held.enter_async_context(peer.resubscribe(call.task_id, call.after_seq))
+        except PeerConnectionError:
+            stream = await held.enter_async_context(peer.resubscribe(call.task_id, call.after_seq))
+        yield stream
