@@ -41,11 +41,18 @@ class Probe:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._started: dict[str, float] = {}
+        self._starts: dict[str, int] = {}
         self._canceled: dict[str, float] = {}
 
     def record_start(self, task_id: str) -> None:
         with self._lock:
             self._started[task_id] = time.monotonic()
+            self._starts[task_id] = self._starts.get(task_id, 0) + 1
+
+    def starts(self, task_id: str) -> int:
+        """How many times the agent's code began on ``task_id``: one per turn, never one per retried send."""
+        with self._lock:
+            return self._starts.get(task_id, 0)
 
     def record_cancel(self, task_id: str) -> None:
         with self._lock:

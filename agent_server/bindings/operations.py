@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from agent_server.http.auth import ANONYMOUS, Principal
 from agent_server.stores import TaskFilter
 from agent_server.tasks.manager import TaskManager
+from agent_server.tasks.turns import repeats
 from protocol import ErrorCode, ProtocolError, StreamEvent, Task, TaskSendParams, encode_event
 from protocol.a2a import StreamEncoder, push, send_params_from_v1, task_to_v1, v1
 from protocol.a2a.mapping import STATE_FROM_V1, bare_reply
@@ -194,7 +195,8 @@ async def _send_params(
 
     -32602 for what the model cannot hold (bytes that are not base64, a config that is not
     one); a message naming a task continues it: the caller's task (-32001 otherwise), not
-    finished (-32004). The task manager refuses a webhook where push is off (-32003).
+    finished (-32004), unless it repeats the message that task's latest turn began with (answered as
+    it is). The task manager refuses a webhook where push is off (-32003).
     """
     webhook = _webhook(request)
     try:
@@ -203,7 +205,7 @@ async def _send_params(
         raise ProtocolError.invalid_param("message.parts", str(exc)) from None
     if params.id is not None:
         task = await manager.get(params.id, 0, caller)
-        if task.status.state.is_terminal:
+        if task.status.state.is_terminal and not repeats(await manager.get(params.id, None, caller), params.message):
             raise ProtocolError(
                 ErrorCode.UNSUPPORTED_OPERATION,
                 f"task {params.id!r} is {task.status.state.value} and takes no more messages; "

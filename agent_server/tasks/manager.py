@@ -10,6 +10,11 @@ for its end to be recorded. Per task there is at most one run at a time: one wri
 phases and steps) and one stream; it ends with exactly one ``final`` status line (a
 terminal state, or ``input-required``).
 
+A send is idempotent by its task id: one naming a task this server holds, with the message
+that task's latest turn began with (the same ``messageId``, or the same message), starts
+nothing; it is answered with the task as it is, or, streamed, follows that turn from its
+first line (``_repeated``). A caller may so retry any send it is not sure arrived.
+
 A task belongs to the caller that created it (``caller``, a ``Principal``; None where
 nobody is authenticated): another caller that is not an admin is told it does not exist.
 So do its push-notification configs: ``push_configs`` hands them out for a task the caller
@@ -42,7 +47,7 @@ from agent_server.stores.base import StoreFull, TaskFilter, TaskPage, TaskStore,
 from agent_server.tasks.outputs import Outcome
 from agent_server.tasks.run import CANCELED_ON_SHUTDOWN, Run
 from agent_server.tasks.runs import Runs
-from agent_server.tasks.turns import handed_to_agent, new_id, next_turn
+from agent_server.tasks.turns import handed_to_agent, new_id, next_turn, repeats
 from agent_server.tasks.wakeup import Wakeup
 from protocol import (
     ErrorCode,
@@ -121,6 +126,9 @@ class TaskManager:
         and the run goes on. ``webhook``: a push config the task gets before its first event
         (A2A's ``configuration.taskPushNotificationConfig``), in every kind of send.
         """
+        repeated = await self._repeated(params, caller)
+        if repeated is not None:
+            return await self._settled_repeat(repeated, params.history_length, caller)
         run = await self._begin(params, caller, webhook=webhook)
         await run.wait_finished()
         return _settled(run.current(), params.history_length)
@@ -134,6 +142,9 @@ class TaskManager:
         while it waits, as an HTTP request (a client that goes away does not cancel it): no
         task to start, no one to wake.
         """
+        repeated = await self._repeated(params, caller)
+        if repeated is not None:
+            return await self._settled_repeat(repeated, params.history_length, caller)
         with anyio.CancelScope(shield=True) as scope:
             run = await self._begin(params, caller, scope=scope, webhook=webhook)
             await run.execute(_FINISH_TIMEOUT_S)
@@ -141,6 +152,9 @@ class TaskManager:
 
     async def start(self, params: TaskSendParams, caller: Principal | None = None, *, webhook: Webhook = None) -> Task:
         """Run the agent on a new message and return the task at once, as its run starts (A2A's returnImmediately)."""
+        repeated = await self._repeated(params, caller)
+        if repeated is not None:
+            return _trimmed(repeated, params.history_length)
         run = await self._begin(params, caller, webhook=webhook)
         return _trimmed(run.current(), params.history_length)
 
@@ -170,7 +184,19 @@ class TaskManager:
         on_start: Callable[[Task], None] | None = None,
         webhook: Webhook = None,
     ) -> AsyncGenerator[list[StreamEvent], None]:
-        """``subscribe``, the events that are ready together in one list (a stream writes each list at once)."""
+        """``subscribe``, the events that are ready together in one list (a stream writes each list at once).
+
+        A send repeated (``_repeated``) follows the turn it repeats from its first line instead.
+        """
+        repeated = await self._repeated(params, caller)
+        if repeated is not None:
+            if on_start is not None:
+                on_start(_trimmed(repeated, params.history_length))
+            replay = await self.resubscribe_batches(repeated.id, await self._turn_start(repeated.id), caller)
+            async with aclosing(replay) as batches:
+                async for batch in batches:
+                    yield batch
+            return
         pending: list[StreamEvent] = []
         run = await self._begin(params, caller, follower=pending, webhook=webhook)
         delivered_final = False
@@ -420,6 +446,42 @@ class TaskManager:
             f"{_CANCEL_ELSEWHERE_TIMEOUT_S:g} s of the cancel request",
             http_status=504,
         )
+
+    async def _repeated(self, params: TaskSendParams, caller: Principal | None) -> Task | None:
+        """The task a send names when its latest turn began with this very message (turns.py ``repeats``).
+
+        A caller that retries a send it does not know reached the server (a connection cut,
+        a gateway that took over another's call) gets the task as it is, and never a second run
+        of the agent. None for a new send, and for a task this caller may not see (refused later).
+        """
+        if not params.id:
+            return None
+        run = self._runs.get(params.id)
+        task = run.current() if run is not None else await self.store.load_task(params.id)
+        if task is None or not repeats(task, params.message):
+            return None
+        owner = run.owner if run is not None else await self.store.owner_of(params.id)
+        if caller is not None and not caller.may_see(owner):
+            return None
+        return task if run is not None else await self._load(params.id)
+
+    async def _settled_repeat(self, task: Task, history_length: int | None, caller: Principal | None) -> Task:
+        """A repeated send's answer: the task once its turn has ended (here or in another process), as a send's."""
+        _, last_seq = await self.snapshot(task.id, caller)
+        async with aclosing(await self.resubscribe_batches(task.id, last_seq, caller)) as batches:
+            async for _ in batches:
+                pass
+        return await self.get(task.id, history_length, caller)
+
+    async def _turn_start(self, task_id: str) -> int:
+        """The seq before the first line of the task's latest turn: where a repeated stream is followed from."""
+        run = self._runs.get(task_id)
+        if run is not None:
+            return run.first_seq - 1
+        finals = [event.seq for event in await self.store.read_events(task_id, -1) if event.final]
+        if finals and finals[-1] == await self.store.last_seq(task_id):  # the turn has ended: the final before it
+            finals.pop()
+        return finals[-1] if finals else -1
 
     async def _begin(
         self,

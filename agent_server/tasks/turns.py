@@ -1,4 +1,5 @@
-"""The task a send works on: a new task, or the next turn of one that waits for input, and what its agent is handed."""
+"""The task a send works on: a new task, the next turn of one that waits for input, or a send repeated; and what its
+agent is handed."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import os
 
 from agent_server.hosted import TaskContext
 from agent_server.http.auth import Principal
-from protocol import ErrorCode, ProtocolError, Task, TaskSendParams, TaskState, TaskStatus
+from protocol import ErrorCode, Message, ProtocolError, Task, TaskSendParams, TaskState, TaskStatus
 from protocol.hop_limits import HopLimits
 
 
@@ -63,3 +64,19 @@ def handed_to_agent(task: Task, params: TaskSendParams, caller: Principal | None
         caller=caller,
         limits=limits,
     )
+
+
+def repeats(task: Task, message: Message) -> bool:
+    """Whether ``message`` is the one the task's latest turn began with: a send retried, not a new turn.
+
+    The same ``messageId`` says so whatever the task's state. Without one, an identical
+    message says so only while the task is not waiting for input: a reply that repeats the
+    last one word for word may be meant (``yes`` twice), a send into a working or finished
+    task never is.
+    """
+    asked = next((sent for sent in reversed(task.history or []) if sent.role == "user"), None)
+    if asked is None:
+        return False
+    if message.message_id is not None:
+        return asked.message_id == message.message_id
+    return task.status.state is not TaskState.INPUT_REQUIRED and asked == message

@@ -13,6 +13,7 @@ goes only to that agent.
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
+from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -21,6 +22,7 @@ from anyio.abc import TaskGroup
 
 from agent_server.http.auth import token_problem
 from gateway.calls.engine import AgentCall, CallSpec
+from gateway.calls.reattach import Reattach
 from gateway.calls.result import AgentToolResult
 from gateway.calls.tool import AgentTool, AgentToolFunction, AgentToolOptions, ToolInput, as_message
 from gateway.errors import PeerConnectionError, UnknownAgentTool
@@ -30,6 +32,7 @@ from gateway.peers.base import Peer
 from gateway.peers.limits import PeerLimits
 from gateway.peers.local import LocalAgentHost, LocalPeer
 from gateway.recording.recorder import RunRecorder, current_recorder
+from protocol import Message
 
 if TYPE_CHECKING:
     from gateway.peers.http_client import PeerHttpClient
@@ -180,18 +183,35 @@ class Gateway:
         tool = self.get_tool(name)
         recorder = RunRecorder(self.event_log, run_id) if run_id is not None else current_recorder()
         owned = recorder is None
-        call = AgentCall(
-            lambda: self.peer(tool.target, token=tool.token),
-            recorder or RunRecorder(self.event_log),
-            CallSpec.of_tool(tool, self.limits.cancel_timeout_s),
-            as_message(input),
-            session_id=session_id,
-        )
+        call = self._tool_call(tool, recorder or RunRecorder(self.event_log), as_message(input), session_id)
         try:
             return await call.run()
         finally:
             if owned:
                 await call.close_run()
+
+    async def follow_call(self, tool: str, call: Reattach, run_id: str) -> AgentToolResult:
+        """Follow again the call of agent tool ``tool`` another process had in flight in ``run_id`` (reattach.py).
+
+        Nothing is sent: the call's task is followed from the last line the log holds, its
+        events go on in ``run_id`` under its ``call_id``. Raises like ``call_tool``.
+        """
+        found = self.get_tool(tool)
+        message = as_message(call.invoked.input or "")
+        recorder = RunRecorder(self.event_log, run_id)
+        return await self._tool_call(found, recorder, message, call.invoked.session_id, call).run()
+
+    def _tool_call(
+        self,
+        tool: AgentTool,
+        recorder: RunRecorder,
+        message: Message,
+        session_id: str | None,
+        reattach: Reattach | None = None,
+    ) -> AgentCall:
+        connect = partial(self.peer, tool.target, token=tool.token)
+        spec = CallSpec.of_tool(tool, self.limits.cancel_timeout_s)
+        return AgentCall(connect, recorder, spec, message, session_id=session_id, reattach=reattach)
 
     def peer(self, agent: str | AgentTarget, *, token: str | None = None) -> Peer:
         """The peer for an agent URI (or its parsed target, as an ``AgentTool`` holds it), made once and reused.

@@ -37,6 +37,7 @@ from agent_server.hop import current_account
 from gateway.calls.budget import Budget
 from gateway.calls.idle_timeout import IdleTimeout, with_idle_timeout
 from gateway.calls.lines import FAILED_STATES, Line, LineReader
+from gateway.calls.reattach import Reattach, followed_again
 from gateway.calls.reports import Reply, data_of, is_direct_reply, read_reply
 from gateway.calls.result import AgentToolResult
 from gateway.calls.termination import Cancel, Terminated
@@ -112,7 +113,9 @@ class AgentCall:
         session_id: str | None = None,
         task_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        reattach: Reattach | None = None,
     ) -> None:
+        """``reattach``: a call another process had in flight (reattach.py), followed again instead of sent."""
         self._hop = current_account()
         if self._hop is not None:
             spec = spec.within(self._hop.left())
@@ -143,6 +146,9 @@ class AgentCall:
         self._chunk_texts: list[str] = []
         """The text of each progress event recorded, in order: the completed event leaves out a text that is
         just these joined, so a streamed answer is stored once."""
+        self._reattach = reattach
+        if reattach is not None:
+            self._carry_on(reattach)
 
     async def run(self) -> AgentToolResult:
         """The call in its mode; raises an AgentToolError (with ``.partial``) when it fails."""
@@ -249,6 +255,22 @@ class AgentCall:
         if self.result.task_id is None and peer.names_tasks:
             self.result.task_id = "task_" + uuid.uuid4().hex
 
+    def _carry_on(self, reattach: Reattach) -> None:
+        """The call as the log left it: its id, its task, what was received; ``agent_tool_invoked`` is there already."""
+        result = self.result
+        result.call_id = reattach.call_id
+        result.task_id = reattach.task_id
+        result.session_id = reattach.invoked.session_id or result.session_id
+        result.cost_usd = reattach.cost_usd
+        result.chunks = len(reattach.progress)
+        result.state = reattach.state
+        result.handoff = reattach.handoff
+        if reattach.text:
+            result.add_streamed_text(0, True, reattach.text)
+            self._chunk_texts.append(reattach.text)
+        self._caller["call_id"] = reattach.call_id
+        self._invoked_recorded = True
+
     def _binding(self) -> str | None:
         """The binding the peer speaks; None while it is not known (the peer could not be found)."""
         if self._peer is None or self._peer.binding == UNRESOLVED:
@@ -275,7 +297,8 @@ class AgentCall:
 
     def _in_mode(self) -> Pieces:
         """The call's pieces in its mode: a streaming call's own generator, not one more that wraps it."""
-        return self._streaming() if self.spec.mode.kind == "streaming" else self._unstreamed()
+        reattached = self._reattach is not None  # whatever the mode, a task followed again is read as a stream
+        return self._streaming() if reattached or self.spec.mode.kind == "streaming" else self._unstreamed()
 
     async def _unstreamed(self) -> Pieces:
         """A sync or conversational call, which yields no pieces."""
@@ -302,7 +325,9 @@ class AgentCall:
         peer = self._peer
         assert peer is not None
         left = HopLimits(self.spec.deadline_ms).seconds_left()
-        async with peer.subscribe(self._params(self.message)) as stream:
+        reattach = self._reattach
+        opened = peer.subscribe(self._params(self.message)) if reattach is None else followed_again(peer, reattach)
+        async with opened as stream:
             try:
                 with anyio.move_on_after(math.inf if left is None else left) as deadline:
                     async with aclosing(with_idle_timeout(stream, self.spec.idle_timeout_s)) as reads:

@@ -163,16 +163,19 @@ class LineReader:
             state = item.status.state.value if isinstance(item, StatusEvent) and final else None
             return Line(cost_usd=total, state=state, failure=stop)
         if isinstance(item, ArtifactEvent):
-            return self._read_artifact(item.artifact, cost, total, index)
+            return self._read_artifact(item.artifact, cost, total, index, item.seq)
         if isinstance(item, HandoffEvent):
-            progress = self.progress_fields(index, total, "handoff", cost_usd=cost, handoff=item.handoff.to_wire())
+            handoff = item.handoff.to_wire()
+            progress = self.progress_fields(index, total, "handoff", cost_usd=cost, handoff=handoff, line_seq=item.seq)
             return Line(progress=progress, cost_usd=total, handoff=item.handoff)
         state = item.status.state.value
         message = item.status.message
         if not final:
             said = (message.text or None) if message else None
             shown = (data_of(message.parts) or None) if message else None
-            progress = self.progress_fields(index, total, "status", state=state, cost_usd=cost, text=said, data=shown)
+            progress = self.progress_fields(
+                index, total, "status", state=state, cost_usd=cost, text=said, data=shown, line_seq=item.seq
+            )
             return Line(progress=progress, cost_usd=total, state=state)
         failure = AgentTaskFailed(state, message.text if message else "") if state in FAILED_STATES else None
         final_text = message.text if message is not None else None
@@ -188,17 +191,17 @@ class LineReader:
         if cost and self._budget.exceeded_by(total):
             stop = Terminated(BudgetExceeded(total, self._budget.max_cost_usd or 0.0), rejected_chunk=item.to_wire())
             return Line(cost_usd=total, failure=stop)
-        progress = self._artifact_progress(index, total, cost, item.text)
+        progress = self._artifact_progress(index, total, cost, item.seq, item.text)
         return Line(progress=progress, cost_usd=total, chunk=item, text=item.text)
 
-    def _read_artifact(self, artifact: Artifact, cost: float, total: float, index: int) -> Line:
+    def _read_artifact(self, artifact: Artifact, cost: float, total: float, index: int, seq: int) -> Line:
         """An artifact line."""
         parts = artifact.parts
         if len(parts) == 1 and type(parts[0]) is TextPart:  # a chunk of text, most often: no list to build
             text, data = parts[0].text, None
         else:
             text, data = parts_text(parts), data_of(parts)
-        progress = self._artifact_progress(index, total, cost, text, data)
+        progress = self._artifact_progress(index, total, cost, seq, text, data)
         return Line(progress=progress, cost_usd=total, artifact=artifact, text=text)
 
     def progress_fields(self, index: int, accumulated_cost_usd: float, kind: str, **fields: Any) -> dict[str, Any]:
@@ -211,11 +214,12 @@ class LineReader:
         return self._with_skipped(progress)
 
     def _artifact_progress(
-        self, index: int, total: float, cost: float, text: str, data: list[dict[str, Any]] | None = None
+        self, index: int, total: float, cost: float, seq: int, text: str, data: list[dict[str, Any]] | None = None
     ) -> dict[str, Any]:
         """``progress_fields`` of an artifact line (one per chunk), written out rather than through keywords."""
         progress = {**self._caller, "chunk_index": index, "kind": "artifact", "accumulated_cost_usd": total}
         progress["cost_usd"] = cost
+        progress["line_seq"] = seq
         if text:
             progress["text"] = text
         if data:

@@ -11,6 +11,8 @@ While a gateway runs the log (``running``), the log prunes the closed runs its
 from __future__ import annotations
 
 import abc
+import os
+import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
@@ -42,6 +44,10 @@ that an append of this process ended; False at first and after SQLite's poll for
 
 INTERRUPTED = "interrupted: the process stopped before the run ended"
 """The ``error`` of the ``run_failed`` event that ``close_abandoned_runs`` appends."""
+
+Adopt = Callable[[str], Awaitable[bool]]
+"""Takes over a run whose writer died (claimed for this process already); False when it cannot, and the log
+closes the run ``run_failed`` as interrupted instead."""
 
 
 class EventLog(abc.ABC):
@@ -87,6 +93,26 @@ class EventLog(abc.ABC):
         embedded SQLite file): a run another live process is still writing would be cut.
         """
 
+    async def abandoned_runs(self) -> list[str]:
+        """The runs a process that stopped left open, for this one to take over (``claim_run`` each first).
+
+        Same rule as ``close_abandoned_runs``: a log of one process answers them only for
+        the one gateway that writes to it, at its start; a log of one process in memory has none.
+        """
+        return []
+
+    async def claim_run(self, run_id: str) -> bool:
+        """Become the writer of an abandoned run; False when it was closed or another process claimed it first.
+
+        A log of one process has no one to race with: the run is this process's if it is still open.
+        """
+        return not await self.is_closed(run_id)
+
+    @property
+    def process_id(self) -> str:
+        """This process as a writer of runs: what ``run_resumed`` says took a run over."""
+        return f"{socket.gethostname()}:{os.getpid()}"
+
     @abc.abstractmethod
     async def open_run(self, run_id: str, *, owner: str | None = None) -> None:
         """Put the run in the index before its first event, with the caller it belongs to (``owner``).
@@ -114,9 +140,10 @@ class EventLog(abc.ABC):
         return []
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
+    async def running(self, adopt: Adopt | None = None) -> AsyncIterator[None]:
         """Held while a gateway uses the log: it prunes what its retention no longer keeps (at start, then on
-        schedule); a log shared by replicas also keeps their leases and closes dead ones' runs."""
+        schedule); a log shared by replicas also keeps their leases and hands the runs of dead ones to ``adopt``
+        (or closes them, without one, or when it declines)."""
         async with anyio.create_task_group() as tasks:
             if not self.retention.keeps_all:
                 tasks.start_soon(self._prune_on_schedule)

@@ -14,10 +14,15 @@ is in Redis when ``append`` returns; whether it survives a crash of Redis itself
 Redis's persistence setting (docs/scale-out.md).
 
 While a gateway uses the log (``running``), it keeps its mark of life renewed and, once
-it has been connected for a lease, closes every open run whose writer's mark has
-expired: ``run_failed`` with the ``INTERRUPTED`` error, then closed, exactly once whoever
-sweeps (the script checks again). So a run whose replica died is closed by another one
-about ``lease_s`` after the death, while the others keep running, not only at a restart.
+it has been connected for a lease, looks at every open run whose writer's mark has
+expired: it claims the run (the run's ``writer`` becomes this process, in one script that
+checks the run is open and its writer still dead, so exactly one replica claims it) and
+hands it to the service's takeover (``adopt``), which carries it on; without one, or when
+it declines, the run gets ``run_failed`` with the ``INTERRUPTED`` error and is closed,
+exactly once whoever sweeps (the script checks again). So a run whose replica died is
+taken over by another one about ``lease_s`` after the death, while the others keep
+running, not only at a restart. Only a run's writer appends to it or closes it: a replica
+that froze past its lease and wakes up finds its appends refused (``RunClosedError``).
 A run of this process whose append or close failed because Redis was away is closed
 the same way (error ``STORE_LOST``) as soon as Redis answers again.
 """
@@ -37,13 +42,14 @@ from agent_server.stores.redis_client import connect, unavailable_as
 from agent_server.stores.redis_leases import Liveness
 from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
 from gateway.errors import RunClosedError
-from gateway.event_log.base import INTERRUPTED, EventLog
+from gateway.event_log.base import INTERRUPTED, Adopt, EventLog
 from gateway.event_log.retention import Retention
 from gateway.recording.events import Event, EventType, now_ms
 
 logger = logging.getLogger("gateway.events")
 
 _MAX_SEQ = 2**63 - 2
+_SWEPT = {True: "taken over by this replica", False: "closed it as run_failed"}
 STORE_LOST = "failed: Redis could not be reached while the run went on, so its events stop here"
 """The ``error`` of the ``run_failed`` event that ends a run whose writes failed while Redis was away."""
 _CREATE = """
@@ -74,6 +80,7 @@ _APPEND = (
     + """
 if redis.call('HGET', KEYS[1], 'closed') == '1' then return -1 end
 if redis.call('EXISTS', KEYS[1]) == 0 then create(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3]) end
+if redis.call('HGET', KEYS[1], 'writer') ~= ARGV[3] then return -1 end
 local seq = redis.call('HINCRBY', KEYS[1], 'next', 1) - 1
 redis.call('XADD', KEYS[5], seq .. '-1', 'e', ARGV[4])
 return seq
@@ -85,6 +92,7 @@ _CLOSE = (
     + """
 if redis.call('HGET', KEYS[1], 'closed') == '1' then return 0 end
 if redis.call('EXISTS', KEYS[1]) == 0 then create(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3]) end
+if redis.call('HGET', KEYS[1], 'writer') ~= ARGV[3] then return 0 end
 redis.call('HSET', KEYS[1], 'closed', '1', 'closed_ms', ARGV[2])
 redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('XADD', KEYS[5], '*', 'c', '1')
@@ -115,6 +123,16 @@ return 1
 """
 
 
+# KEYS: run, the dead writer's mark of life; ARGV: this writer, the dead writer ('' for none)
+_CLAIM = """
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HGET', KEYS[1], 'closed') == '1' then return 0 end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if (redis.call('HGET', KEYS[1], 'writer') or '') ~= ARGV[2] then return 0 end
+redis.call('HSET', KEYS[1], 'writer', ARGV[1])
+return 1
+"""
+
+
 class RedisEventLog(EventLog):
     """Every run's events in Redis at ``spec`` (``redis://HOST:PORT/DB[?prefix=NAME]``); see the module docstring."""
 
@@ -130,6 +148,7 @@ class RedisEventLog(EventLog):
         self._close = self._client.register_script(_CLOSE)
         self._close_abandoned = self._client.register_script(_CLOSE_ABANDONED)
         self._prune = self._client.register_script(_PRUNE)
+        self._claim = self._client.register_script(_CLAIM)
         self._broken: set[str] = set()
         """Runs of this process whose append or close failed on a lost connection: closed once Redis is back."""
 
@@ -172,24 +191,60 @@ class RedisEventLog(EventLog):
 
     async def close_abandoned_runs(self) -> list[str]:
         """Close the open runs whose writer's mark of life has expired (it died); safe beside live replicas."""
+        return await self._sweep(None)
+
+    async def abandoned_runs(self) -> list[str]:
+        """The open runs whose writer's mark of life has expired: safe beside live replicas, at any time."""
+        return sorted(await self._dead_writers())
+
+    async def claim_run(self, run_id: str) -> bool:
+        """Become the run's writer, in one script: only while it is open and its writer is still dead."""
+        writer = (await self._dead_writers([run_id])).get(run_id)
+        return writer is not None and await self._claimed(run_id, writer)
+
+    async def _claimed(self, run_id: str, writer: str) -> bool:
         with self._unavailable():
-            members: Any = await self._client.smembers(self._key("runs-open"))
-            open_runs = sorted(member.decode() for member in members)
-            if not open_runs:
-                return []
+            answer = await self._claim(
+                keys=[self._run_key(run_id), self._liveness.key(writer or "none")], args=[self._liveness.id, writer]
+            )
+        return bool(answer)
+
+    async def _dead_writers(self, run_ids: list[str] | None = None) -> dict[str, str]:
+        """The open runs (of ``run_ids``, or all) whose writer has no mark of life: run -> writer ('' for none)."""
+        with self._unavailable():
+            if run_ids is None:
+                members: Any = await self._client.smembers(self._key("runs-open"))
+                run_ids = sorted(member.decode() for member in members)
+            if not run_ids:
+                return {}
             async with self._client.pipeline(transaction=False) as pipe:
-                for run_id in open_runs:
+                for run_id in run_ids:
                     pipe.hget(self._run_key(run_id), "writer")
                 writers: list[Any] = await pipe.execute()
-            alive = {writer: await self._liveness.is_alive(writer.decode()) for writer in {w for w in writers if w}}
-            closed: list[str] = []
-            for run_id, writer in zip(open_runs, writers, strict=True):
-                if writer is not None and alive[writer]:
+            pairs = zip(run_ids, writers, strict=True)
+            named = {run_id: writer.decode() if writer is not None else "" for run_id, writer in pairs}
+            alive = {writer: await self._liveness.is_alive(writer) for writer in set(named.values()) if writer}
+        return {run_id: writer for run_id, writer in named.items() if not alive.get(writer, False)}
+
+    async def _sweep(self, adopt: Adopt | None) -> list[str]:
+        """Each run of a dead writer: claimed and handed to ``adopt``, else closed ``run_failed`` (exactly once)."""
+        handled: list[str] = []
+        for run_id, writer in (await self._dead_writers()).items():
+            if writer == self._liveness.id:  # its own: its mark lapsed while it was busy, and it still runs them
+                continue
+            if adopt is not None:
+                if not await self._claimed(run_id, writer):  # another replica took it (or closed it) first
                     continue
-                mark = self._liveness.key(writer.decode() if writer is not None else "none")
+                if not await adopt(run_id):
+                    with self._unavailable():
+                        await self._close_failed(run_id, self._key("alive:-"), INTERRUPTED, "Interrupted")
+                handled.append(run_id)
+                continue
+            mark = self._liveness.key(writer or "none")
+            with self._unavailable():
                 if await self._close_failed(run_id, mark, INTERRUPTED, "Interrupted"):
-                    closed.append(run_id)
-        return closed
+                    handled.append(run_id)
+        return handled
 
     async def _close_failed(self, run_id: str, mark: str, error: str, error_type: str) -> bool:
         """``run_failed`` and the close in one script, unless the run is closed or ``mark`` (a life) exists."""
@@ -279,17 +334,17 @@ class RedisEventLog(EventLog):
             start += len(page)
 
     @asynccontextmanager
-    async def running(self) -> AsyncIterator[None]:
-        async with super().running(), self._watching():
+    async def running(self, adopt: Adopt | None = None) -> AsyncIterator[None]:
+        async with super().running(adopt), self._watching(adopt):
             yield
 
     @asynccontextmanager
-    async def _watching(self) -> AsyncIterator[None]:
-        """Its mark of life kept and dead replicas' runs closed (see the module docstring)."""
+    async def _watching(self, adopt: Adopt | None) -> AsyncIterator[None]:
+        """Its mark of life kept and dead replicas' runs handed to ``adopt`` or closed (see the module docstring)."""
         with self._unavailable():
             await self._liveness.renew()
         async with anyio.create_task_group() as task_group:
-            task_group.start_soon(self._keep_watch)
+            task_group.start_soon(self._keep_watch, adopt)
             try:
                 yield
             finally:
@@ -355,8 +410,9 @@ class RedisEventLog(EventLog):
             if events:
                 yield events
 
-    async def _keep_watch(self) -> None:
-        """Renew this process's mark; once connected for a whole lease, close the runs of dead writers.
+    async def _keep_watch(self, adopt: Adopt | None) -> None:
+        """Renew this process's mark; once connected for a whole lease, take over (``adopt``) or close the runs of
+        dead writers.
 
         Waiting a lease after (re)connecting gives every live replica time to renew its own
         mark, which a long Redis outage may have let expire.
@@ -369,8 +425,8 @@ class RedisEventLog(EventLog):
                 await self._close_broken()
                 connected_since = connected_since or anyio.current_time()
                 if anyio.current_time() - connected_since >= self.settings.lease_s:
-                    for run_id in await self.close_abandoned_runs():
-                        logger.warning("run %s lost the replica that ran it; closed it as run_failed", run_id)
+                    for run_id in await self._sweep(adopt):
+                        logger.warning("run %s lost the replica that ran it; %s", run_id, _SWEPT[adopt is not None])
             except StoreUnavailable as exc:
                 if connected_since is not None:
                     logger.warning("%s; trying again", exc)

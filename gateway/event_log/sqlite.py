@@ -139,6 +139,9 @@ class SQLiteEventLog(EventLog):
             self._notify(run_id)
         return run_ids
 
+    async def abandoned_runs(self) -> list[str]:
+        return await self._db.run(_abandoned)
+
     async def open_run(self, run_id: str, *, owner: str | None = None) -> None:
         batch = self._batch()
         batch.opened.append((run_id, owner))
@@ -334,16 +337,22 @@ def _touched_by_others(
     return version, touched
 
 
+def _abandoned(conn: sqlite3.Connection) -> list[str]:
+    """The runs not closed that have events, oldest first."""
+    rows = conn.execute(
+        "SELECT run_id FROM runs WHERE closed = 0"
+        " AND EXISTS (SELECT 1 FROM events WHERE events.run_id = runs.run_id) ORDER BY rowid"
+    ).fetchall()
+    return [run_id for (run_id,) in rows]
+
+
 def _close_abandoned_runs(conn: sqlite3.Connection, reason: str) -> list[str]:
     with write_transaction(conn):
-        rows = conn.execute(
-            "SELECT run_id FROM runs WHERE closed = 0"
-            " AND EXISTS (SELECT 1 FROM events WHERE events.run_id = runs.run_id)"
-        ).fetchall()
-        for (run_id,) in rows:
+        run_ids = _abandoned(conn)
+        for run_id in run_ids:
             _insert(conn, [Event.create(EventType.RUN_FAILED, run_id, error=reason, error_type="Interrupted")])
             conn.execute("UPDATE runs SET closed = 1, closed_ms = ? WHERE run_id = ?", (now_ms(), run_id))
-    return [run_id for (run_id,) in rows]
+    return run_ids
 
 
 def _prune(conn: sqlite3.Connection, closed_before_ms: int | None, max_runs: int | None, batch: int) -> list[str]:

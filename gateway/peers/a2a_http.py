@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, aclosing, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from types import NoneType
 from typing import Any
@@ -197,9 +197,16 @@ class A2AHttpPeer(HttpPeer):
         answer = await self._exchange("POST", "/tasks/send", params.to_json(), on_sent=on_sent)
         return _task(answer, self.uri)
 
+    def subscribe(self, params: TaskSendParams) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
+        return self._followed("/tasks/sendSubscribe", params.to_json(), _Place(task_id=params.id))
+
+    def resubscribe(self, task_id: str, after_seq: int) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
+        body = orjson.dumps({"id": task_id, "afterSeq": after_seq})
+        return self._followed("/tasks/resubscribe", body, _Place(task_id=task_id, seq=after_seq))
+
     @asynccontextmanager
-    async def subscribe(self, params: TaskSendParams) -> AsyncIterator[AsyncIterator[StreamRead]]:
-        place = _Place(task_id=params.id)
+    async def _followed(self, path: str, body: bytes, place: _Place) -> AsyncIterator[AsyncIterator[StreamRead]]:
+        """The stream ``path`` opens, picked up by ``/tasks/resubscribe`` where it breaks before its final line."""
         budget = ByteBudget(self.limits.max_stream_bytes)
 
         async def resume(held: AsyncExitStack) -> Segment | None:
@@ -210,7 +217,7 @@ class A2AHttpPeer(HttpPeer):
             return self._lines(response, place, budget)
 
         async with AsyncExitStack() as held:
-            response = await held.enter_async_context(self._open_stream("/tasks/sendSubscribe", params.to_json()))
+            response = await held.enter_async_context(self._open_stream(path, body))
             segment = self._lines(response, place, budget)
             async with aclosing(resumed(segment, held, resume, self.limits.max_resubscribes)) as items:
                 yield items

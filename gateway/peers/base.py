@@ -26,6 +26,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from gateway.errors import AgentToolError
 from protocol import (
     AgentCard,
     Artifact,
@@ -144,6 +145,18 @@ class Peer(abc.ABC):
     @abc.abstractmethod
     def subscribe(self, params: TaskSendParams) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
         """Start a turn and stream its events as they arrive."""
+
+    def resubscribe(self, task_id: str, after_seq: int) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
+        """Follow a task already started, from its line after ``after_seq`` through its final one; nothing is sent.
+
+        A gateway that takes over a run whose process died re-attaches so to the call that
+        process had in flight. A binding that cannot say where to pick a task up again has
+        none: it raises ``AgentToolError`` (reason ``not_resumable``) and the run fails.
+        """
+        raise AgentToolError(
+            f"{self.uri} speaks {self.binding}, over which a task cannot be followed again from a seq",
+            reason="not_resumable",
+        )
 
     @abc.abstractmethod
     async def cancel(self, task_id: str) -> bool:

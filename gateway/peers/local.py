@@ -73,6 +73,14 @@ class LocalPeer(Peer):
             async with aclosing(_chain(first, events)) as chained:
                 yield chained
 
+    @asynccontextmanager
+    async def resubscribe(self, task_id: str, after_seq: int) -> AsyncIterator[AsyncIterator[StreamItem]]:
+        manager = await self._host.running_manager()
+        with _as_http_errors():
+            events = await manager.resubscribe(task_id, after_seq)
+        async with aclosing(events) as followed:  # type: ignore[type-var]
+            yield followed
+
     async def cancel(self, task_id: str) -> bool:
         manager = await self._host.running_manager()
         try:

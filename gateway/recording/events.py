@@ -41,6 +41,7 @@ class EventType(str, enum.Enum):
     RUN_COMPLETED = "run_completed"
     RUN_FAILED = "run_failed"
     RUN_CANCELLED = "run_cancelled"
+    RUN_RESUMED = "run_resumed"
     MESSAGE = "message"
     TEXT_DELTA = "text_delta"
     MODEL_CALL = "model_call"
@@ -262,6 +263,9 @@ class AgentToolProgressEvent(_Call):
     skipped_bytes: int | None = Field(None, description="Bytes that were not UTF-8, dropped before this chunk.")
     attempt: int | None = Field(None, description="Resubscribed: which resubscribe of the call, from 1.")
     message: str | None = Field(None, description="Resubscribed: how the stream broke.")
+    line_seq: int | None = Field(
+        None, description="The seq of the peer's stream line: where a gateway taking the run over resubscribes after."
+    )
 
 
 class _Settled(_CallTotals):
@@ -376,6 +380,21 @@ class RunCancelledEvent(_Typed):
     by: str | None = Field(None, description="Who asked: the caller's name (None on a gateway without tokens).")
     reason: str = Field(description="Why, for a person; the run's cancellation carries the same text.")
     cause: str = Field(description="api (POST /runs/{id}/cancel) or disconnect (the client asked for it).")
+
+
+class RunResumedEvent(_Typed):
+    """The run's process stopped mid-run and another one took it over: what follows continues the same run."""
+
+    event_type = EventType.RUN_RESUMED
+    by: str = Field(description="The gateway process (replica) that resumed the run.")
+    after_seq: int = Field(description="The last seq the run had before it was resumed.")
+    agent: str | None = Field(None, description="The agent whose step goes on.")
+    step: str = Field(
+        description="reattached (an agent call in flight, followed again by its task id, never sent twice) "
+        "or redone (a model step, run again from the session as the turn started)."
+    )
+    task_id: str | None = Field(None, description="Reattached: the remote task followed again.")
+    call_id: str | None = Field(None, description="Reattached: the call that goes on.")
 
 
 class _Speech(_Typed):
@@ -574,6 +593,7 @@ _MODELS: dict[str, type[Event]] = {
         RunCompletedEvent,
         RunFailedEvent,
         RunCancelledEvent,
+        RunResumedEvent,
         MessageEvent,
         TextDeltaEvent,
         ModelCallEvent,

@@ -34,6 +34,7 @@ _INFO_EVENTS = frozenset(
         EventType.AGENT_TOOL_COMPLETED,
         EventType.RUN_STARTED,
         EventType.RUN_COMPLETED,
+        EventType.RUN_RESUMED,
         EventType.HANDOFF,
         EventType.MODEL_CALL,
     }

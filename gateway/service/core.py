@@ -9,7 +9,8 @@ still going (they end ``run_failed``) and closes every part: the Gateway, the se
 store, the event log and whatever ``closers`` were given.
 
 While it runs, the stores' own background work is held too (``running()``: a store
-shared by replicas renews its leases and closes the runs of replicas that died), and
+shared by replicas renews its leases and hands the runs of replicas that died to this
+service's ``takeover``, which carries them on; takeover.py), and
 what the API registered on any replica, or before a restart, is applied from the
 registry store whenever its version moved (``sync_registrations``, before each request).
 
@@ -48,6 +49,7 @@ from gateway.registrations import Registration, RegistryStore
 from gateway.service.errors import Conflict, NotFound, ServiceError, ShuttingDown
 from gateway.service.members import Members, RemoteSpec
 from gateway.service.runs import SHUTDOWN_REASON, ServiceRuns
+from gateway.service.takeover import Takeover
 from gateway.swarm import (
     CURRENT,
     Agent,
@@ -141,6 +143,7 @@ class GatewayService:
         )
         self.registry = self.members.registry
         self.runs = ServiceRuns()
+        self.takeover = Takeover(self.runs, self.members, self.gateway, self.event_log)
         self._runner_options: dict[str, Any] = {
             "max_handoffs_per_turn": max_handoffs_per_turn,
             "max_tool_iterations": max_tool_iterations,
@@ -163,12 +166,11 @@ class GatewayService:
         await self.gateway.__aenter__()
         try:
             await self._upkeep.enter_async_context(self.session_store.running())
-            await self._upkeep.enter_async_context(self.event_log.running())
-            for run_id in await self.event_log.close_abandoned_runs():
-                logger.warning("run %s was left open by a process that stopped; closed it as run_failed", run_id)
+            await self._upkeep.enter_async_context(self.event_log.running(self.takeover.adopt))
             await self.members.start(self._make_runner)
             await self.sync_registrations()
             await self.runs.__aenter__()
+            await self.takeover.adopt_abandoned()
         except BaseException:
             try:
                 await self._upkeep.aclose()

@@ -30,6 +30,7 @@ import orjson
 from gateway import defaults
 from gateway.calls.budget import Budget
 from gateway.calls.engine import AgentCall, CallSpec
+from gateway.calls.reattach import Reattach
 from gateway.calls.tool import Mode
 from gateway.errors import AgentHandoffError, AgentToolError
 from gateway.models.base import ChatMessage, TextDelta
@@ -143,8 +144,12 @@ class RemoteAgent:
         """The example utterances of its card's skills (the semantic router reads them)."""
         return [example for skill in self.card.skills for example in skill.examples]
 
-    async def ask(self, params: TaskSendParams, recorder: RunRecorder) -> AsyncGenerator[TextDelta | RemoteReply, None]:
+    async def ask(
+        self, params: TaskSendParams, recorder: RunRecorder, reattach: Reattach | None = None
+    ) -> AsyncGenerator[TextDelta | RemoteReply, None]:
         """Text deltas as they arrive, then one RemoteReply; the call's events go to ``recorder``.
+
+        ``reattach``: the task another process sent and did not see through, followed again instead.
 
         Raises the call's AgentToolError (a timeout, a task that ended ``failed``, a bad answer).
         """
@@ -165,6 +170,7 @@ class RemoteAgent:
             session_id=params.session_id,
             task_id=params.id,
             metadata=params.metadata,
+            reattach=reattach,
         )
         self.health.admit()
         try:
@@ -244,7 +250,10 @@ async def remote_step(
         },
     )
     reply: RemoteReply | None = None
-    async with aclosing(remote.ask(params, turn.recorder)) as items:
+    reattach, turn.reattach = turn.reattach, None  # a turn taken over: the task in flight, followed again
+    if reattach is not None and reattach.unshown:
+        await turn.emit(EventType.TEXT_DELTA, agent=remote.name, text=reattach.unshown, remote=True)
+    async with aclosing(remote.ask(params, turn.recorder, reattach)) as items:
         async for item in items:
             if isinstance(item, TextDelta):
                 await turn.emit(EventType.TEXT_DELTA, agent=remote.name, text=item.text, remote=True)

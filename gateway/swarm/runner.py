@@ -19,6 +19,9 @@ The loop, in the order a reader meets it in ``_turn`` and ``_converse``:
    step went to the event log. A turn that fails saves the session as it was when the
    turn started, the mark removed.
 
+A turn whose process stopped mid-run is carried on by the process that takes its run over
+(``resume``; what is followed again and what is redone: resume.py), under the same run id.
+
 A turn may run on behalf of a caller (a ``Principal``): a session it did not start is,
 to a caller that is not an admin, a session that does not exist (``SessionNotFound``).
 """
@@ -26,7 +29,7 @@ to a caller that is not an admin, a session that does not exist (``SessionNotFou
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import aclosing, suppress
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +53,7 @@ from gateway.swarm.local import check_models, local_step
 from gateway.swarm.member import SwarmMember
 from gateway.swarm.registry import AgentRegistry, TargetPolicy
 from gateway.swarm.remote import RemoteAgent, connector, remote_step
+from gateway.swarm.resume import REATTACHED, REDONE, TurnTakeover
 from gateway.swarm.router import SemanticRouter
 from gateway.swarm.sessions import MemorySessionStore, Session, SessionStore
 from gateway.swarm.transfer import Handover, switch
@@ -267,8 +271,8 @@ class Runner:
             await self.session_store.save(session)
             started = session.copy()
             turn = Turn(session, recorder, agent, stream, options, caller, path=[agent.name], message_id=message_id)
-            show = _print_event if options.debug else _ignore
-            try:
+
+            async def opening() -> None:
                 await turn.emit(
                     EventType.RUN_STARTED,
                     session_id=session_id,
@@ -278,27 +282,86 @@ class Runner:
                 )
                 if lost is not None:
                     await turn.emit(EventType.AGENT_CHANGED, previous=lost, agent=agent.name, cause=cause)
-                async with aclosing(self._converse(turn, targets)) as flushes:
-                    async for _ in flushes:
-                        for event in recorder.drain():
-                            show(event)
-                            yield event
-            except BaseException as exc:
-                with anyio.CancelScope(shield=True):
-                    await turn.emit(
-                        EventType.RUN_FAILED,
-                        agent=turn.agent.name,
-                        error=describe_failure(exc),
-                        error_type=type(exc).__name__,
-                    )
-                    await self.event_log.close_run(recorder.run_id)
-                    await self._save_as_started(started)
-                raise
-            await self.event_log.close_run(recorder.run_id)
-            for event in recorder.drain():
-                show(event)
-                yield event
-            yield turn.response()
+
+            async with aclosing(self._carried(turn, started, targets, opening)) as items:
+                async for item in items:
+                    yield item
+
+    async def resume(self, takeover: TurnTakeover, by: str) -> AsyncGenerator[Event, None]:
+        """Carry on a turn another process started and did not end (resume.py): ``run_resumed``, then the turn.
+
+        ``by`` names this process in the event. Nothing is yielded when the session is no
+        longer marked with this turn (it ended after all, or a later turn cleared it): the
+        caller then closes the run as interrupted.
+        """
+        async with self.session_store.lock(takeover.session_id):
+            session = await self.session_store.load(takeover.session_id)
+            if session.open_run != takeover.run_id:
+                return
+            targets = self._targets()
+            reattach = takeover.reattach
+            member = targets.agents.get(reattach.member or "") if reattach is not None else None
+            agent = member or (await self._active_member(session, targets))[0]
+            turn = Turn(
+                session,
+                RunRecorder(self.event_log, takeover.run_id, keep=True),
+                agent,
+                stream=True,
+                path=[agent.name],
+                resumed=True,
+                reattach=reattach if member is not None else None,
+            )
+
+            async def opening() -> None:
+                await turn.emit(
+                    EventType.RUN_RESUMED,
+                    by=by,
+                    after_seq=takeover.after_seq,
+                    agent=agent.name,
+                    step=REATTACHED if turn.reattach is not None else REDONE,
+                    task_id=turn.reattach.task_id if turn.reattach is not None else None,
+                    call_id=turn.reattach.call_id if turn.reattach is not None else None,
+                )
+                if takeover.refused is not None:
+                    raise AgentToolError(f"the turn cannot be resumed: {takeover.refused}", reason="not_resumable")
+
+            async with aclosing(self._carried(turn, session.copy(), targets, opening)) as items:
+                async for item in items:
+                    if isinstance(item, Event):
+                        yield item
+
+    async def _carried(
+        self, turn: Turn, started: Session, targets: Targets, opening: Callable[[], Awaitable[None]]
+    ) -> AsyncGenerator[Event | RunResponse, None]:
+        """A turn from its ``opening`` events to its close: its events as they are recorded, then its response.
+
+        A failure anywhere ends the run ``run_failed`` and saves the session as the turn found it.
+        """
+        recorder = turn.recorder
+        show = _print_event if turn.options.debug else _ignore
+        try:
+            await opening()
+            async with aclosing(self._converse(turn, targets)) as flushes:
+                async for _ in flushes:
+                    for event in recorder.drain():
+                        show(event)
+                        yield event
+        except BaseException as exc:
+            with anyio.CancelScope(shield=True):
+                await turn.emit(
+                    EventType.RUN_FAILED,
+                    agent=turn.agent.name,
+                    error=describe_failure(exc),
+                    error_type=type(exc).__name__,
+                )
+                await self.event_log.close_run(recorder.run_id)
+                await self._save_as_started(started)
+            raise
+        await self.event_log.close_run(recorder.run_id)
+        for event in recorder.drain():
+            show(event)
+            yield event
+        yield turn.response()
 
     async def _converse(self, turn: Turn, targets: Targets) -> AsyncGenerator[None, None]:
         """The turn itself: the router, then steps of the active agent until one answers, then the session saved.
@@ -307,7 +370,7 @@ class Runner:
         """
         yield
         handover = Handover(self.max_handoffs_per_turn, self.fallback, self._registry.snapshot)
-        if self.router is not None:
+        if self.router is not None and not turn.resumed:  # a turn taken over was routed when it started
             await self._route(turn, targets.agents, handover)
             yield
         max_turns = turn.options.max_turns

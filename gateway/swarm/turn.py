@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_server.http.auth import Principal
+from gateway.calls.reattach import Reattach
 from gateway.models.base import ChatMessage, ChatModel, ModelResponse, ToolCall
 from gateway.recording.events import Event, EventType
 from gateway.recording.recorder import RunRecorder
@@ -131,6 +132,8 @@ class Turn:
     says instead of the user's words (why the transfer it asked for was refused).
     ``message_id`` is the caller's ``messageId`` of the user's words, when the turn came as an
     A2A message: the first remote agent handed those words unchanged passes it on.
+    ``resumed``: the turn was taken over from a process that stopped (resume.py);
+    ``reattach``, the remote call it had in flight, which the next remote step follows again.
     """
 
     session: Session
@@ -155,6 +158,8 @@ class Turn:
     streamed: dict[str, list[str]] = field(default_factory=dict)
     """Per agent, the text deltas recorded since its last message: a message that is just these joined leaves
     its content out of its event (``content_in_deltas``), so a streamed answer is stored once."""
+    reattach: Reattach | None = None
+    resumed: bool = False
 
     @property
     def scope(self) -> TurnScope:

@@ -166,9 +166,16 @@ class RunMetrics:
         if type(event) in _OBSERVED:
             self._count(event)
         if self._kind is None:
+            self._begun(event)
+
+    def _begun(self, event: events.Event) -> None:
+        """The run's first event here: a turn's or a tool call's start, or ``run_resumed`` in a run taken over."""
+        if type(event) is events.RunResumedEvent:  # a turn names the agent that goes on, a tool call does not
+            self._kind, self._tool_call = ("turn", None) if event.agent is not None else ("tool", event.call_id)
+        else:
             self._kind = "turn" if type(event) is events.RunStartedEvent else "tool"
-            self._started_ms = event.timestamp_ms
             self._tool_call = event.call_id if type(event) is events.AgentToolInvokedEvent else None
+        self._started_ms = event.timestamp_ms
 
     def _count(self, event: events.Event) -> None:
         if type(event) is events.RunCompletedEvent:
