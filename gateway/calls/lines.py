@@ -110,10 +110,13 @@ class LineReader:
         total = self._result.cost_usd
         index = self._result.chunks
         for item in items:
+            unnamed = self._result.task_id is None
             try:
                 line = self.read(item, total, index)
             except (Terminated, AgentToolError) as exc:
                 line = Line(failure=exc)
+            if unnamed and self._result.task_id is not None and line.progress is not None:
+                line.progress["task_id"] = self._result.task_id  # the log's record of it, for a takeover
             lines.append(line)
             index += line.progress is not None
             total = total if line.cost_usd is None else line.cost_usd

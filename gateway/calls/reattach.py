@@ -1,8 +1,9 @@
 """An agent call another process had in flight, as its run's events hold it: what a takeover re-attaches to.
 
 The call's ``agent_tool_invoked`` names its task (minted by the caller before the send
-where the peer lets it: the A2A-NDJSON binding, ``local://``) and every stream line that
-reached the log has a progress event with the line's seq. A gateway taking the run over
+where the peer lets it: the A2A-NDJSON binding, ``local://``; the server's name for it, from
+its first answer, on the standard bindings) and every stream line that reached the log has a
+progress event with the line's seq. A gateway taking the run over
 follows the task again after the last of those seqs (``Peer.resubscribe``), never sends it
 a second time, and carries on with what the log says was received: the text, the cost,
 the chunks, the state, a transfer asked for. The call keeps its ``call_id``, so its ending
@@ -16,7 +17,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from gateway.errors import PeerConnectionError
-from gateway.peers.base import Peer, StreamRead
+from gateway.peers.base import Peer, Received, StreamRead
 from gateway.recording.events import (
     AgentToolInvokedEvent,
     AgentToolProgressEvent,
@@ -59,6 +60,10 @@ class Reattach:
         return "".join(e.text for e in self.progress if e.text is not None and e.kind == "artifact")
 
     @property
+    def received(self) -> Received:
+        return Received(self.text, self.cost_usd)
+
+    @property
     def cost_usd(self) -> float:
         return max((e.accumulated_cost_usd or 0.0 for e in self.progress), default=0.0)
 
@@ -93,13 +98,15 @@ def in_flight(events: Sequence[Event]) -> Reattach | Unresumable | None:
     if not open_calls:
         return None
     at, invoked = open_calls[-1]
-    if invoked.task_id is None:  # a server that names tasks had not named it yet, or never answered
-        return Unresumable(f"the call to {invoked.agent} was in flight before its task had an id")
     since = events[at:]
+    progress = tuple(e for e in since if isinstance(e, AgentToolProgressEvent) and e.call_id == invoked.call_id)
+    task_id = invoked.task_id or next((e.task_id for e in progress if e.task_id is not None), None)
+    if task_id is None:  # a server that names tasks had not named it yet, or never answered
+        return Unresumable(f"the call to {invoked.agent} was in flight before its task had an id")
     return Reattach(
         invoked,
-        invoked.task_id,
-        tuple(e for e in since if isinstance(e, AgentToolProgressEvent) and e.call_id == invoked.call_id),
+        task_id,
+        progress,
         "".join(e.text for e in since if isinstance(e, TextDeltaEvent) and e.agent == invoked.member),
     )
 
@@ -111,7 +118,7 @@ async def followed_again(peer: Peer, call: Reattach) -> AsyncIterator[AsyncItera
     reads, so asking twice is safe."""
     async with AsyncExitStack() as held:
         try:
-            stream = await held.enter_async_context(peer.resubscribe(call.task_id, call.after_seq))
+            stream = await held.enter_async_context(peer.resubscribe(call.task_id, call.after_seq, call.received))
         except PeerConnectionError:
-            stream = await held.enter_async_context(peer.resubscribe(call.task_id, call.after_seq))
+            stream = await held.enter_async_context(peer.resubscribe(call.task_id, call.after_seq, call.received))
         yield stream

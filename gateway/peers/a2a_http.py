@@ -41,6 +41,7 @@ from gateway.peers.base import (
     OnTask,
     Peer,
     RawLine,
+    Received,
     StreamItem,
     StreamRead,
     StreamTooLarge,
@@ -200,7 +201,9 @@ class A2AHttpPeer(HttpPeer):
     def subscribe(self, params: TaskSendParams) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
         return self._followed("/tasks/sendSubscribe", params.to_json(), _Place(task_id=params.id))
 
-    def resubscribe(self, task_id: str, after_seq: int) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
+    def resubscribe(
+        self, task_id: str, after_seq: int, received: Received | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
         body = orjson.dumps({"id": task_id, "afterSeq": after_seq})
         return self._followed("/tasks/resubscribe", body, _Place(task_id=task_id, seq=after_seq))
 

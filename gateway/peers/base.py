@@ -114,6 +114,14 @@ def items_of(read: StreamRead) -> list[StreamItem]:
     return read if isinstance(read, list) else [read]
 
 
+@dataclass(frozen=True)
+class Received:
+    """What of a task a call had passed on when its process stopped: its text and its accumulated cost."""
+
+    text: str = ""
+    cost_usd: float = 0.0
+
+
 UNRESOLVED = "unresolved"
 """The ``binding`` of a peer that has not learnt it yet (an http(s):// agent before its card is read)."""
 OnSent = Callable[[], None]
@@ -146,12 +154,16 @@ class Peer(abc.ABC):
     def subscribe(self, params: TaskSendParams) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
         """Start a turn and stream its events as they arrive."""
 
-    def resubscribe(self, task_id: str, after_seq: int) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
+    def resubscribe(
+        self, task_id: str, after_seq: int, received: Received | None = None
+    ) -> AbstractAsyncContextManager[AsyncIterator[StreamRead]]:
         """Follow a task already started, from its line after ``after_seq`` through its final one; nothing is sent.
 
         A gateway that takes over a run whose process died re-attaches so to the call that
-        process had in flight. A binding that cannot say where to pick a task up again has
-        none: it raises ``AgentToolError`` (reason ``not_resumable``) and the run fails.
+        process had in flight. ``received``: what of the task reached the run's log, for a
+        binding that cannot start after a seq (standard A2A's ``SubscribeToTask`` opens with the
+        whole task) to pass on only what is new. A binding that cannot follow a task again at
+        all raises ``AgentToolError`` (reason ``not_resumable``) and the run fails.
         """
         raise AgentToolError(
             f"{self.uri} speaks {self.binding}, over which a task cannot be followed again from a seq",

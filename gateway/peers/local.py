@@ -15,7 +15,7 @@ from anyio.abc import TaskStatus
 
 from agent_server import HostedAgent, MemoryTaskStore, TaskManager, as_hosted_agent
 from gateway.errors import PeerHTTPError
-from gateway.peers.base import OnSent, OnTask, Peer, StreamItem
+from gateway.peers.base import OnSent, OnTask, Peer, Received, StreamItem
 from gateway.uri import LocalTarget
 from protocol import AgentCard, ProtocolError, StreamEvent, Task, TaskSendParams, TaskState
 
@@ -74,7 +74,9 @@ class LocalPeer(Peer):
                 yield chained
 
     @asynccontextmanager
-    async def resubscribe(self, task_id: str, after_seq: int) -> AsyncIterator[AsyncIterator[StreamItem]]:
+    async def resubscribe(
+        self, task_id: str, after_seq: int, received: Received | None = None
+    ) -> AsyncIterator[AsyncIterator[StreamItem]]:
         manager = await self._host.running_manager()
         with _as_http_errors():
             events = await manager.resubscribe(task_id, after_seq)

@@ -12,12 +12,15 @@ known by the id of the stream's first event; a later turn of the same task
   ``SubscribeToTask``: its opening Task is read against what was already passed on, so only
   what is new comes through; a task that ended meanwhile (-32004, or HTTP+JSON's
   ``UNSUPPORTED_OPERATION``) is read once with ``GetTask``.
+- ``resubscribe`` (a gateway taking a run over): ``SubscribeToTask``, read against what the
+  run's log received of the task.
 - ``cancel`` and ``get``: ``CancelTask`` and ``GetTask``; a cancel that fails is not acknowledged.
 """
 
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
@@ -26,7 +29,7 @@ from typing import Any, Literal
 from pydantic import TypeAdapter, ValidationError
 
 from gateway.errors import AgentToolError, PeerHTTPError, PeerProtocolError, PeerRPCError
-from gateway.peers.base import OnSent, OnTask, Peer, StreamRead
+from gateway.peers.base import OnSent, OnTask, Peer, Received, StreamRead
 from gateway.peers.limits import PeerLimits
 from gateway.peers.streams import ByteBudget, Segment, fold_stream, resumed
 from protocol import A2A_V1, AgentCard, ErrorCode, Task, TaskSendParams, TaskState
@@ -101,22 +104,40 @@ class StandardPeer(Peer):
     ) -> AsyncIterator[AsyncIterator[StreamRead]]:
         """The stream of a new turn, resumed after a cut; a task that ended meanwhile (-32004) is read with GetTask."""
         reading = Reading(decoder, ByteBudget(self.limits.max_stream_bytes), on_sent)
-
-        async def resume(held: AsyncExitStack) -> Segment | None:
-            if decoder.task_id is None:
-                return None
-            try:
-                return await self._resubscribed(held, decoder.task_id, reading)
-            except (PeerRPCError, PeerHTTPError) as exc:
-                if exc.code != ErrorCode.UNSUPPORTED_OPERATION:
-                    raise
-                # the task ended while the stream was cut: read it as it ended
-                return self._snapshot(await self._task_answer("get", decoder.task_id), decoder)
-
         async with AsyncExitStack() as held:
             segment = await self._streamed(held, params, reading)
+            resume = functools.partial(self._again, reading=reading)
             async with aclosing(resumed(segment, held, resume, self.limits.max_resubscribes)) as items:
                 yield items
+
+    @asynccontextmanager
+    async def resubscribe(
+        self, task_id: str, after_seq: int, received: Received | None = None
+    ) -> AsyncIterator[AsyncIterator[StreamRead]]:
+        """``SubscribeToTask``, its opening snapshot read against what was ``received`` (it has no seq to start
+        after), so only what is new comes through; a task that has ended is read once with ``GetTask``."""
+        decoder = StreamDecoder()
+        got = received or Received()
+        decoder.carry_on(task_id, got.text, got.cost_usd, after_seq)
+        reading = Reading(decoder, ByteBudget(self.limits.max_stream_bytes), None)
+        async with AsyncExitStack() as held:
+            segment = await self._again(held, reading)
+            assert segment is not None  # the decoder knows the task
+            resume = functools.partial(self._again, reading=reading)
+            async with aclosing(resumed(segment, held, resume, self.limits.max_resubscribes)) as items:
+                yield items
+
+    async def _again(self, held: AsyncExitStack, reading: Reading) -> Segment | None:
+        """The task followed again with ``SubscribeToTask``; read once with GetTask if it ended meanwhile (-32004)."""
+        decoder = reading.decoder
+        if decoder.task_id is None:
+            return None
+        try:
+            return await self._resubscribed(held, decoder.task_id, reading)
+        except (PeerRPCError, PeerHTTPError) as exc:
+            if exc.code != ErrorCode.UNSUPPORTED_OPERATION:
+                raise
+            return self._snapshot(await self._task_answer("get", decoder.task_id), decoder)
 
     async def _snapshot(self, result: Any, decoder: StreamDecoder) -> Segment:
         """A task read with GetTask, as the events it adds to what was passed on (it has ended)."""

@@ -266,6 +266,11 @@ class AgentToolProgressEvent(_Call):
     line_seq: int | None = Field(
         None, description="The seq of the peer's stream line: where a gateway taking the run over resubscribes after."
     )
+    task_id: str | None = Field(
+        None,
+        description="On the first progress of a call whose server named the task (standard A2A): that task, which a "
+        "gateway taking the run over follows again.",
+    )
 
 
 class _Settled(_CallTotals):

@@ -199,6 +199,15 @@ class StreamDecoder:
         self._cost = 0.0
         self._handed_off = False
 
+    def carry_on(self, task_id: str, text: str, cost_usd: float, after_seq: int) -> None:
+        """Read a task another reader followed, as far as it got (the text of its artifacts, its cost), so that the
+        snapshot a ``SubscribeToTask`` opens with passes on only what is new (a gateway taking a run over)."""
+        self.task_id = task_id
+        if text:
+            self._passed_on.add_text(0, None, text)
+        self._cost = cost_usd
+        self._seq = after_seq + 1
+
     def decode(self, event: v1.StreamResponse, *, final: bool = False) -> list[StreamEvent]:
         """The events ``event`` stands for; ``final`` forces the end (a v0.3 ``final: true``)."""
         if event.task is not None:

@@ -24,6 +24,7 @@ from agent_server.http.loopback import free_port
 from agent_server.testing import Probe, scripted_agent
 from tests.support.gateway_process import gateway_process, remote_first_config
 from tests.support.gateway_service import agent_server, client, lines_of, wait_for_health
+from tests.support.sdk_agents import serve_sdk_agent
 from tests.support.servers import serve_app
 from tests.support.waiting import PROCESS_S
 
@@ -113,3 +114,39 @@ def test_a_turn_whose_remote_task_is_gone_too_fails_saying_so_and_the_session_ke
 def agent_server_at(port: int) -> AbstractContextManager[str]:
     """The scripted agent server on ``port``: a second one there is a restart that lost every task."""
     return serve_app(create_app(scripted_agent("scripted")), port=port)
+
+
+def test_a_turn_whose_standard_a2a_agent_was_streaming_is_resumed_by_subscribing_to_its_task(tmp_path: Path) -> None:
+    """The same over JSON-RPC (the a2a-sdk's server): the task is named by the server, followed again with
+    SubscribeToTask, whose opening snapshot is read against what the log holds: nothing passed on twice."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    chunks = 60
+    with serve_sdk_agent() as (agent_url, executor):
+        config = remote_first_config(tmp_path, port, agent_url)
+        with gateway_process(config) as first:
+            wait_for_health(url, first)
+            with client(url) as http:
+                body = {"message": f"stream {chunks} 0.05 0"}
+                with http.stream("POST", "/sessions/s1/messages", json=body) as response:
+                    run_id = response.headers["x-run-id"]
+                    deltas = 0
+                    for line in response.iter_lines():
+                        if line and orjson.loads(line)["type"] == "text_delta":
+                            deltas += 1
+                            if deltas == 3:
+                                break
+                    first.kill()
+            assert first.wait(10) == -9
+
+        with gateway_process(config) as second:
+            wait_for_health(url, second)
+            events = _followed(url, run_id)
+    assert [e["seq"] for e in events] == list(range(len(events))), "one run, no gap, no duplicate"
+    resumed = [e for e in events if e["type"] == "run_resumed"]
+    assert len(resumed) == 1 and resumed[0]["step"] == "reattached"
+    assert len([e for e in events if e["type"] == "agent_tool_invoked"]) == 1
+    answer = "".join(f"chunk-{index} " for index in range(chunks))
+    assert events[-1]["type"] == "run_completed" and events[-1]["content"] == answer
+    assert "".join(e["text"] for e in events if e["type"] == "text_delta") == answer
+    assert len(executor.message_ids) == 1, "the agent was sent the message once"

@@ -39,13 +39,14 @@ def chunks_agent(binding: str, chunks: int) -> HostedAgent:
 
 
 async def relayed(url: str, message: str, run_id: str) -> tuple[Any, ...]:
-    """What a streaming tool call of the agent at ``url`` leaves: its result and its progress events' fields."""
+    """What a streaming tool call of the agent at ``url`` leaves: its result and its progress events' fields (but
+    the ids, which are each call's and task's own)."""
     async with Gateway(allowed_hosts=HostAllowlist(["127.0.0.1:*"])) as gateway:
         gateway.add_agent_tool("relay", url, mode="streaming")
         result = await gateway.call_tool("relay", message, run_id=run_id)
         events = await call_events(gateway, run_id)
     progress = [
-        {key: value for key, value in event.fields.items() if key != "call_id"}
+        {key: value for key, value in event.fields.items() if key not in ("call_id", "task_id")}
         for event in events
         if event.type == "agent_tool_progress"
     ]

@@ -65,6 +65,7 @@ def stale_server() -> Iterator[StaleServer]:
         handlers.add(asyncio.current_task())  # type: ignore[arg-type]
         try:
             path, body = await _request(reader) or ("", b"")
+            state.requests += 1  # counted before the answer leaves: the test may read it as soon as that arrives
             if path.startswith("/.well-known/"):
                 writer.write(_answer(200, _card(state.url)))
             else:
@@ -76,7 +77,6 @@ def stale_server() -> Iterator[StaleServer]:
                     "artifacts": [{"index": 0, "parts": sent["message"]["parts"]}],
                 }
                 writer.write(_answer(state.answer_status, orjson.dumps(task)))
-            state.requests += 1
             await writer.drain()
             await _request(reader)  # the next request on this connection: read, never answered
             state.dropped += 1

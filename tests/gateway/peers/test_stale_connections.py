@@ -50,12 +50,13 @@ async def test_an_agent_that_answers_500_is_reported_as_answering_500_not_as_unr
 
 
 async def test_calls_spaced_at_the_agents_keep_alive_all_succeed() -> None:
-    keep_alive_s = 0.2
+    keep_alive_s = 0.05
     with agent_server(limits=ServerLimits(keep_alive_timeout_s=keep_alive_s)) as url:
         async with Gateway() as gateway:
             gateway.add_agent_tool("echo", url)
             # Spaced around the agent's keep-alive, so some calls go out just as it closes the idle connection.
-            for index, offset in zip(range(40), itertools.cycle((-0.01, -0.002, 0.0, 0.002, 0.01)), strict=False):
+            offsets = itertools.cycle((-0.005, -0.001, 0.0, 0.001, 0.005))
+            for index, offset in zip(range(200), offsets, strict=False):
                 result = await gateway.call_tool("echo", f"echo call-{index}")
                 assert result.text == f"call-{index}"
                 await anyio.sleep(keep_alive_s + offset)
