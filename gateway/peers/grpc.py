@@ -52,6 +52,7 @@ from gateway.peers.streams import Segment, text_line
 from protocol import A2A_V1, GRPC_BINDING, AgentCard, ErrorCode, OversizedLine, TaskSendParams
 from protocol.a2a import VERSION_HEADER, StreamDecoder, send_request_to_v1, v1
 from protocol.a2a.errors import CODE_OF_REASON, ERROR_DOMAIN
+from protocol.hop_limits import EXTENSIONS_HEADER, HOP_LIMITS_EXTENSION
 
 GRPC = "grpc-1.0"
 
@@ -91,7 +92,8 @@ class GrpcPeer(StandardPeer):
         )
         """What every request names when the card's gRPC interface is one agent of several at its endpoint."""
         auth = (("authorization", f"Bearer {token}"),) if token else ()
-        self._metadata = ((VERSION_HEADER.lower(), A2A_V1), *auth)
+        extensions = ((EXTENSIONS_HEADER.lower(), HOP_LIMITS_EXTENSION),)  # the deadline and budget it carries
+        self._metadata = ((VERSION_HEADER.lower(), A2A_V1), *extensions, *auth)
         self._channel: Any = None
         self._stub: Any = None
 
