@@ -357,7 +357,10 @@ class RunCompletedEvent(_Typed):
     handoffs: int = Field(description="Transfers in the turn.")
     tool_calls: int = Field(description="Tool executions in the turn.")
     session_version: int = Field(description="The session's version once saved.")
-    state: str = Field(description="completed, or input-required when the turn was escalated to a human.")
+    state: str = Field(
+        description="completed, or input-required when the turn ends with a question: escalated to a human, or a "
+        "remote member asked the user (its task is input-required; the next message continues it)."
+    )
     pending_tool_calls: list[dict[str, Any]] | None = Field(
         None, description="With execute_tools=False: the tool calls returned instead of run (OpenAI shape)."
     )

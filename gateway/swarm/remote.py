@@ -266,7 +266,8 @@ async def remote_step(
     if reply.handoff is None:
         message: ChatMessage = {"role": "assistant", "content": reply.text or None, "sender": remote.name}
         await turn.say(message, state=reply.state.value, remote=True, cost_usd=reply.cost_usd)
-        turn.finish(reply.text)
+        asks = reply.state is TaskState.INPUT_REQUIRED  # the agent asked a question: the turn waits for the user
+        turn.finish(reply.text, TaskState.INPUT_REQUIRED if asks else TaskState.COMPLETED)
         return
     transfer = await _transfer_asked(turn, reply, reply.handoff, targets, handoffs_allowed)
     if transfer is not None:

@@ -77,7 +77,8 @@ TOKENS = Counter(
 )
 COST = Counter(
     "switchboard_cost_usd",
-    "Dollars spent, by agent and model (model '(remote)': a remote agent's reported cost).",
+    "Dollars spent, by agent and model (model '(remote)': a remote member's reported cost; '(agent tool)': an agent "
+    "tool call's, the tool's name as agent).",
     ["agent", "model"],
     registry=REGISTRY,
 )
@@ -212,6 +213,8 @@ class RunMetrics:
         tool, mode = self._calls.pop(event.call_id, ("", ""))
         AGENT_TOOL_CALLS.labels(tool, mode, outcome).inc()
         AGENT_TOOL_DURATION.labels(tool, mode, outcome).observe((event.duration_ms or 0.0) / 1000)
+        if event.tool and event.accumulated_cost_usd:  # a member's turn is counted with its message, not here
+            COST.labels(event.tool, "(agent tool)").inc(event.accumulated_cost_usd)
         if self._kind == "tool" and event.call_id == self._tool_call:
             self._ended(event, "completed" if outcome == "completed" else "failed")
 

@@ -61,6 +61,7 @@ async def _summary(service: GatewayService, run_id: str, session_id: str, header
             "session_id": session_id,
             "active_agent_name": last.active_agent_name,
             "content": last.content,
+            "state": last.state,
             "handoffs": last.handoffs,
             "events": count,
         }

@@ -168,3 +168,12 @@ def test_a_message_without_text_fails_its_task_saying_why_without_a_traceback(
     assert status["state"] == "TASK_STATE_FAILED"
     assert status["message"]["parts"][0]["text"] == "the message has no text: send the user's words as a text part"
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+
+
+def test_a_turn_whose_remote_agent_asks_a_question_ends_input_required(slow_gateway: str) -> None:
+    with httpx.Client(base_url=slow_gateway, timeout=30) as http:
+        asked = http.post("/sessions/q1/messages", json={"message": "ask which colour?", "stream": False}).json()
+        assert asked["state"] == "input-required", "the agent asked: the turn waits for the user, it is not done"
+        assert asked["content"] == "which colour?"
+        answered = http.post("/sessions/q1/messages", json={"message": "blue", "stream": False}).json()
+        assert answered["state"] == "completed" and answered["content"] == "got: blue"

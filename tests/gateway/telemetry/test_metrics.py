@@ -111,6 +111,9 @@ def test_metrics_count_runs_handoffs_hops_tokens_and_tool_outcomes(gateway: http
     )
     assert delta("switchboard_cost_usd_total", **tokens) == pytest.approx(price), "the configured price"
     assert delta("switchboard_cost_usd_total", agent="tech", model="(remote)") == pytest.approx(0.001)
+    # an agent tool's spend is in the total too, the budget's cut included (its last chunk went past 0.001)
+    assert delta("switchboard_cost_usd_total", agent="research", model="(agent tool)") > 0
+    assert delta("switchboard_cost_usd_total", agent="cheap_research", model="(agent tool)") > 0.001
 
     assert delta("switchboard_agent_tool_calls_total", tool="research", mode="streaming", outcome="completed") == 1
     assert (
