@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -284,4 +285,15 @@ def _read_timeout(uri: str, seconds: float | None) -> AgentToolError:
 
 
 def _describe(exc: BaseException) -> str:
+    """What went wrong, in a person's words: not aiohttp's (``ssl:default``, ``TransferEncodingError``)."""
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        error = exc.os_error
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        return f"{reason.lower()} (connecting to {exc.host}:{exc.port})"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "the connection was closed before an answer came"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return "the answer was cut off before its end"
+    if isinstance(exc, OSError) and exc.errno:
+        return os.strerror(exc.errno).lower()
     return str(exc) or type(exc).__name__
