@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -45,7 +46,12 @@ class ServiceGroup:
         env = {**os.environ, **(env or {}), "PYTHONUNBUFFERED": "1"}
         with open(self.log_dir / f"{name}.log", "wb") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "gateway", *args], cwd=self.cwd, stdout=log, stderr=subprocess.STDOUT, env=env
+                [sys.executable, "-m", "gateway", *args],
+                cwd=self.cwd,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 - the demo starts no thread before its services
             )
         service = Service(name, url, ready_path, process)
         self.services.append(service)
@@ -86,6 +92,19 @@ class ServiceGroup:
                 service.process.kill()
                 service.process.wait()
         self.services.clear()
+
+
+def _die_with_parent() -> None:
+    """In the child: be sent SIGTERM when the process that started it dies, however it dies (Linux).
+
+    A demo killed with SIGKILL runs no cleanup; without this its services would run on, orphaned.
+    """
+    if sys.platform.startswith("linux"):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+_PR_SET_PDEATHSIG = 1
 
 
 @contextmanager

@@ -8,14 +8,16 @@ customer conversation and a few direct agent-tool calls show, as they happen:
 (billing -> tech), 3-5. agent-as-tool in sync, streaming and conversational mode,
 6. a budget cutoff and 7. an idle timeout, each with its tasks/cancel acknowledged.
 
-It ends by printing the console's URL for the conversation's last run. Every process is
-stopped at the end, also on Ctrl-C; with ``--keep`` (``make demo ARGS=--keep``) they stay
-up until Ctrl-C, so the console can be opened. The exit code is 1 if a step failed.
+Every process is stopped at the end, also on Ctrl-C or ``kill`` (and, were the demo killed
+with SIGKILL, each service stops with it); with ``--keep`` (``make demo ARGS=--keep``) they
+stay up until then, and the last line is the console's URL for the conversation's last run.
+The exit code is 1 if a step failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
@@ -282,7 +284,7 @@ def run_demo(out: TextIO = sys.stdout, keep: bool = False) -> list[Step]:
         url = start_services(group, Path(tmp))
         for service in group.services:
             out.write(f"  {service.name:<16} {service.url}  (pid {service.process.pid})\n")
-        out.write(f"ready in {time.monotonic() - started:.1f} s; session {SESSION!r}\n")
+        out.write(f"ready in {time.monotonic() - started:.1f} s; session {SESSION!r}; logs in {tmp}\n")
         out.flush()
         demo = Demo(url, out)
         try:
@@ -296,19 +298,27 @@ def run_demo(out: TextIO = sys.stdout, keep: bool = False) -> list[Step]:
         if failed:
             out.write("failed: " + ", ".join(failed) + "\n")
         page = f"runs/{demo.last_turn}" if demo.last_turn else f"sessions/{SESSION}"
-        out.write(f"console: {url}/ui/#/{page}\n")
         if keep:
+            out.write(f"console: {url}/ui/#/{page}\n")
             out.write("the services stay up (--keep); Ctrl-C stops them all\n")
+        else:  # the gateway stops with the demo: a link to it would be dead
+            out.write("every service is stopped; `make demo ARGS=--keep` keeps them up and prints the console's link\n")
         out.flush()
         while keep:
             time.sleep(3600)
         return steps
 
 
+def _stopped(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make demo", description="The support desk demo, on loopback.")
     parser.add_argument("--keep", action="store_true", help="keep every service up until Ctrl-C (open the console)")
     args = parser.parse_args(argv)
+    for stopping in (signal.SIGTERM, signal.SIGHUP):  # `kill`, a closed terminal: stop like Ctrl-C, cleaning up
+        signal.signal(stopping, _stopped)
     try:
         steps = run_demo(keep=args.keep)
     except KeyboardInterrupt:
