@@ -18,6 +18,7 @@ demo: $(STAMP)
 # The console tests drive Debian's Chromium; install it where apt can (CI runs as root), else they skip and say why.
 browser:
 	@command -v chromium >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] \
+		&& echo "installing Debian's chromium with apt-get (the console tests drive it)" \
 		&& { apt-get install -y -qq chromium >/dev/null 2>&1 \
 		     || { apt-get update -qq >/dev/null && apt-get install -y -qq chromium >/dev/null; }; } \
 		|| echo "no chromium and no way to install it: the console tests will skip"; }

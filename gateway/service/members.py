@@ -194,6 +194,12 @@ class Members:
             self._check_free(name)
         spec = RemoteSpec(url, name, description, tuple(sources), token, max_cost_usd)
         remote = await self._fetch(spec)
+        taken = [known for known, remote in self._by_url.items() if remote.uri.rstrip("/") == url.rstrip("/")]
+        if taken:  # two names for one service: two transfer tools the model must choose between
+            raise Conflict(
+                f"the agent at {url} is already registered as {taken[0]!r}; remove it first to register it anew",
+                data={"field": "url", "registered_as": taken[0]},
+            )
         entry: dict[str, Any] = {
             "url": url,
             "description": description,

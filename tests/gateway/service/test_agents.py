@@ -46,6 +46,17 @@ def test_a_removed_agent_stays_gone_its_sessions_go_back_to_the_start_and_it_can
         assert "billing" in [a["name"] for a in http.get("/agents").json()["agents"]]
 
 
+def test_one_url_is_registered_once_a_second_name_for_it_is_refused(triage_gateway_url: str) -> None:
+    with agent_server(billing_agent()) as billing_url, client(triage_gateway_url) as http:
+        assert http.post("/agents", json={"url": billing_url}).status_code == 201
+        again = http.post("/agents", json={"url": billing_url + "/", "name": "billing2"})
+        assert again.status_code == 409, again.text
+        assert error_of(again)["message"] == (
+            f"the agent at {billing_url}/ is already registered as 'billing'; remove it first to register it anew"
+        )
+        assert "billing2" not in [a["name"] for a in http.get("/agents").json()["agents"]]
+
+
 def test_removing_a_local_agent_says_how_it_was_added(triage_gateway_url: str) -> None:
     with client(triage_gateway_url) as http:
         refused = http.delete("/agents/triage")
