@@ -14,6 +14,7 @@ from gateway.event_log import MemoryEventLog
 from gateway.event_log.cancels import CancelAsk, CancelRequest
 from gateway.event_log.redis import RedisEventLog
 from gateway.recording.events import Event, EventType
+from tests.support.event_logs import replica_logs
 from tests.support.waiting import until
 
 pytestmark = pytest.mark.anyio
@@ -36,13 +37,9 @@ class Taker:
 
 
 @pytest.fixture
-async def logs(redis_url: str) -> AsyncIterator[tuple[RedisEventLog, RedisEventLog, RedisEventLog]]:
-    opened = tuple(RedisEventLog(redis_url, settings=SHORT) for _ in range(3))
-    try:
-        yield opened  # type: ignore[misc]
-    finally:
-        for log in opened:
-            await log.aclose()
+async def logs(redis_url: str) -> AsyncIterator[list[RedisEventLog]]:
+    async with replica_logs(redis_url, SHORT, 3) as opened:
+        yield opened
 
 
 async def _open(log: RedisEventLog, run_id: str) -> None:
@@ -51,7 +48,7 @@ async def _open(log: RedisEventLog, run_id: str) -> None:
 
 
 async def test_a_request_goes_to_the_run_s_writer_alone_which_keeps_it_until_the_run_is_cancellable(
-    logs: tuple[RedisEventLog, RedisEventLog, RedisEventLog],
+    logs: list[RedisEventLog],
 ) -> None:
     writer, other, _ = logs
     await _open(writer, "far")
@@ -67,7 +64,7 @@ async def test_a_request_goes_to_the_run_s_writer_alone_which_keeps_it_until_the
 
 
 async def test_a_closed_run_takes_no_request_and_one_left_for_a_run_that_then_ended_is_dropped(
-    logs: tuple[RedisEventLog, RedisEventLog, RedisEventLog],
+    logs: list[RedisEventLog],
 ) -> None:
     writer, other, _ = logs
     assert await other.request_cancel("unknown", ASKED) is CancelAsk.ENDED
@@ -81,7 +78,7 @@ async def test_a_closed_run_takes_no_request_and_one_left_for_a_run_that_then_en
 
 
 async def test_a_request_for_a_dead_writer_s_run_is_taken_by_the_replica_that_claims_it_while_it_runs(
-    logs: tuple[RedisEventLog, RedisEventLog, RedisEventLog],
+    logs: list[RedisEventLog],
 ) -> None:
     dead, asker, taker_log = logs
     await dead._liveness.renew()  # it renewed its mark once and stopped, as a killed replica does
