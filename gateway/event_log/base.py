@@ -20,6 +20,7 @@ from typing import Generic, TypeVar
 
 import anyio
 
+from gateway.event_log.cancels import CancelAsk, CancelRequest, TakeCancel
 from gateway.event_log.retention import Retention, logger
 from gateway.event_log.wakeup import RunWakeup
 from gateway.recording.events import Event
@@ -108,6 +109,10 @@ class EventLog(abc.ABC):
         """
         return not await self.is_closed(run_id)
 
+    async def request_cancel(self, run_id: str, request: CancelRequest) -> CancelAsk:
+        """Leave a cancel for the process that writes ``run_id`` (cancels.py); a log of one process stores none."""
+        return CancelAsk.UNSHARED
+
     @property
     def process_id(self) -> str:
         """This process as a writer of runs: what ``run_resumed`` says took a run over."""
@@ -140,10 +145,11 @@ class EventLog(abc.ABC):
         return []
 
     @asynccontextmanager
-    async def running(self, adopt: Adopt | None = None) -> AsyncIterator[None]:
+    async def running(self, adopt: Adopt | None = None, take_cancel: TakeCancel | None = None) -> AsyncIterator[None]:
         """Held while a gateway uses the log: it prunes what its retention no longer keeps (at start, then on
-        schedule); a log shared by replicas also keeps their leases and hands the runs of dead ones to ``adopt``
-        (or closes them, without one, or when it declines)."""
+        schedule); a log shared by replicas also keeps their leases, hands the runs of dead ones to ``adopt``
+        (or closes them, without one, or when it declines) and the cancels asked of this process's runs to
+        ``take_cancel``."""
         async with anyio.create_task_group() as tasks:
             if not self.retention.keeps_all:
                 tasks.start_soon(self._prune_on_schedule)

@@ -25,6 +25,13 @@ running, not only at a restart. Only a run's writer appends to it or closes it: 
 that froze past its lease and wakes up finds its appends refused (``RunClosedError``).
 A run of this process whose append or close failed because Redis was away is closed
 the same way (error ``STORE_LOST``) as soon as Redis answers again.
+
+``cancels`` holds the cancels asked of runs on a replica that does not write them
+(run -> ``CancelRequest``, cancels.py): stored only while the run is open, in one script.
+Every ``CANCEL_POLL_S`` each replica hands the requests of the runs it writes to the
+service (``take_cancel``) and removes them once done, and removes those of closed runs. A
+request for a run whose writer died waits for the replica that claims it: the run's
+``writer`` becomes that one, which then finds the request as its own.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from agent_server.stores.redis_leases import Liveness
 from agent_server.stores.redis_settings import RedisSettings, RedisTarget, parse_redis_spec
 from gateway.errors import RunClosedError
 from gateway.event_log.base import INTERRUPTED, Adopt, EventLog
+from gateway.event_log.cancels import CANCEL_POLL_S, CancelAsk, CancelRequest, TakeCancel
 from gateway.event_log.retention import Retention
 from gateway.recording.events import Event, EventType, now_ms
 
@@ -131,6 +139,12 @@ if (redis.call('HGET', KEYS[1], 'writer') or '') ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], 'writer', ARGV[1])
 return 1
 """
+# KEYS: run, cancels; ARGV: run_id, the request. Only for a run that is open: 1 stored, 0 closed.
+_REQUEST_CANCEL = """
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HGET', KEYS[1], 'closed') == '1' then return 0 end
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+return 1
+"""
 
 
 class RedisEventLog(EventLog):
@@ -149,6 +163,7 @@ class RedisEventLog(EventLog):
         self._close_abandoned = self._client.register_script(_CLOSE_ABANDONED)
         self._prune = self._client.register_script(_PRUNE)
         self._claim = self._client.register_script(_CLAIM)
+        self._request_cancel = self._client.register_script(_REQUEST_CANCEL)
         self._broken: set[str] = set()
         """Runs of this process whose append or close failed on a lost connection: closed once Redis is back."""
 
@@ -192,6 +207,40 @@ class RedisEventLog(EventLog):
     async def close_abandoned_runs(self) -> list[str]:
         """Close the open runs whose writer's mark of life has expired (it died); safe beside live replicas."""
         return await self._sweep(None)
+
+    async def request_cancel(self, run_id: str, request: CancelRequest) -> CancelAsk:
+        """Stored for the run's writer while the run is open (in one script); ENDED once it is closed."""
+        with self._unavailable():
+            stored = await self._request_cancel(
+                keys=[self._run_key(run_id), self._key("cancels")], args=[run_id, request.to_json()]
+            )
+        return CancelAsk.STORED if stored else CancelAsk.ENDED
+
+    async def take_cancels(self, take_cancel: TakeCancel) -> list[str]:
+        """The requests for runs this process writes handed to ``take_cancel``, removed once it took them; those
+        of closed runs removed. Returns the runs whose request was handed on and taken."""
+        cancels = self._key("cancels")
+        with self._unavailable():
+            pending: Any = await self._client.hgetall(cancels)
+            if not pending:
+                return []
+            asked = sorted(pending.items())
+            async with self._client.pipeline(transaction=False) as pipe:
+                for run_id, _ in asked:
+                    pipe.hmget(self._run_key(run_id.decode()), "writer", "closed")
+                states: list[Any] = await pipe.execute()
+        taken: list[str] = []
+        for (run_id, body), (writer, closed) in zip(asked, states, strict=True):
+            ended = closed == b"1" or writer is None  # closed (or pruned): nothing left to cancel
+            if not ended and writer.decode() != self._liveness.id:  # another replica's run, or a dead one's
+                continue
+            if not ended:
+                if not await take_cancel(run_id.decode(), CancelRequest.from_json(body)):
+                    continue
+                taken.append(run_id.decode())
+            with self._unavailable():
+                await self._client.hdel(cancels, run_id)
+        return taken
 
     async def abandoned_runs(self) -> list[str]:
         """The open runs whose writer's mark of life has expired: safe beside live replicas, at any time."""
@@ -334,17 +383,20 @@ class RedisEventLog(EventLog):
             start += len(page)
 
     @asynccontextmanager
-    async def running(self, adopt: Adopt | None = None) -> AsyncIterator[None]:
-        async with super().running(adopt), self._watching(adopt):
+    async def running(self, adopt: Adopt | None = None, take_cancel: TakeCancel | None = None) -> AsyncIterator[None]:
+        async with super().running(adopt, take_cancel), self._watching(adopt, take_cancel):
             yield
 
     @asynccontextmanager
-    async def _watching(self, adopt: Adopt | None) -> AsyncIterator[None]:
-        """Its mark of life kept and dead replicas' runs handed to ``adopt`` or closed (see the module docstring)."""
+    async def _watching(self, adopt: Adopt | None, take_cancel: TakeCancel | None) -> AsyncIterator[None]:
+        """Its mark of life kept, dead replicas' runs handed to ``adopt`` or closed, and the cancels asked of its
+        runs handed to ``take_cancel`` (see the module docstring)."""
         with self._unavailable():
             await self._liveness.renew()
         async with anyio.create_task_group() as task_group:
             task_group.start_soon(self._keep_watch, adopt)
+            if take_cancel is not None:
+                task_group.start_soon(self._watch_cancels, take_cancel)
             try:
                 yield
             finally:
@@ -434,6 +486,17 @@ class RedisEventLog(EventLog):
             except Exception:
                 logger.exception("the event log's watch over runs failed; trying again")
             await anyio.sleep(self.settings.renew_every_s)
+
+    async def _watch_cancels(self, take_cancel: TakeCancel) -> None:
+        """``take_cancels`` every ``CANCEL_POLL_S``; a failure is said and tried again, never raised."""
+        while True:
+            try:
+                await self.take_cancels(take_cancel)
+            except StoreUnavailable as exc:
+                logger.debug("cancels asked of this replica's runs could not be read: %s", exc)
+            except Exception:
+                logger.exception("taking the cancels asked of this replica's runs failed; trying again")
+            await anyio.sleep(CANCEL_POLL_S)
 
     def _key(self, name: str) -> str:
         return f"{self.target.prefix}{name}"

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequenc
 from contextlib import AsyncExitStack, aclosing, asynccontextmanager
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from anyio.abc import TaskStatus
@@ -39,8 +39,9 @@ from gateway.calls.coordinator import Gateway
 from gateway.calls.result import AgentToolResult
 from gateway.calls.tool import AgentTool, AgentToolFunction, ToolInput
 from gateway.config.model import ToolConfig
-from gateway.errors import AgentToolError, SessionBusy, SessionConflictError, SessionNotFound
+from gateway.errors import AgentToolError, RunClosedError, SessionBusy, SessionConflictError, SessionNotFound
 from gateway.event_log import EventLog, MemoryEventLog
+from gateway.event_log.cancels import CancelAsk, CancelCause, CancelRequest
 from gateway.event_log.shared_read import SharedRead
 from gateway.models import Providers
 from gateway.recording.events import EventType
@@ -69,8 +70,6 @@ from protocol.errors import SwitchboardError
 logger = logging.getLogger("gateway.service")
 
 Closer = Callable[[], Coroutine[Any, Any, None]]
-CancelCause = Literal["api", "disconnect"]
-"""Why a run is cancelled: its owner (or an admin) asked, or its streaming client left and had asked for it."""
 
 
 @dataclass
@@ -166,7 +165,7 @@ class GatewayService:
         await self.gateway.__aenter__()
         try:
             await self._upkeep.enter_async_context(self.session_store.running())
-            await self._upkeep.enter_async_context(self.event_log.running(self.takeover.adopt))
+            await self._upkeep.enter_async_context(self.event_log.running(self.takeover.adopt, self._take_cancel))
             await self.members.start(self._make_runner)
             await self.sync_registrations()
             await self.runs.__aenter__()
@@ -447,28 +446,54 @@ class GatewayService:
             # stop_runs cancelled the run before its first event (it was queued behind another turn)
             raise ShuttingDown(f"{SHUTDOWN_REASON}; try again when it is back")
 
-    async def cancel_run(self, run_id: str, caller: Principal | None = None, *, cause: CancelCause = "api") -> None:
+    async def cancel_run(
+        self, run_id: str, caller: Principal | None = None, *, cause: CancelCause = "api"
+    ) -> CancelAsk | None:
         """End a run ``caller`` may see: ``run_cancelled`` says who asked, then the run ends as cancelled runs do.
 
         Every agent call in flight in it is sent its cancel (the call engine does, as its caller is
-        cancelled). NotFound for an unknown run or another caller's; Conflict for a run that already
-        ended, or one another replica runs (the cancel goes to the replica that started it).
+        cancelled). A run another replica writes is cancelled there: the request is left in the
+        shared event log (``CancelAsk.STORED``, returned) for that replica, which carries it out
+        within a moment. None: cancelled here. NotFound for an unknown run or another caller's;
+        Conflict for a run that already ended.
         """
         if not await self.run_known(run_id, caller):
             raise NotFound(f"no run {run_id!r} in the event log (GET /runs lists them)")
-        if not self.runs.holds(run_id):
-            if await self.event_log.is_closed(run_id):
-                raise Conflict(f"run {run_id!r} already ended; there is nothing to cancel")
-            raise Conflict(
-                f"run {run_id!r} runs on another gateway replica; send the cancel to the replica that started it"
-            )
         by = caller.name if caller is not None else None
         reason = f"asked by {by}" if by else "asked through the API"
         if cause == "disconnect":
             reason += " (the client disconnected)"
-        await RunRecorder(self.event_log, run_id).emit(EventType.RUN_CANCELLED, by=by, reason=reason, cause=cause)
-        if not await self.runs.cancel(run_id, reason):
+        request = CancelRequest(by, reason, cause)
+        if self.runs.holds(run_id):
+            await self._cancel_here(run_id, request)
+            return None
+        if await self.event_log.is_closed(run_id):
+            raise Conflict(f"run {run_id!r} already ended; there is nothing to cancel")
+        asked = await self.event_log.request_cancel(run_id, request)
+        if asked is CancelAsk.ENDED:
+            raise Conflict(f"run {run_id!r} already ended; there is nothing to cancel")
+        if asked is CancelAsk.UNSHARED:
+            raise Conflict(f"run {run_id!r} is starting or ending in this gateway; send the cancel again")
+        return asked
+
+    async def _cancel_here(self, run_id: str, request: CancelRequest) -> None:
+        """``run_cancelled`` appended by this process, which writes the run, then the run's cancel scope cancelled."""
+        await RunRecorder(self.event_log, run_id).emit(
+            EventType.RUN_CANCELLED, by=request.by, reason=request.reason, cause=request.cause
+        )
+        if not await self.runs.cancel(run_id, request.reason):
             raise Conflict(f"run {run_id!r} ended as the cancel arrived; there is nothing to cancel")
+
+    async def _take_cancel(self, run_id: str, request: CancelRequest) -> bool:
+        """A cancel another replica left for a run this one writes: carried out, or False while the run is not
+        cancellable here yet (it is starting, or being taken over) and still open, so the log keeps the request."""
+        if not self.runs.holds(run_id):
+            return await self.event_log.is_closed(run_id)
+        try:
+            await self._cancel_here(run_id, request)
+        except (Conflict, RunClosedError) as exc:  # it ended meanwhile: nothing left to cancel
+            logger.info("run %s ended before the cancel asked on another replica: %s", run_id, exc)
+        return True
 
     async def run_known(self, run_id: str, caller: Principal | None = None) -> bool:
         """A run the log has events for, or one this service started and has not written yet; ``caller`` may see it."""

@@ -76,7 +76,7 @@ class Takeover:
     async def _resume(self, run_id: str, plan: TurnTakeover | Reattach, after_seq: int) -> None:
         """The run carried on to its end; one that ends without being closed (its session no longer waits for it,
         the session stayed busy) is closed as interrupted: a run this process claimed is left open to nobody."""
-        with self._runs.cancellable():
+        with self._runs.cancellable(run_id):  # named: a cancel, asked on any replica, finds it here
             try:
                 if isinstance(plan, Reattach):
                     await self._tool_call(run_id, after_seq, plan)

@@ -8,6 +8,7 @@ from starlette.responses import Response
 from agent_server.http.auth import principal_of
 from agent_server.http.responses import NDJSONStreamResponse, json_response
 from gateway.defaults import MAX_SUMMARY_EVENTS
+from gateway.event_log.cancels import CancelAsk
 from gateway.recording.events import AgentToolInvokedEvent, Event, RunStartedEvent
 from gateway.recording.summary import summarize
 from gateway.service.errors import NotFound
@@ -72,12 +73,14 @@ async def _events(request: Request) -> Response:
 async def _cancel(request: Request) -> Response:
     """End a run going on: its agent calls in flight are sent their cancel; ``run_cancelled`` says who asked.
 
-    202: the cancel was accepted (the run's ending events follow in its log); 404: no such run
-    (or another caller's); 409: it already ended, or runs on another replica.
+    202: the cancel was accepted (the run's ending events follow in its log): carried out here,
+    or, for a run another replica runs, left for that replica, which carries it out within a
+    moment (``"cancel": "requested"``); 404: no such run (or another caller's); 409: it already ended.
     """
     service = service_of(request)
     run_id = request.path_params["run_id"]
-    await service.cancel_run(run_id, principal_of(request))
+    if await service.cancel_run(run_id, principal_of(request)) is CancelAsk.STORED:
+        return json_response({"run_id": run_id, "cancel": "requested", "on": "another replica"}, status_code=202)
     return json_response({"run_id": run_id, "cancelled": True}, status_code=202)
 
 
