@@ -33,9 +33,9 @@ ASK = f"stream {CHUNKS} 0.05 0"
 ANSWER = "".join(f"chunk-{index} " for index in range(CHUNKS))
 
 
-def _killed_mid_answer(url: str, process: Any) -> str:
+def _killed_mid_answer(url: str, process: Any, ask: str = ASK) -> str:
     """Post the slow message, read until the answer streams, kill the gateway; the run's id."""
-    with client(url) as http, http.stream("POST", "/sessions/s1/messages", json={"message": ASK}) as response:
+    with client(url) as http, http.stream("POST", "/sessions/s1/messages", json={"message": ask}) as response:
         run_id = response.headers["x-run-id"]
         deltas = 0
         for line in response.iter_lines():
@@ -126,18 +126,7 @@ def test_a_turn_whose_standard_a2a_agent_was_streaming_is_resumed_by_subscribing
         config = remote_first_config(tmp_path, port, agent_url)
         with gateway_process(config) as first:
             wait_for_health(url, first)
-            with client(url) as http:
-                body = {"message": f"stream {chunks} 0.05 0"}
-                with http.stream("POST", "/sessions/s1/messages", json=body) as response:
-                    run_id = response.headers["x-run-id"]
-                    deltas = 0
-                    for line in response.iter_lines():
-                        if line and orjson.loads(line)["type"] == "text_delta":
-                            deltas += 1
-                            if deltas == 3:
-                                break
-                    first.kill()
-            assert first.wait(10) == -9
+            run_id = _killed_mid_answer(url, first, f"stream {chunks} 0.05 0")
 
         with gateway_process(config) as second:
             wait_for_health(url, second)
