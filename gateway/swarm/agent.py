@@ -79,14 +79,8 @@ class Agent:
     def tools(self, tools: Sequence[Any]) -> None:
         self._tools = ToolList(tools)
 
-    @property
-    def functions(self) -> list[Tool]:
-        """swarm's name for ``tools``: the same list (``agent.functions.append(fn)`` adds a tool)."""
-        return self._tools
-
-    @functions.setter
-    def functions(self, functions: Sequence[Any]) -> None:
-        self._tools = ToolList(functions)
+    functions = tools
+    """swarm's name for ``tools``: the same list (``agent.functions.append(fn)`` adds a tool)."""
 
     @property
     def settings(self) -> ModelSettings:
