@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         StructuredHistory as StructuredHistory,
         SummaryHistory as SummaryHistory,
     )
+    from gateway.swarm.compat import Swarm as Swarm, run_demo_loop as run_demo_loop
     from gateway.swarm.sessions.redis import RedisSessionStore as RedisSessionStore
     from gateway.tools import ToolResult as ToolResult, tool as tool
     from gateway.uri import parse_agent_uri as parse_agent_uri

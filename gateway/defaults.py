@@ -9,6 +9,8 @@ from __future__ import annotations
 # A swarm turn
 MAX_HANDOFFS_PER_TURN = 5
 MAX_TOOL_ITERATIONS = 10
+AGENT_NAME = "Agent"
+"""The name of an agent defined without one (OpenAI swarm's, so its ``Agent()`` means the same here)."""
 AGENT_INSTRUCTIONS = "You are a helpful agent."
 """The instructions of an agent defined without any."""
 HISTORY_WINDOW = 200

@@ -2,7 +2,10 @@
 
 ``@tool`` reads the function's signature, type hints and Google-style docstring once and
 builds the JSON schema the model sees; ``invoke`` checks the model's arguments against
-the same pydantic model, so the schema and the validation can never disagree.
+the same pydantic model, so the schema and the validation can never disagree. A parameter
+without a type is described as a string, as OpenAI swarm's ``function_to_json`` does (a
+model offered a parameter of no type has nothing to go on), and takes whatever the model
+sends: the function said nothing about it, so nothing is refused on its behalf.
 
 What a tool returns is interpreted by the runner: a plain value becomes the tool result,
 an Agent means "transfer the conversation to this agent", and a ``ToolResult`` carries a
@@ -17,10 +20,10 @@ import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, overload, runtime_checkable
+from typing import Annotated, Any, Protocol, overload, runtime_checkable
 
 import anyio.to_thread
-from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, WithJsonSchema, create_model
 
 from gateway.errors import ToolArgumentError
 from gateway.models.base import RAW_ARGUMENTS_KEY, ToolSpec
@@ -31,6 +34,9 @@ TOOL_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 ``$`` also matches before a final newline, and a name ending in one breaks the Location header."""
 TOOL_NAME_RULE = "1-64 letters, digits, '_' or '-'"
 """``TOOL_NAME_PATTERN`` in words, for error messages."""
+
+_UNTYPED = Annotated[Any, WithJsonSchema({"type": "string"})]
+"""What a parameter without a type hint is: described as a string, any value accepted."""
 
 _ARGS_HEADER = re.compile(r"^(Args|Arguments|Parameters|Params)\s*:\s*$")
 _ARG_LINE = re.compile(r"^\*{0,2}([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
@@ -164,7 +170,7 @@ def _arguments_model(
 ) -> type[BaseModel]:
     fields: dict[str, Any] = {}
     for index, parameter in enumerate(parameters):
-        annotation = hints.get(parameter.name, Any)
+        annotation = hints.get(parameter.name, _UNTYPED)
         default = ... if parameter.default is parameter.empty else parameter.default
         field = Field(default, alias=parameter.name, description=docs.get(parameter.name))
         fields[_field_name(index)] = (annotation, field)

@@ -1,7 +1,8 @@
 """A swarm agent: a name, instructions, a model, domain tools and peers it may hand off to.
 
 Written as OpenAI's swarm writes it too: ``Agent(name=..., model="gpt-4o", functions=[...],
-tool_choice=..., parallel_tool_calls=False)``. A model given by name resolves through the
+tool_choice=..., parallel_tool_calls=False)``, ``Agent()`` alone (swarm's name "Agent"), and
+``agent.functions.append(fn)`` after the fact. A model given by name resolves through the
 runner's providers (gateway/models/providers.py) when a turn starts.
 """
 
@@ -15,9 +16,10 @@ from typing import Any
 from gateway import defaults
 from gateway.models.base import ChatModel, ModelSettings, ToolChoice
 from gateway.models.providers import Providers
-from gateway.swarm.handoff import TransferTool, specialty_of, transfer_tools
+from gateway.swarm.handoff import specialty_of, transfer_tools
 from gateway.swarm.member import SwarmMember
-from gateway.tools import Tool, as_tool
+from gateway.swarm.tool_list import ToolList, domain_tool
+from gateway.tools import Tool
 
 Instructions = str | Callable[[dict[str, Any]], str]
 
@@ -29,7 +31,8 @@ class Agent:
     ``description`` (optional) is what other agents' transfer tools say about this one,
     by default a summary of the instructions. ``model`` is a ChatModel, a name (``"gpt-4o"``,
     ``"ollama:llama3.1"``, ``"offline"``) or None (the offline model). ``functions`` is
-    swarm's name for ``tools`` (both may be given). ``tool_choice`` and
+    swarm's name for ``tools`` (both may be given; both read and grow the same list,
+    tool_list.py). ``tool_choice`` and
     ``parallel_tool_calls`` go to the model with every call; the runner also runs the tool
     calls of one response concurrently only when ``parallel_tool_calls`` is true.
     ``examples``: what users say when they want this agent, for the semantic router.
@@ -37,7 +40,7 @@ class Agent:
 
     def __init__(
         self,
-        name: str,
+        name: str = defaults.AGENT_NAME,
         instructions: Instructions = defaults.AGENT_INSTRUCTIONS,
         model: ChatModel | str | None = None,
         tools: Sequence[Any] = (),
@@ -58,10 +61,8 @@ class Agent:
         self.tool_choice = tool_choice
         self.parallel_tool_calls = parallel_tool_calls
         self.examples = tuple(examples)
-        self.tools: list[Tool] = []
+        self._tools = ToolList([*tools, *functions])
         self._handoffs: list[SwarmMember] = []
-        for tool_like in [*tools, *functions]:
-            self.add_tool(tool_like)
         for other in handoffs:
             self.add_handoff(other)
 
@@ -70,15 +71,16 @@ class Agent:
         return list(self._handoffs)
 
     @property
-    def functions(self) -> list[Tool]:
-        """swarm's name for ``tools``; assigning it replaces the domain tools."""
-        return list(self.tools)
+    def tools(self) -> list[Tool]:
+        """The domain tools, the list itself: what is appended to it becomes a tool."""
+        return self._tools
 
-    @functions.setter
-    def functions(self, functions: Sequence[Any]) -> None:
-        self.tools = []
-        for function in functions:
-            self.add_tool(function)
+    @tools.setter
+    def tools(self, tools: Sequence[Any]) -> None:
+        self._tools = ToolList(tools)
+
+    functions = tools
+    """swarm's name for ``tools``: the same list (``agent.functions.append(fn)`` adds a tool)."""
 
     @property
     def settings(self) -> ModelSettings:
@@ -121,11 +123,8 @@ class Agent:
 
     def add_tool(self, tool_like: Any) -> Tool:
         """Add a domain tool: a function (sync or async), a FunctionTool or an agent tool."""
-        if isinstance(tool_like, TransferTool):
-            raise TypeError("transfer tools are synthesized from handoffs; use add_handoff instead")
-        tool = as_tool(tool_like)
-        self.tools = [t for t in self.tools if t.name != tool.name]
-        self.tools.append(tool)
+        tool = domain_tool(tool_like)
+        self._tools.append(tool)
         return tool
 
     def get_instructions(self, context_variables: dict[str, Any] | None = None) -> str:

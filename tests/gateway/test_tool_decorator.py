@@ -334,3 +334,25 @@ def test_tool_result_defaults_are_independent() -> None:
     first.context_variables["x"] = 1
     assert second.context_variables == {}
     assert (first.value, first.agent) == (None, None)
+
+
+async def test_an_untyped_parameter_is_a_string_to_the_model_and_takes_any_value() -> None:
+    def locate(place, radius=None, units: Any = "km"):  # type: ignore[no-untyped-def]
+        """Find a place.
+
+        Args:
+            place: Where to look.
+        """
+        return (place, radius, units)
+
+    located = tool(locate)
+    assert located.parameters == {
+        "type": "object",
+        "properties": {
+            "place": {"type": "string", "description": "Where to look."},
+            "radius": {"type": "string", "default": None},
+            "units": {"default": "km"},
+        },
+        "required": ["place"],
+    }
+    assert await located.invoke({"place": 12, "radius": [1]}, {}) == (12, [1], "km")
