@@ -170,7 +170,7 @@ def create_gateway_app(
         grpc_port=lambda: getattr(binding.state, "grpc_port", None),
     )
     hosted = swarm_agent(service)
-    mcp = MCPFace(service)
+    mcp = MCPFace(service, body_limit)
     binding = create_app(
         hosted,
         token=tokens,

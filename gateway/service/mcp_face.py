@@ -28,8 +28,9 @@ MCP_PATH = "/mcp"
 class MCPFace:
     """The ASGI endpoint of ``/mcp``: checks the caller's scope, then hands the request to the MCP server."""
 
-    def __init__(self, service: GatewayService) -> None:
+    def __init__(self, service: GatewayService, max_body_bytes: int) -> None:
         self.service = service
+        self.max_body_bytes = max_body_bytes
         self._tasks: TaskGroup | None = None
         self._endpoint: ASGIApp | None = None
         self._starting = anyio.Lock()
@@ -63,5 +64,5 @@ class MCPFace:
                     )
                 from gateway.service.mcp_server import serve_mcp  # the MCP SDK, loaded on first use
 
-                self._endpoint = await self._tasks.start(serve_mcp, self.service)
+                self._endpoint = await self._tasks.start(serve_mcp, self.service, self.max_body_bytes)
             return self._endpoint

@@ -40,6 +40,7 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agent_server.http.auth import Principal, principal_of
+from agent_server.stores import StoreUnavailable
 from gateway.recording.events import (
     AgentToolProgressEvent,
     Event,
@@ -75,13 +76,14 @@ def swarm_tool_name(service: GatewayService) -> str:
     return ("ask_" + _NAME_CHARACTER.sub("_", service.name))[:_MAX_TOOL_NAME]
 
 
-async def serve_mcp(service: GatewayService, *, task_status: TaskStatus[ASGIApp]) -> None:
+async def serve_mcp(service: GatewayService, max_body_bytes: int, *, task_status: TaskStatus[ASGIApp]) -> None:
     """Serve MCP sessions for ``service`` until cancelled; the endpoint goes to ``task_status`` (``TaskGroup.start``).
 
     The endpoint expects a request the gateway authenticated: each MCP session is its caller's,
     and a request for it with another caller's token is answered as for an unknown session.
+    A body over ``max_body_bytes`` (the gateway's limit, as on every route) is refused with 413.
     """
-    manager = StreamableHTTPSessionManager(app=_server(service))
+    manager = StreamableHTTPSessionManager(app=_server(service), max_request_body_size=max_body_bytes)
 
     async def endpoint(scope: Scope, receive: Receive, send: Send) -> None:
         caller = principal_of(HTTPConnection(scope))
@@ -248,6 +250,8 @@ async def _follow(service: GatewayService, run_id: str, caller: Principal, repor
                     await service.cancel_run(run_id, caller)
                 except ServiceError as exc:  # it ended meanwhile: nothing left to cancel
                     logger.info("run %s was not cancelled with its MCP call: %s", run_id, exc)
+                except StoreUnavailable as exc:  # the cancel could not be recorded; the call's own end goes on
+                    logger.warning("run %s was not cancelled with its MCP call: %s", run_id, exc)
     return last
 
 

@@ -152,6 +152,13 @@ def test_without_a_token_the_route_is_401_and_an_mcp_session_is_its_callers(gate
         assert alice.delete("/mcp", headers=session).status_code == 200
 
 
+def test_a_body_over_the_gateways_limit_is_413(gateway: str) -> None:
+    huge = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"padding": "x" * (1 << 20)}}
+    with _http(gateway) as http:
+        refused = http.post("/mcp", json=huge, headers={"accept": "application/json, text/event-stream"})
+    assert refused.status_code == 413
+
+
 async def test_the_sdk_client_without_a_token_is_refused(gateway: str) -> None:
     with pytest.raises(ExceptionGroup) as raised:  # the SDK's task group carries the refusal
         async with gateway_mcp(gateway, None) as client:
