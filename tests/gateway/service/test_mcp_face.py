@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -177,15 +178,17 @@ async def test_bad_arguments_and_an_unknown_tool_say_what_to_fix(gateway: str) -
 
 
 def test_a_gateway_loads_the_mcp_sdk_with_the_first_request_to_mcp_not_at_start() -> None:
-    script = (
-        "import sys\n"
-        "from starlette.testclient import TestClient\n"
-        "from gateway.service import GatewayService, create_gateway_app\n"
-        "with TestClient(create_gateway_app(GatewayService())) as http:\n"
-        "    assert http.get('/health').status_code == 200\n"
-        "    before = 'mcp' in sys.modules\n"
-        "    http.post('/mcp', json={})\n"
-        "print(before, 'mcp' in sys.modules)\n"
+    script = textwrap.dedent(
+        """
+        import sys
+        from starlette.testclient import TestClient
+        from gateway.service import GatewayService, create_gateway_app
+        with TestClient(create_gateway_app(GatewayService())) as http:
+            assert http.get("/health").status_code == 200
+            before = "mcp" in sys.modules
+            http.post("/mcp", json={})
+        print(before, "mcp" in sys.modules)
+        """
     )
     loaded = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
     assert loaded.stdout.split() == ["False", "True"]
