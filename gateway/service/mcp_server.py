@@ -52,7 +52,7 @@ from gateway.recording.events import (
 from gateway.service.core import GatewayService, ToolCallOutcome
 from gateway.service.errors import ServiceError
 from gateway.service.routes.sessions import check_session_id
-from protocol import ProtocolError
+from protocol import ErrorCode, ProtocolError
 
 logger = logging.getLogger("gateway.service")
 
@@ -61,14 +61,6 @@ _MAX_TOOL_NAME = 64
 
 Report = Callable[[str], Awaitable[None]]
 """Sends one progress notification with a text (a no-op when the client sent no progress token)."""
-
-
-class CallRefused(Exception):
-    """A call that cannot run as asked: answered as a tool result with ``isError``, ``message`` for a person."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 def swarm_tool_name(service: GatewayService) -> str:
@@ -114,9 +106,7 @@ def _server(service: GatewayService) -> Server[Any]:
                 return await _ask(service, arguments, caller, progress.report)
             if params.name in service.gateway.tools:
                 return await _call_agent_tool(service, params.name, arguments, caller, progress.report)
-        except CallRefused as exc:
-            return _error_result(exc.message)
-        except ProtocolError as exc:  # the service refused: another caller's session, a busy one, shutting down
+        except ProtocolError as exc:  # bad arguments, or the service refused: another caller's session, shutting down
             return _error_result(exc.message)
         tools = ", ".join(tool.name for tool in _tools(service))
         raise MCPError(mcp_types.INVALID_PARAMS, f"no tool named {params.name!r} (tools: {tools})")
@@ -198,7 +188,7 @@ async def _ask(
     if session_id is None:
         session_id = f"mcp-{uuid.uuid4().hex}"
     elif not isinstance(session_id, str):
-        raise CallRefused(f"session_id must be a string, got {type(session_id).__name__}")
+        raise ProtocolError(ErrorCode.INVALID_PARAMS, f"session_id must be a string, got {type(session_id).__name__}")
     check_session_id(session_id)
     run_id = await service.start_turn(session_id, message, caller=caller)
     last = await _follow(service, run_id, caller, report)
@@ -267,7 +257,10 @@ def _progress_text(event: Event) -> str | None:
 def _text_argument(arguments: dict[str, Any], name: str) -> str:
     value = arguments.get(name)
     if not isinstance(value, str) or not value.strip():
-        raise CallRefused(f"the argument {name!r} must be a non-empty string (the tool's input schema says so)")
+        raise ProtocolError(
+            ErrorCode.INVALID_PARAMS,
+            f"the argument {name!r} must be a non-empty string, as the tool's input schema says",
+        )
     return value
 
 
