@@ -25,6 +25,7 @@ Paths (docs/gateway-service.md has bodies and examples)::
     POST /tasks/*, GET /tasks/{id}       the A2A-NDJSON binding: the same, Switchboard's way
     GET  /.well-known/agent-card.json    the card (also at agent.json)
     /proxy/{name}/...                    a registered remote agent through the gateway, every binding (proxy.py)
+    POST|GET|DELETE /mcp                 the swarm as an MCP server, streamable HTTP (mcp_face.py)
     GET  /metrics                        Prometheus metrics (admin)
 """
 
@@ -59,6 +60,7 @@ from gateway.service.binding import swarm_agent
 from gateway.service.build import build_service, gateway_tokens, task_store_spec
 from gateway.service.core import GatewayService
 from gateway.service.http import api_route, service_of
+from gateway.service.mcp_face import MCP_PATH, MCPFace
 from gateway.service.proxy import PROXY_PATH, AgentProxies, is_proxied_card
 from gateway.service.routes import agents, boards, reachable, runs, sessions, tools
 from protocol import REST_PATH, ErrorCode, ProtocolError
@@ -91,6 +93,7 @@ ENDPOINTS = (
     "GET /.well-known/agent.json",
     "GET /ui",
     "/proxy/{name} (a registered agent, every A2A binding)",
+    "POST|GET|DELETE /mcp (MCP, streamable HTTP)",
 )
 
 
@@ -167,6 +170,7 @@ def create_gateway_app(
         grpc_port=lambda: getattr(binding.state, "grpc_port", None),
     )
     hosted = swarm_agent(service)
+    mcp = MCPFace(service, body_limit)
     binding = create_app(
         hosted,
         token=tokens,
@@ -188,7 +192,7 @@ def create_gateway_app(
             app.state.startup_error = exc
             raise
         try:
-            async with binding.router.lifespan_context(binding), proxies.running():
+            async with binding.router.lifespan_context(binding), proxies.running(), mcp.running():
                 hosted.task_manager = binding.state.task_manager
                 app.state.service = service
                 app.state.max_body_bytes = body_limit
@@ -214,6 +218,7 @@ def create_gateway_app(
         *(Route(path, binding) for path in CARD_PATHS),
         Route(PROXY_PATH + "/{name}", proxies, methods=["POST"]),
         Mount(PROXY_PATH + "/{name}", proxies),
+        Route(MCP_PATH, mcp),
         *console_routes(),
     ]
     page_origins = [_origin_of(public_url)] if public_url else []

@@ -24,7 +24,11 @@ _SESSION_ID = re.compile(r"^[A-Za-z0-9._:~-]{1,128}\Z")
 
 
 def session_id_of(request: Request) -> str:
-    session_id: str = request.path_params["session_id"]
+    return check_session_id(request.path_params["session_id"])
+
+
+def check_session_id(session_id: str) -> str:
+    """``session_id`` if a session may be named so (it travels in a path and a header), else INVALID_PARAMS."""
     if not _SESSION_ID.match(session_id):
         raise ProtocolError(
             ErrorCode.INVALID_PARAMS,
