@@ -3,6 +3,7 @@
 Paths (docs/gateway-service.md has bodies and examples)::
 
     GET  /health                         liveness and a count of agents and tools (200 while it runs)
+    GET  /openapi.json                   this API as an OpenAPI document (openapi.py)
     GET  /ready                          readiness: 503 while its stores do not answer or it shuts down
     GET  /agents  POST /agents           the swarm's agents; register a remote one by URL
     GET  /agents/{name}  DELETE ...      one agent; forget a remote one
@@ -61,6 +62,7 @@ from gateway.service.build import build_service, gateway_tokens, task_store_spec
 from gateway.service.core import GatewayService
 from gateway.service.http import api_route, service_of
 from gateway.service.mcp_face import MCP_PATH, MCPFace
+from gateway.service.openapi import OPENAPI_PATH, openapi_document
 from gateway.service.proxy import PROXY_PATH, AgentProxies, is_proxied_card
 from gateway.service.routes import agents, boards, reachable, runs, sessions, tools
 from protocol import REST_PATH, ErrorCode, ProtocolError
@@ -69,6 +71,7 @@ DEFAULT_MAX_BODY_BYTES = 1 << 20
 ENDPOINTS = (
     "GET /health",
     "GET /ready",
+    "GET /openapi.json",
     "GET|POST /agents",
     "GET|DELETE /agents/{name}",
     "GET /agents/{name}/reachable",
@@ -206,6 +209,7 @@ def create_gateway_app(
         Route("/", binding, methods=["POST"]),
         Route("/health", guarded(_health), methods=["GET"]),
         Route("/ready", guarded(_ready), methods=["GET"]),
+        Route(OPENAPI_PATH, guarded(_openapi), methods=["GET"]),
         *reachable.routes,
         *agents.routes,
         *tools.routes,
@@ -242,7 +246,10 @@ def _is_public(method: str, path: str) -> bool:
     The console's files hold no data: the page asks for a token and sends it with every request it makes.
     """
     return method in ("GET", "HEAD") and (
-        path in ("/health", "/ready") or path in CARD_PATHS or is_proxied_card(path) or is_console_path(path)
+        path in ("/health", "/ready", OPENAPI_PATH)
+        or path in CARD_PATHS
+        or is_proxied_card(path)
+        or is_console_path(path)
     )
 
 
@@ -293,6 +300,12 @@ async def _ready(request: Request) -> Response:
 def _not_running(service: GatewayService) -> Response:
     reason = "the gateway is shutting down" if service.runs.stopping else "the gateway service is not running"
     return json_response({"status": "stopped", "ready": False, "reason": reason}, status_code=503)
+
+
+async def _openapi(request: Request) -> Response:
+    """This API as an OpenAPI 3.1 document, read from the app's own routes (openapi.py)."""
+    document = openapi_document(request.app.routes, title=service_of(request).name, is_public=_is_public)
+    return json_response(document)
 
 
 async def _index(request: Request) -> Response:

@@ -23,7 +23,7 @@ TOKENS = TokenTable(
 PUBLIC = {
     ("GET", path)
     for path in (
-        *("/health", "/ready", "/.well-known/agent.json", "/.well-known/agent-card.json"),
+        *("/health", "/ready", "/openapi.json", "/.well-known/agent.json", "/.well-known/agent-card.json"),
         *("/ui", "/ui/", "/ui/console.js", "/ui/console.css"),
     )
 }
