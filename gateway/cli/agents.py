@@ -86,7 +86,7 @@ def run_add(args: argparse.Namespace) -> int:
     address = gateway_address(args)
     with gateway_client(address) as client:
         agent = request_json(client, address.url, "POST", "/agents", body)
-    print(f"registered{agent_line(agent)}")
+    print("registered " + agent_line(agent).strip())
     return 0
 
 

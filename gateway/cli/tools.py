@@ -74,7 +74,7 @@ def run_add(args: argparse.Namespace) -> int:
     address = gateway_address(args)
     with gateway_client(address) as client:
         tool = request_json(client, address.url, "POST", "/tools", body)
-    print(f"added{tool_line(tool)}")
+    print("added " + tool_line(tool).strip())
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Every client command sends a token (``--token`` or ``$SWITCHBOARD_GATEWAY_TOKEN``) and says which to set when refused.
+"""Every client command sends a token (``--token`` or ``$SWITCHBOARD_GATEWAY_TOKEN``) and says which to set.
 
 Run on a pseudo-terminal, as a person runs them, against a gateway (and an agent) with tokens on loopback.
 """
