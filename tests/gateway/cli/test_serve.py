@@ -247,3 +247,21 @@ def test_serve_with_a_token_requires_it_on_every_call_but_the_card(monkeypatch: 
     finally:
         process.kill()
         process.communicate()
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("import os\n\n\ndef agent(:\n    pass\n", "broken.py, line 4: SyntaxError: invalid syntax"),
+        ("import os\nimport no_such_module_xyz\n", "broken.py, line 2: ModuleNotFoundError: No module named"),
+        ("import os\nraise RuntimeError('database down')\n", "broken.py, line 2: RuntimeError: database down"),
+    ],
+)
+def test_an_agent_file_that_cannot_be_imported_gets_one_line_naming_file_line_and_error(
+    source: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "broken.py").write_text(source, encoding="utf-8")
+    assert main(["serve", f"{tmp_path / 'broken.py'}:agent"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("switchboard serve: error: cannot import ") and message in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
