@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
+import sys
 from typing import TYPE_CHECKING, Any
 
 from agent_server.http.limits import ServerLimits
@@ -192,6 +194,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     )
     try:
         listener = bind(args.host, args.port)
+        print(serve_banner(hosted.name, listener, args, token_env=args.token_env if token else None), file=sys.stderr)
         server = build_server(
             app,
             host=args.host,
@@ -214,6 +217,21 @@ def _run_serve(args: argparse.Namespace) -> int:
     finally:
         anyio.run(store.aclose)
     return 0
+
+
+def serve_banner(name: str, listener: socket.socket, args: argparse.Namespace, *, token_env: str | None) -> str:
+    """One line, as the gateway's summary: where the agent listens, what it serves, whether callers need a token."""
+    from protocol.card import REST_PATH
+
+    port = listener.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    grpc = f", gRPC on {host}:{args.grpc_port}" if args.grpc_port is not None else ""
+    card = f", card advertises {args.public_url}" if args.public_url else ""
+    token = f"token required (${token_env})" if token_env else "no token needed"
+    return (
+        f"switchboard serve: agent {name!r} on http://{host}:{port} "
+        f"(A2A JSON-RPC at /, HTTP+JSON at {REST_PATH}, NDJSON at /tasks{grpc}{card}); {token}"
+    )
 
 
 def push_settings(enabled: bool, hosts: list[str]) -> PushSettings | None:
