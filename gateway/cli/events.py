@@ -22,7 +22,6 @@ import orjson
 from gateway.cli.client import (
     CommandFailed,
     GatewayAddress,
-    UsageError,
     add_gateway_options,
     gateway_address,
     gateway_client,
@@ -56,13 +55,10 @@ def add_events(subparsers: Any) -> None:
     )
     parser.add_argument("--follow", "-f", action="store_true", help="keep printing new events (see above)")
     parser.add_argument("--ndjson", action="store_true", help="NDJSON even on a terminal")
-    parser.set_defaults(run=run_events, usage=parser.format_usage())
+    parser.set_defaults(run=run_events)
 
 
 def run_events(args: argparse.Namespace) -> int:
-    if args.run_id is None and args.session is None and not args.all:
-        sys.stderr.write(args.usage)
-        raise UsageError("say which events: RUN_ID, --session ID or --all")
     address = gateway_address(args)
     show = _printer(readable=sys.stdout.isatty() and not args.ndjson, label=bool(args.all))
     try:

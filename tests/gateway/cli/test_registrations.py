@@ -6,8 +6,13 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
 from agent_server import Principal, TokenTable
+from agent_server.app import CARD_PATH
 from gateway.cli.client import GATEWAY_TOKEN_ENV
 from gateway.cli.main import main
 from gateway.service import create_gateway_app
@@ -77,3 +82,17 @@ def test_a_session_is_moved_and_reset_on_a_terminal(desk: tuple[str, str]) -> No
         terminal.expect(r"session s1 reset")
         assert terminal.wait() == 0
     assert httpx.get(f"{url}/sessions/s1", headers=admin).status_code == 404
+
+
+def test_an_invalid_agent_card_is_one_line_naming_the_field(
+    desk: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def card(request: Request) -> JSONResponse:
+        return JSONResponse({"description": "a card without a name", "url": "http://127.0.0.1:1"})
+
+    url, _ = desk
+    with serve_app(Starlette(routes=[Route(CARD_PATH, card)])) as nameless:
+        assert main(["agents", "add", nameless, "--gateway", url]) == 1
+    err = capsys.readouterr().err
+    assert f"{nameless} answered an invalid agent card: name: Field required" in err
+    assert len(err.splitlines()) == 1 and "pydantic" not in err and "validation error" not in err
