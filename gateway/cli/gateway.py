@@ -130,18 +130,23 @@ def _serve(config: GatewayConfig, origin: str, listener: socket.socket, log_form
             run_server(server, sockets=[listener])
     except SystemExit as exc:
         if exc.code not in (0, None) and not server.started:
-            raise _could_not_start(app.state) from None
+            raise _could_not_start(app.state, config, origin) from None
     if not server.started:
-        raise _could_not_start(app.state)
+        raise _could_not_start(app.state, config, origin)
     return 0
 
 
-def _could_not_start(state: Any) -> CommandFailed:
-    """Uvicorn exits when the lifespan fails (a remote agent down); say why in one line."""
+def _could_not_start(state: Any, config: GatewayConfig, origin: str) -> CommandFailed:
+    """Uvicorn exits when the lifespan fails (a remote agent down); say why in one line, naming its entry."""
     from gateway.service import ServiceError
 
     reason = getattr(state, "startup_error", None)
     message = reason.message if isinstance(reason, ServiceError) else str(reason or "see the log above")
+    data = reason.data if isinstance(reason, ServiceError) else None
+    url = data.get("url") if isinstance(data, dict) else None
+    entry = next((index for index, agent in enumerate(config.agents) if url and agent.url == url), None)
+    if entry is not None:
+        message = f"{origin}: agents[{entry}] ({config.agents[entry].name!r}): {message}"
     return CommandFailed(f"could not start: {message}")
 
 
