@@ -12,30 +12,21 @@ import argparse
 from typing import Any
 from urllib.parse import quote
 
-from gateway.cli.client import add_gateway_options, gateway_address, gateway_client, request_json
+from gateway.cli.actions import add_action, add_command, ask
+
+_SUMMARY = "show a gateway session, move it to another agent, or reset it"
+_DESCRIPTION = (
+    "Show SESSION_ID (its active agent and history length), hand it to AGENT for the next message "
+    "(move), or forget it (reset). Without an action: show."
+)
 
 
 def add_session(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "session",
-        help="show a gateway session, move it to another agent, or reset it",
-        description="Show SESSION_ID (its active agent and history length), hand it to AGENT for the next message "
-        "(move), or forget it (reset). Without an action: show.",
-    )
-    add_gateway_options(parser)
-    parser.add_argument("session_id", metavar="SESSION_ID")
-    parser.set_defaults(run=run_show)
-    actions = parser.add_subparsers(dest="action", metavar="ACTION")
-    show = actions.add_parser("show", help="its active agent and how many messages it holds (the default)")
-    add_gateway_options(show, action=True)
-    show.set_defaults(run=run_show)
-    move = actions.add_parser("move", help="AGENT takes the next message; the history stays")
-    add_gateway_options(move, action=True)
+    actions = add_command(subparsers, "session", _SUMMARY, _DESCRIPTION, run_show, operand="session_id")
+    add_action(actions, "show", "its active agent and how many messages it holds (the default)", run_show)
+    move = add_action(actions, "move", "AGENT takes the next message; the history stays", run_move)
     move.add_argument("agent", metavar="AGENT")
-    move.set_defaults(run=run_move)
-    reset = actions.add_parser("reset", help="forget the session: the next message starts anew")
-    add_gateway_options(reset, action=True)
-    reset.set_defaults(run=run_reset)
+    add_action(actions, "reset", "forget the session: the next message starts anew", run_reset)
 
 
 def _path(args: argparse.Namespace) -> str:
@@ -43,25 +34,19 @@ def _path(args: argparse.Namespace) -> str:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    address = gateway_address(args)
-    with gateway_client(address) as client:
-        session = request_json(client, address.url, "GET", _path(args))
+    session = ask(args, "GET", _path(args))
     messages = session.get("history") or []
     print(f"session {args.session_id}: {session.get('active_agent')} answers next; {len(messages)} messages")
     return 0
 
 
 def run_move(args: argparse.Namespace) -> int:
-    address = gateway_address(args)
-    with gateway_client(address) as client:
-        answer = request_json(client, address.url, "PUT", _path(args) + "/agent", {"agent": args.agent})
+    answer = ask(args, "PUT", _path(args) + "/agent", {"agent": args.agent})
     print(f"session {args.session_id}: {answer['active_agent']} takes the next message")
     return 0
 
 
 def run_reset(args: argparse.Namespace) -> int:
-    address = gateway_address(args)
-    with gateway_client(address) as client:
-        request_json(client, address.url, "DELETE", _path(args))
+    ask(args, "DELETE", _path(args))
     print(f"session {args.session_id} reset: the next message starts a new conversation with the starting agent")
     return 0

@@ -40,7 +40,7 @@ def test_agents_are_listed_added_and_removed(desk: tuple[str, str], capsys: pyte
         "  triage (starting): local, Route customers to the right specialist."
     ]
     assert main(["agents", "add", billing_url, "--name", "refunds", "--gateway", url]) == 0
-    assert capsys.readouterr().out.startswith(f"registered refunds: remote {billing_url}, Billing: refunds")
+    assert capsys.readouterr().out.startswith(f"added refunds: remote {billing_url}, Billing: refunds")
     assert main(["agents", "list", "--gateway", url]) == 0
     assert [line.split(":")[0] for line in capsys.readouterr().out.splitlines()] == ["  triage (starting)", "  refunds"]
     assert main(["agents", "--gateway", url, "remove", "refunds"]) == 0
