@@ -2,6 +2,8 @@
 
 No gateway service is needed: the command makes its own Gateway, calls the agent once
 and prints the call's events as they are written (NDJSON when stdout is not a terminal).
+An agent behind a token (``switchboard serve`` with one, or a gateway's A2A face) is sent
+``--token`` or ``$SWITCHBOARD_GATEWAY_TOKEN``, as the other commands send theirs.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from gateway.cli.client import CommandFailed, UsageError
+from gateway.cli.client import TOKEN_HELP, CommandFailed, UsageError, default_token, token_hint
 from gateway.defaults import IDLE_TIMEOUT_S, TOOL_TIMEOUT_MS
 
 if TYPE_CHECKING:
@@ -59,6 +61,7 @@ def add_call(subparsers: Any) -> None:
         default=TOOL_TIMEOUT_MS,
         help=f"deadline of each request (default {TOOL_TIMEOUT_MS})",
     )
+    parser.add_argument("--token", default=None, metavar="TOKEN", help=TOKEN_HELP.replace("a gateway", "an agent"))
     parser.add_argument(
         "--verbose", "-v", action="store_true", help="also log each step on stderr (default: errors only)"
     )
@@ -124,6 +127,7 @@ async def _call(args: argparse.Namespace, renderer: Renderer) -> None:
             timeout_ms=args.timeout_ms,
             budget={"max_cost_usd": args.budget},
             streaming={"idle_timeout_secs": args.idle_timeout},
+            token=(args.token or "").strip() or default_token(),
         )
     except ValueError as exc:
         await gateway.aclose()
@@ -142,7 +146,15 @@ async def _call(args: argparse.Namespace, renderer: Renderer) -> None:
                 await gateway.event_log.close_run(run_id)
         renderer.finish(result, error)
     if error is not None:
-        raise CommandFailed(f"the call failed ({error.reason}): {error.message}")
+        raise CommandFailed(f"the call failed ({error.reason}): {error.message}{_token_advice(error)}")
+
+
+def _token_advice(error: AgentToolError) -> str:
+    """What to set when the agent asked for a (better) token, else nothing."""
+    from gateway.errors import PeerHTTPError
+
+    hint = token_hint(error.status) if isinstance(error, PeerHTTPError) else None
+    return f" ({hint})" if hint else ""
 
 
 async def _show(log: EventLog, run_id: str, renderer: Renderer) -> None:

@@ -23,12 +23,13 @@ from urllib.parse import quote
 import orjson
 
 from gateway.cli.client import (
-    GATEWAY_URL_HELP,
     CommandFailed,
     GatewayRefused,
-    default_gateway_url,
+    add_gateway_options,
+    gateway_address,
     gateway_client,
     refused,
+    request_json,
     unreachable,
 )
 
@@ -52,19 +53,20 @@ def add_chat(subparsers: Any) -> None:
         help="chat with a gateway service's agents (reads stdin line by line)",
         description="Send each line you type to a gateway session; show the answer, the agent giving it, and handoffs.",
     )
-    parser.add_argument("--gateway", default=None, metavar="URL", help=GATEWAY_URL_HELP)
+    add_gateway_options(parser)
     parser.add_argument("--session", default=None, metavar="ID", help="session to continue (default: a new one)")
     parser.set_defaults(run=run_chat)
 
 
 def run_chat(args: argparse.Namespace) -> int:
-    url = args.gateway or default_gateway_url()
+    address = gateway_address(args)
+    url = address.url
     session = args.session or "chat-" + uuid.uuid4().hex[:12]
     interactive = sys.stdin.isatty()
     print(f"session {session} on {url} (/quit to leave)", file=sys.stderr)
     refusals = 0
     try:
-        with gateway_client(url) as client:
+        with gateway_client(address) as client:
             while (text := _next_message(interactive)) is not None:
                 try:
                     if text.startswith("/"):
@@ -106,12 +108,12 @@ def _command(client: httpx.Client, url: str, session: str, text: str) -> None:
     if name == "/help":
         print(HELP)
     elif name == "/reset":
-        starting = str(_request(client, url, "GET", "/agents")["starting_agent"])
+        starting = str(request_json(client, url, "GET", "/agents")["starting_agent"])
         _hand_to(client, url, session, starting)
     elif name == "/agent" and argument:
         _hand_to(client, url, session, argument)
     elif name == "/agent":
-        listing = _request(client, url, "GET", "/agents")
+        listing = request_json(client, url, "GET", "/agents")
         for agent in listing["agents"]:
             mark = " (starting)" if agent["starting"] else ""
             print(f"  {agent['name']}{mark}: {agent['kind']}, {agent.get('description') or ''}".rstrip(", "))
@@ -121,23 +123,8 @@ def _command(client: httpx.Client, url: str, session: str, text: str) -> None:
 
 def _hand_to(client: httpx.Client, url: str, session: str, agent: str) -> None:
     path = f"/sessions/{quote(session, safe='')}/agent"
-    answer = _request(client, url, "PUT", path, {"agent": agent})
+    answer = request_json(client, url, "PUT", path, {"agent": agent})
     print(f"[{answer['active_agent']} takes the next message]")
-
-
-def _request(
-    client: httpx.Client, url: str, method: str, path: str, body: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    import httpx
-
-    try:
-        response = client.request(method, path, json=body)
-    except httpx.TransportError as exc:
-        raise unreachable(url, exc) from None
-    if response.status_code != 200:
-        raise refused(response)
-    answer: dict[str, Any] = response.json()
-    return answer
 
 
 def _turn(client: httpx.Client, url: str, session: str, text: str, view: ChatView) -> None:

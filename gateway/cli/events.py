@@ -20,9 +20,10 @@ from urllib.parse import quote
 import orjson
 
 from gateway.cli.client import (
-    GATEWAY_URL_HELP,
     CommandFailed,
-    default_gateway_url,
+    GatewayAddress,
+    add_gateway_options,
+    gateway_address,
     gateway_client,
     refused,
     unreachable,
@@ -48,7 +49,7 @@ def add_events(subparsers: Any) -> None:
     which.add_argument("run_id", nargs="?", metavar="RUN_ID", help="as in the x-run-id header, or GET /runs")
     which.add_argument("--session", metavar="ID", help="the session's runs (with --follow: its current and next ones)")
     which.add_argument("--all", action="store_true", help="every run (with --follow: those going on and every new one)")
-    parser.add_argument("--gateway", default=None, metavar="URL", help=GATEWAY_URL_HELP)
+    add_gateway_options(parser)
     parser.add_argument(
         "--after-seq", type=int, default=-1, metavar="N", help="only events with seq > N (default: all)"
     )
@@ -58,11 +59,11 @@ def add_events(subparsers: Any) -> None:
 
 
 def run_events(args: argparse.Namespace) -> int:
-    url = args.gateway or default_gateway_url()
+    address = gateway_address(args)
     show = _printer(readable=sys.stdout.isatty() and not args.ndjson, label=bool(args.all))
     try:
         if args.run_id is not None:
-            _print_events(url, args.run_id, args.after_seq, args.follow, show)
+            _print_events(address, args.run_id, args.after_seq, args.follow, show)
         else:
             import anyio
 
@@ -74,7 +75,7 @@ def run_events(args: argparse.Namespace) -> int:
                 return session is None or run.get("session_id") == session
 
             anyio.run(
-                functools.partial(show_runs, url, matches, show, follow=args.follow, in_order=session is not None)
+                functools.partial(show_runs, address, matches, show, follow=args.follow, in_order=session is not None)
             )
     except CommandFailed as exc:
         print(f"switchboard events: {exc}", file=sys.stderr)
@@ -104,12 +105,15 @@ class _Cursor:
         self.after_seq = after_seq
 
 
-def _print_events(url: str, run_id: str, after_seq: int, follow: bool, show: Callable[[bytes], None]) -> None:
+def _print_events(
+    address: GatewayAddress, run_id: str, after_seq: int, follow: bool, show: Callable[[bytes], None]
+) -> None:
     import httpx
 
+    url = address.url
     cursor = _Cursor(after_seq)
     reconnects = 0
-    with gateway_client(url) as client:
+    with gateway_client(address) as client:
         while True:
             try:
                 _stream(client, run_id, cursor, follow, show)

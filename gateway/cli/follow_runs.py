@@ -19,7 +19,7 @@ import orjson
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from gateway import defaults
-from gateway.cli.client import refused, unreachable
+from gateway.cli.client import GatewayAddress, refused, unreachable
 
 if TYPE_CHECKING:
     import httpx
@@ -34,7 +34,7 @@ _BUFFERED_LINES = 1000
 _BUFFERED_RUNS = 1000
 
 
-async def show_runs(url: str, matches: Matches, show: Show, *, follow: bool, in_order: bool) -> None:
+async def show_runs(address: GatewayAddress, matches: Matches, show: Show, *, follow: bool, in_order: bool) -> None:
     """Every event of the matching runs through ``show``; with ``follow``, forever (see the module docstring).
 
     ``in_order``: one run after the other, as they began (a session's runs never overlap);
@@ -44,7 +44,9 @@ async def show_runs(url: str, matches: Matches, show: Show, *, follow: bool, in_
 
     timeout = httpx.Timeout(10.0, read=None)
     try:
-        async with httpx.AsyncClient(base_url=url.rstrip("/"), timeout=timeout) as client:
+        async with httpx.AsyncClient(
+            base_url=address.url.rstrip("/"), headers=address.headers, timeout=timeout
+        ) as client:
             if not follow:
                 for run in reversed(await _runs(client)):
                     if matches(run):
@@ -52,7 +54,7 @@ async def show_runs(url: str, matches: Matches, show: Show, *, follow: bool, in_
                 return
             await _follow(client, matches, show, in_order)
     except httpx.TransportError as exc:
-        raise unreachable(url, exc) from None
+        raise unreachable(address.url, exc) from None
 
 
 async def _follow(client: httpx.AsyncClient, matches: Matches, show: Show, in_order: bool) -> None:

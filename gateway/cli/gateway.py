@@ -3,7 +3,8 @@
 The configuration is checked before anything starts, the file and what only this machine
 can tell (Python tools import, API key variables are set, store paths can exist; the same
 check ``--check`` runs); every problem is printed with its file (or environment variable),
-key and reason, and the exit code is 2. A remote agent
+key and reason, and the exit code is 2. Once it is up, it prints what runs (summary.py):
+the file's agents and tools with the registry's applied, each with where it came from. A remote agent
 that still cannot be reached after ``gateway.startup_wait_secs`` stops it (exit code 1).
 SIGTERM and Ctrl-C shut down gracefully: runs still going end ``run_failed`` (their streams
 end with it), stores are closed, exit code 0.
@@ -12,6 +13,7 @@ end with it), stores are closed, exit code 0.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import signal
@@ -25,6 +27,7 @@ from gateway.cli.startup import bind, quiet_startup
 
 if TYPE_CHECKING:
     from gateway.config.model import GatewayConfig
+    from gateway.service import GatewayService
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 
@@ -123,41 +126,38 @@ def _serve(config: GatewayConfig, origin: str, listener: socket.socket, log_form
         print(f"switchboard gateway: invalid configuration:\n{exc}", file=sys.stderr)
         return 2
     server: GatewayServer = build_gateway_server(app, config, log_format=log_format)
-    print(_banner(config), file=sys.stderr, flush=True)
+    server.on_started = functools.partial(_print_summary, config, origin)
     signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
         with quiet_startup():
             run_server(server, sockets=[listener])
     except SystemExit as exc:
         if exc.code not in (0, None) and not server.started:
-            raise _could_not_start(app.state) from None
+            raise _could_not_start(app.state, config, origin) from None
     if not server.started:
-        raise _could_not_start(app.state)
+        raise _could_not_start(app.state, config, origin)
     return 0
 
 
-def _could_not_start(state: Any) -> CommandFailed:
-    """Uvicorn exits when the lifespan fails (a remote agent down); say why in one line."""
+async def _print_summary(config: GatewayConfig, origin: str, service: GatewayService) -> None:
+    from gateway.cli.summary import summary
+    from gateway.service.inventory import take_inventory
+
+    print(summary(config, origin, await take_inventory(service)), file=sys.stderr, flush=True)
+
+
+def _could_not_start(state: Any, config: GatewayConfig, origin: str) -> CommandFailed:
+    """Uvicorn exits when the lifespan fails (a remote agent down); say why in one line, naming its entry."""
     from gateway.service import ServiceError
 
     reason = getattr(state, "startup_error", None)
     message = reason.message if isinstance(reason, ServiceError) else str(reason or "see the log above")
+    data = reason.data if isinstance(reason, ServiceError) else None
+    url = data.get("url") if isinstance(data, dict) else None
+    entry = next((index for index, agent in enumerate(config.agents) if url and agent.url == url), None)
+    if entry is not None:
+        message = f"{origin}: agents[{entry}] ({config.agents[entry].name!r}): {message}"
     return CommandFailed(f"could not start: {message}")
-
-
-def _banner(config: GatewayConfig) -> str:
-    agents = ", ".join(f"{a.name} ({'remote ' + a.url if a.url else 'local, ' + a.model})" for a in config.agents)
-    face = config.gateway
-    grpc = f"  A2A over gRPC on {face.grpc_bind_host}:{face.grpc_port}\n" if face.grpc_port is not None else ""
-    return (
-        f"switchboard gateway {config.gateway.name!r} on http://{config.gateway.host}:{config.gateway.port}\n"
-        f"  agents: {agents}; starting agent: {config.starting_agent}\n"
-        f"  tools: {', '.join(t.name for t in config.tools) or 'none'}\n"
-        + grpc
-        + f"  stores: sessions={config.stores.sessions} events={config.stores.events} tasks={config.stores.tasks}"
-        f" registry={config.stores.registry_spec}"
-        f" (data dir {config.gateway.data_dir})"
-    )
 
 
 def _exit_cleanly(signum: int, frame: FrameType | None) -> None:

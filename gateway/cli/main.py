@@ -1,7 +1,7 @@
 """The ``switchboard`` command: it only registers the subcommands and runs the one asked for.
 
 Each subcommand is a module of ``gateway/cli/`` (``serve``, ``gateway``, ``call``, ``chat``,
-``events``, ``cancel``) with an ``add_<name>(subparsers)`` function that
+``events``, ``cancel``, ``agents``, ``tools``, ``session``) with an ``add_<name>(subparsers)`` function that
 adds its parser and sets ``run`` (a function of the parsed arguments returning the exit code)
 with ``set_defaults``; a new command is one such module plus its entry in ``COMMANDS``.
 A command raises ``UsageError`` (``cli/client.py``) for a mistake in what the user
@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gateway.cli.agents import add_agents
 from gateway.cli.call import add_call
 from gateway.cli.cancel import add_cancel
 from gateway.cli.chat import add_chat
@@ -24,11 +25,23 @@ from gateway.cli.client import CommandFailed, UsageError
 from gateway.cli.events import add_events
 from gateway.cli.gateway import add_gateway
 from gateway.cli.serve import add_serve
+from gateway.cli.session import add_session
+from gateway.cli.tools import add_tools
 
 Subparsers = Any  # argparse's _SubParsersAction, which is private
 Command = Callable[[Subparsers], None]
 
-COMMANDS: list[Command] = [add_serve, add_gateway, add_call, add_chat, add_events, add_cancel]
+COMMANDS: list[Command] = [
+    add_serve,
+    add_gateway,
+    add_call,
+    add_chat,
+    add_events,
+    add_cancel,
+    add_agents,
+    add_tools,
+    add_session,
+]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
+import socket
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_server.http.limits import ServerLimits
@@ -14,7 +13,7 @@ from agent_server.http.speedups import DEFAULT_HTTP, DEFAULT_LOOP, EVENT_LOOPS, 
 from agent_server.telemetry import tracing
 from agent_server.telemetry.logs import configure_logging, uvicorn_logging
 from gateway.cli.client import CommandFailed, UsageError
-from gateway.config.python_refs import import_from_cwd
+from gateway.cli.targets import load_target
 
 if TYPE_CHECKING:
     from agent_server.extended_card import ExtendedCard
@@ -23,60 +22,6 @@ if TYPE_CHECKING:
 AGENT_TOKEN_ENV = "SWITCHBOARD_AGENT_TOKEN"
 """The environment variable whose value, when set, every call to ``switchboard serve`` must carry as bearer token."""
 _LIMITS = ServerLimits()
-
-
-def load_target(spec: str, default_attr: str | None = None) -> Any:
-    """The object named by ``MODULE:ATTR``; MODULE is dotted (``examples.echo``) or a file (``examples/echo.py``)."""
-    module_ref, sep, attr = spec.partition(":")
-    if not sep:
-        if default_attr is None:
-            raise UsageError(f"{spec!r} is not MODULE:ATTR (e.g. examples.echo:agent or examples/echo.py:agent)")
-        attr = default_attr
-    if not module_ref or not attr:
-        raise UsageError(f"{spec!r} is not MODULE:ATTR (e.g. examples.echo:agent or examples/echo.py:agent)")
-    module = _import_module(module_ref)
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            public = sorted(name for name in vars(module) if not name.startswith("_"))
-            raise UsageError(f"{module_ref} has no attribute {attr!r}; it defines: {', '.join(public) or 'nothing'}")
-        target = getattr(target, part)
-    return target
-
-
-def _import_module(ref: str) -> Any:
-    if ref.endswith(".py") or "/" in ref or "\\" in ref:
-        return _import_file(Path(ref))
-    try:
-        return import_from_cwd(ref)
-    except ModuleNotFoundError as exc:
-        if exc.name and ref.startswith(exc.name):
-            raise UsageError(
-                f"cannot import module {ref!r}: {exc} (run from the project folder, or give a file path)"
-            ) from None
-        raise
-
-
-def _import_file(path: Path) -> Any:
-    """Import a file as a module; under the working directory, by its dotted name (examples/echo.py: examples.echo)."""
-    if not path.is_file():
-        raise UsageError(f"no such file: {path}")
-    resolved = path.resolve()
-    try:
-        relative = resolved.relative_to(Path.cwd().resolve())
-    except ValueError:
-        relative = None
-    if relative is not None and all(part.isidentifier() for part in relative.with_suffix("").parts):
-        return _import_module(".".join(relative.with_suffix("").parts))
-    name = resolved.stem if resolved.stem.isidentifier() else "_switchboard_target"
-    spec = importlib.util.spec_from_file_location(name, resolved)
-    if spec is None or spec.loader is None:
-        raise UsageError(f"cannot import {path} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    sys.path.insert(0, str(resolved.parent))
-    spec.loader.exec_module(module)
-    return module
 
 
 def add_serve(subparsers: Any) -> None:
@@ -249,6 +194,7 @@ def _run_serve(args: argparse.Namespace) -> int:
     )
     try:
         listener = bind(args.host, args.port)
+        print(serve_banner(hosted.name, listener, args, token_env=args.token_env if token else None), file=sys.stderr)
         server = build_server(
             app,
             host=args.host,
@@ -271,6 +217,21 @@ def _run_serve(args: argparse.Namespace) -> int:
     finally:
         anyio.run(store.aclose)
     return 0
+
+
+def serve_banner(name: str, listener: socket.socket, args: argparse.Namespace, *, token_env: str | None) -> str:
+    """One line, as the gateway's summary: where the agent listens, what it serves, whether callers need a token."""
+    from protocol.card import REST_PATH
+
+    port = listener.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    grpc = f", gRPC on {host}:{args.grpc_port}" if args.grpc_port is not None else ""
+    card = f", card advertises {args.public_url}" if args.public_url else ""
+    token = f"token required (${token_env})" if token_env else "no token needed"
+    return (
+        f"switchboard serve: agent {name!r} on http://{host}:{port} "
+        f"(A2A JSON-RPC at /, HTTP+JSON at {REST_PATH}, NDJSON at /tasks{grpc}{card}); {token}"
+    )
 
 
 def push_settings(enabled: bool, hosts: list[str]) -> PushSettings | None:

@@ -59,6 +59,7 @@ from protocol import (
     HandoffEvent,
     NDJSONDecoder,
     OversizedLine,
+    ProtocolError,
     SkippedBytes,
     StatusEvent,
     Task,
@@ -246,8 +247,12 @@ class A2AHttpPeer(HttpPeer):
             content = await self._card_at(LEGACY_CARD_PATH)
         try:
             return AgentCard.model_validate(orjson.loads(content))
-        except (orjson.JSONDecodeError, ValidationError) as exc:
-            raise PeerProtocolError(f"{self.uri} answered an invalid agent card: {exc}", reason="bad_answer") from None
+        except orjson.JSONDecodeError as exc:
+            message = f"{self.uri} answered an agent card that is not JSON: {exc}"
+            raise PeerProtocolError(message, reason="bad_answer") from None
+        except ValidationError as exc:
+            problems = ProtocolError.from_validation_error(exc, "agent card").message
+            raise PeerProtocolError(f"{self.uri} answered an {problems}", reason="bad_answer") from None
 
     async def _card_at(self, path: str) -> bytearray:
         return await self._exchange("GET", path, None, short=True, limit=self.limits.max_card_bytes)

@@ -93,3 +93,12 @@ def test_a_run_id_with_url_characters_is_sent_as_one_path_segment(
 ) -> None:
     assert main(["events", "run?x=1", "--gateway", gateway_url]) == 1
     assert "no run 'run?x=1' in the event log" in capsys.readouterr().err
+
+
+def test_no_run_session_or_all_exits_2_with_the_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit:
+        main(["events"])
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: switchboard events ")
+    assert err.endswith("error: one of the arguments RUN_ID --session --all is required\n")

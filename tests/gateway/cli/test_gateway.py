@@ -100,7 +100,8 @@ def test_an_unreachable_remote_agent_stops_the_start_with_one_clear_line(tmp_pat
     assert process.returncode == 1
     last = stderr.rstrip().splitlines()[-1]
     assert last.startswith(
-        "switchboard gateway: could not start: cannot fetch the agent card from http://127.0.0.1:1: cannot reach"
+        f"switchboard gateway: could not start: {config}: agents[1] ('billing'): "
+        "cannot fetch the agent card from http://127.0.0.1:1: cannot reach"
     )
     assert last.endswith("over 0.8 s)")
     assert "remote agent http://127.0.0.1:1 not reachable yet (attempt 1: " in stderr

@@ -21,6 +21,7 @@ from agent_server import ServerLimits
 from agent_server.http import speedups
 from agent_server.http.loopback import free_port
 from gateway.cli.main import main
+from tests.support.terminal import Terminal
 from tests.support.waiting import PROCESS_S
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -247,3 +248,40 @@ def test_serve_with_a_token_requires_it_on_every_call_but_the_card(monkeypatch: 
     finally:
         process.kill()
         process.communicate()
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("import os\n\n\ndef agent(:\n    pass\n", "broken.py, line 4: SyntaxError: invalid syntax"),
+        ("import os\nimport no_such_module_xyz\n", "broken.py, line 2: ModuleNotFoundError: No module named"),
+        ("import os\nraise RuntimeError('database down')\n", "broken.py, line 2: RuntimeError: database down"),
+    ],
+)
+def test_an_agent_file_that_cannot_be_imported_gets_one_line_naming_file_line_and_error(
+    source: str, message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "broken.py").write_text(source, encoding="utf-8")
+    assert main(["serve", f"{tmp_path / 'broken.py'}:agent"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("switchboard serve: error: cannot import ") and message in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("token", [None, "serve-secret-token"])
+def test_serve_says_in_one_line_where_it_listens_what_it_serves_and_whether_a_token_is_needed(
+    token: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if token is None:
+        monkeypatch.delenv("SWITCHBOARD_AGENT_TOKEN", raising=False)
+    else:
+        monkeypatch.setenv("SWITCHBOARD_AGENT_TOKEN", token)
+    with Terminal("serve", "examples/echo.py:agent", "--port", "0") as terminal:
+        line = terminal.expect(
+            r"switchboard serve: agent 'echo' on (http://127\.0\.0\.1:\d+) "
+            r"\(A2A JSON-RPC at /, HTTP\+JSON at /a2a/rest, NDJSON at /tasks\); (.*)\r?\n"
+        )
+        assert line.group(2) == ("no token needed" if token is None else "token required ($SWITCHBOARD_AGENT_TOKEN)")
+        terminal.expect("Application startup complete")
+        card = httpx.get(f"{line.group(1)}/.well-known/agent-card.json", timeout=10)
+        assert card.status_code == 200 and card.json()["name"] == "echo"

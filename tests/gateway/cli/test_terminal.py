@@ -175,5 +175,6 @@ def test_an_unreachable_agent_at_start_is_one_line_without_a_traceback(tmp_path:
     assert done.returncode == 1
     assert "Traceback" not in done.stderr and "Application startup failed" not in done.stderr, done.stderr
     assert done.stderr.splitlines()[-1].startswith(
-        f"switchboard gateway: could not start: cannot fetch the agent card from http://127.0.0.1:{taken_port}"
+        f"switchboard gateway: could not start: {config}: agents[1] ('billing'): "
+        f"cannot fetch the agent card from http://127.0.0.1:{taken_port}"
     )
