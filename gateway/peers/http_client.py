@@ -1,7 +1,7 @@
 """The gateway's one HTTP client for calls to agents: aiohttp behind ``PeerLimits``, shared by every HTTP peer.
 
 aiohttp because it serves many concurrent calls on one pool better than httpx, whose pool
-bookkeeping collapses under concurrency (docs/agent-tool.md, "HTTP pool and speed").
+bookkeeping collapses under concurrency (docs/speed.md, "The gateway's HTTP pool").
 
 Every request goes through ``open``, which keeps the limits and reports each failure as the
 gateway's error with its reason:
