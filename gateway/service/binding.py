@@ -13,6 +13,7 @@ agent of the swarm as a skill. When the gateway shuts down, tasks still going ar
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator
 from contextlib import ExitStack, aclosing
 from dataclasses import dataclass, field
@@ -29,8 +30,10 @@ from gateway.recording.events import (
 from gateway.service.core import GatewayService
 from gateway.service.hosted import ServedAgent
 from protocol import AgentCard, AgentSkill, TaskState
+from protocol.errors import SwitchboardError
 
 _INPUT_REQUIRED = TaskState.INPUT_REQUIRED.value
+logger = logging.getLogger("gateway.service")
 
 
 @dataclass
@@ -64,24 +67,34 @@ def swarm_agent(service: GatewayService) -> SwarmAgent:
         async def stop(*_reason: str) -> None:  # at shutdown (no reason), or a cancel of the run
             await agent.cancel_task(ctx.task_id)
 
+        run_id: str | None = None
         with service.runs.stoppable(stop), ExitStack() as named:
             turn = service.runner.run_stream(
                 ctx.session_id, ctx.text, caller=ctx.caller, message_id=ctx.message.message_id
             )
-            async with aclosing(turn) as events:
-                async for event in events:
-                    said = messages.text_of(event)
-                    if type(event) is RunStartedEvent:  # from now on POST /runs/{id}/cancel finds the task
-                        named.enter_context(service.runs.named(event.run_id, stop))
-                    elif type(event) is TextDeltaEvent and event.text:
-                        streamed = True
-                        yield TextChunk(event.text)
-                    elif type(event) is MessageEvent and event.role == "assistant":
-                        asking = said if event.state == _INPUT_REQUIRED else None
-                    elif type(event) is RunCompletedEvent and event.state == _INPUT_REQUIRED:
-                        asking = event.content
-                    elif type(event) is RunCompletedEvent and not streamed and event.content:
-                        yield event.content
+            try:
+                async with aclosing(turn) as events:
+                    async for event in events:
+                        said = messages.text_of(event)
+                        if type(event) is RunStartedEvent:  # from now on POST /runs/{id}/cancel finds the task
+                            run_id = event.run_id
+                            named.enter_context(service.runs.named(event.run_id, stop))
+                        elif type(event) is TextDeltaEvent and event.text:
+                            streamed = True
+                            yield TextChunk(event.text)
+                        elif type(event) is MessageEvent and event.role == "assistant":
+                            asking = said if event.state == _INPUT_REQUIRED else None
+                        elif type(event) is RunCompletedEvent and event.state == _INPUT_REQUIRED:
+                            asking = event.content
+                        elif type(event) is RunCompletedEvent and not streamed and event.content:
+                            yield event.content
+            except SwitchboardError as exc:
+                logger.info("turn of task %s (run %s) failed: %s", ctx.task_id, run_id, exc)
+                # Refused before it began (another caller's session): the caller's to fix, said as it is. Failed
+                # once going (an agent's, a model's error): their words stay in the run's events, for its owner.
+                said = str(exc) if run_id is None else f"the turn failed; GET /runs/{run_id}/events says why"
+                yield Failed(said)
+                return
         if asking is not None:
             yield InputRequired(asking)
 
