@@ -85,14 +85,17 @@ def chromium_path() -> str:
 
 
 @contextmanager
-def support_desk(tmp_path: Path, lockstep: Lockstep) -> Iterator[str]:
-    """The scenario's services on loopback; yields the gateway's URL (its tokens come from the environment)."""
+def support_desk(tmp_path: Path, lockstep: Lockstep, extra_config: str = "") -> Iterator[str]:
+    """The scenario's services on loopback; yields the gateway's URL (its tokens come from the environment).
+
+    ``extra_config``: TOML appended to the scenario's file, e.g. a ``[[security.tokens]]`` entry.
+    """
     with (
         serve_app(create_app(demo_agents.billing)) as billing,
         serve_app(create_app(lockstep.agent("researcher"))) as researcher,
     ):
         config = tmp_path / "gateway.toml"
-        config.write_text(CONFIG.format(billing=billing, researcher=researcher, budget=BUDGET_USD))
+        config.write_text(CONFIG.format(billing=billing, researcher=researcher, budget=BUDGET_USD) + extra_config)
         with serve_app(create_gateway_app(load_config(config))) as url:
             yield url
 

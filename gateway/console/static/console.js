@@ -1,6 +1,8 @@
 // The Switchboard console: reads the gateway's public HTTP API only (the same one the CLI uses).
 // Views are picked by the location's hash: #/agents, #/tools, #/sessions, #/sessions/ID, #/runs, #/runs/ID, #/chat.
 // Every text that comes from the gateway goes into the page as text (textContent), never as HTML.
+// Management actions (register, remove, move, reset, cancel) call the same API; the gateway decides
+// who may do what, and its refusal is shown as it words it, so the page holds no rules of its own.
 
 const TOKEN_KEY = "switchboard.token";
 const SVG = "http://www.w3.org/2000/svg";
@@ -49,6 +51,56 @@ function newSessionId() {
   const bytes = new Uint8Array(6);
   crypto.getRandomValues(bytes);
   return "console-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+// -- management actions ---------------------------------------------------------------------------
+
+let flash = null; // a line saying what the last action did, shown once on the page drawn after it
+
+// What a failed action shows: the gateway's own words, marked as a refusal when the token lacks the scope.
+function problemText(error) {
+  return error.status === 403 ? `Refused by the gateway: ${error.message}` : error.message;
+}
+
+// Runs an action and shows its refusal in `problem`; once done, draws the page again (or `goTo`) with
+// `done(answer)` as its notice, so what is shown is the API's state after the action, not a guess of it.
+async function act(problem, call, done, goTo = null) {
+  problem.textContent = "";
+  try {
+    const answer = await call();
+    flash = done(answer);
+    if (goTo && location.hash !== goTo) location.hash = goTo; // hashchange draws it
+    else render();
+  } catch (error) {
+    problem.textContent = problemText(error);
+  }
+}
+
+// A destructive action takes two clicks: the first arms the button and says what the second will do.
+function armedButton(label, armedLabel, fire) {
+  const button = h("button", { type: "button", class: "danger" }, label);
+  button.addEventListener("click", () => {
+    if (button.dataset.armed) fire();
+    else {
+      button.dataset.armed = "1";
+      button.textContent = armedLabel;
+    }
+  });
+  return button;
+}
+
+// The form's fields that were filled in, trimmed: a field left empty is left out, so the API's default holds.
+function filled(form, names) {
+  const body = {};
+  for (const name of names) {
+    const value = form.elements.namedItem(name).value.trim();
+    if (value) body[name] = value;
+  }
+  return body;
+}
+
+function field(label, name, attrs = {}) {
+  return h("label", {}, `${label} `, h("input", { type: "text", name, autocomplete: "off", ...attrs }));
 }
 
 // -- the API ------------------------------------------------------------------------------------
@@ -182,6 +234,7 @@ export class RunModel {
     this.current = null; // the agent holding the conversation now
     this.state = "running";
     this.ending = null;
+    this.cancel = null; // the run_cancelled event, once a cancel was accepted
   }
 
   add(event) {
@@ -317,9 +370,17 @@ export class RunModel {
     this.current = event.active_agent_name || this.current;
   }
 
+  // A cancel was accepted: the run's own ending (run_failed, or each call's agent_tool_terminated) follows.
+  on_run_cancelled(event) {
+    this.state = "cancelled";
+    this.cancel = event;
+    this.terminations.push({ what: `cancelled${event.by ? " by " + event.by : ""}`, reason: "cancelled", detail: event.reason });
+  }
+
   on_run_failed(event) {
-    this.state = "failed";
     this.ending = event;
+    if (this.state === "cancelled") return; // the cancel's own ending, already said
+    this.state = "failed";
     this.terminations.push({ what: "the run failed", reason: event.error_type, detail: event.error });
   }
 
@@ -375,6 +436,7 @@ const BINDINGS = { "a2a-ndjson": "A2A-NDJSON", "jsonrpc-1.0": "JSON-RPC 1.0", "j
 async function agentsView(view) {
   const [listing, tools] = await Promise.all([api("/agents"), api("/tools")]);
   directory = new Map(listing.agents.map((agent) => [agent.name, agent]));
+  const problem = h("p", { class: "problem", id: "agents-problem" });
   const usedBy = new Map();
   for (const tool of tools.tools) for (const user of tool.used_by) usedBy.set(user, [...(usedBy.get(user) || []), tool.name]);
   const rows = listing.agents.map((agent) => {
@@ -401,12 +463,41 @@ async function agentsView(view) {
       h("td", {}, (agent.handoffs || []).join(", ") || "–", h("div", { class: "muted" }, agent.handoff_from.length ? "from " + agent.handoff_from.join(", ") : "")),
       h("td", {}, [...(agent.tools || []), ...(usedBy.get(agent.name) || []).filter((t) => !(agent.tools || []).includes(t))].join(", ") || "–"),
       reach,
+      h("td", {}, agent.kind === "remote" ? removeAgentButton(agent.name, problem) : h("span", { class: "muted", title: "a local agent is defined in the configuration file" }, "local: kept")),
     );
   });
   view.replaceChildren(
     h("h2", {}, "Agents"),
     h("p", { class: "muted" }, `Starting agent: ${listing.starting_agent}. `, h("a", { href: "#/tools" }, `${tools.tools.length} tool${tools.tools.length === 1 ? "" : "s"}`)),
-    table(["name", "kind", "binding", "description", "handoffs", "tools", "reachable"], rows, { id: "agents" }),
+    problem,
+    table(["name", "kind", "binding", "description", "handoffs", "tools", "reachable", ""], rows, { id: "agents" }),
+    registerAgentForm(),
+  );
+}
+
+// DELETE /agents/{name} (admin): a remote agent leaves the swarm, on every replica and after a restart.
+function removeAgentButton(name, problem) {
+  const remove = () => act(problem, () => api(`/agents/${encodeURIComponent(name)}`, { method: "DELETE" }), (answer) => `Removed agent ${answer.removed} (${answer.url}).`);
+  return armedButton("Remove", `Remove ${name}?`, remove);
+}
+
+// POST /agents (admin): the gateway fetches the agent's card, so a URL is enough; the name defaults to the card's.
+function registerAgentForm() {
+  const problem = h("p", { class: "problem" });
+  const submit = (event) => {
+    event.preventDefault();
+    const body = filled(event.target, ["url", "name", "description"]);
+    act(problem, () => api("/agents", { method: "POST", body }), (agent) => `Registered agent ${agent.name} (${agent.url}).`);
+  };
+  return h(
+    "form",
+    { class: "manage", id: "register-agent", onsubmit: submit },
+    h("h3", {}, "Register an agent"),
+    field("URL", "url", { type: "url", required: true, placeholder: "http://127.0.0.1:9101" }),
+    field("name", "name", { placeholder: "from its card" }),
+    field("description", "description", { placeholder: "from its card" }),
+    h("button", { type: "submit" }, "Register"),
+    problem,
   );
 }
 
@@ -423,6 +514,7 @@ async function probe(name, cell) {
 
 async function toolsView(view) {
   const tools = await api("/tools");
+  const problem = h("p", { class: "problem", id: "tools-problem" });
   const rows = tools.tools.map((tool) =>
     h(
       "tr",
@@ -433,9 +525,40 @@ async function toolsView(view) {
       h("td", {}, tool.max_cost_usd === null ? "none" : usd(tool.max_cost_usd)),
       h("td", {}, `${tool.idle_timeout_secs} s idle, ${tool.timeout_ms} ms per request`),
       h("td", {}, tool.used_by.join(", ") || h("span", { class: "muted" }, "no agent (call it directly)")),
+      h("td", {}, removeToolButton(tool.name, problem)),
     ),
   );
-  view.replaceChildren(h("h2", {}, "Tools"), table(["name", "agent", "mode", "budget", "limits", "used by"], rows, { id: "tools" }));
+  view.replaceChildren(h("h2", {}, "Tools"), problem, table(["name", "agent", "mode", "budget", "limits", "used by", ""], rows, { id: "tools" }), defineToolForm());
+}
+
+// DELETE /tools/{name} (admin): the agents that used it stop being offered it.
+function removeToolButton(name, problem) {
+  const remove = () => act(problem, () => api(`/tools/${encodeURIComponent(name)}`, { method: "DELETE" }), (answer) => `Removed tool ${answer.removed}.`);
+  return armedButton("Remove", `Remove ${name}?`, remove);
+}
+
+// POST /tools (admin): a [[tools]] entry; the starting agent gets it unless it is only to be called directly.
+function defineToolForm() {
+  const problem = h("p", { class: "problem" });
+  const submit = (event) => {
+    event.preventDefault();
+    const body = filled(event.target, ["name", "agent", "mode", "description"]);
+    const budget = event.target.elements.namedItem("max_cost_usd").value;
+    if (budget !== "") body.max_cost_usd = Number(budget);
+    act(problem, () => api("/tools", { method: "POST", body }), (tool) => `Defined tool ${tool.name} (${tool.agent}).`);
+  };
+  return h(
+    "form",
+    { class: "manage", id: "define-tool", onsubmit: submit },
+    h("h3", {}, "Define a tool"),
+    field("name", "name", { required: true, placeholder: "research" }),
+    field("agent URL", "agent", { type: "url", required: true, placeholder: "http://127.0.0.1:9102" }),
+    h("label", {}, "mode ", h("select", { name: "mode" }, ["sync", "streaming", "conversational"].map((mode) => h("option", { value: mode }, mode)))),
+    field("budget (USD)", "max_cost_usd", { type: "number", min: 0, step: "any" }),
+    field("description", "description"),
+    h("button", { type: "submit" }, "Define"),
+    problem,
+  );
 }
 
 async function sessionsView(view) {
@@ -459,14 +582,48 @@ async function sessionsView(view) {
 }
 
 async function sessionView(view, sessionId) {
-  const [session, runs] = await Promise.all([api(`/sessions/${encodeURIComponent(sessionId)}`), api("/runs?limit=1000")]);
+  const path = `/sessions/${encodeURIComponent(sessionId)}`;
+  const [session, runs, agents] = await Promise.all([api(path), api("/runs?limit=1000"), api("/agents")]);
   const mine = runs.runs.filter((run) => run.session_id === sessionId);
+  const holder = session.active_agent || agents.starting_agent;
+  const problem = h("p", { class: "problem", id: "session-problem" });
+  const choice = h("select", { name: "agent" }, agents.agents.map((agent) => h("option", { value: agent.name, selected: agent.name === holder }, agent.name)));
+  const move = (event) => {
+    event.preventDefault();
+    act(problem, () => api(`${path}/agent`, { method: "PUT", body: { agent: choice.value } }), (answer) => `Session ${answer.session_id} moved to ${answer.active_agent}: its next turn goes there.`);
+  };
+  const reset = () =>
+    act(problem, () => api(path, { method: "DELETE" }), (answer) => `Session ${answer.deleted} reset: its history is forgotten; a new message starts it again.`, "#/sessions");
   view.replaceChildren(
     h("h2", {}, "Session ", h("code", {}, sessionId)),
-    h("p", {}, `Held by ${session.active_agent || "the starting agent"}; version ${session.version}`, session.open_run ? `; a turn is ${session.open_run.state}` : ""),
+    h("p", { id: "session-holder", "data-agent": holder }, `Held by ${holder}${session.active_agent ? "" : " (the starting agent)"}; version ${session.version}`, session.open_run ? `; a turn is ${session.open_run.state}` : ""),
+    h(
+      "form",
+      { class: "manage", id: "move-session", onsubmit: move },
+      h("label", {}, "Move to ", choice),
+      h("button", { type: "submit" }, "Move"),
+      armedButton("Reset", "Forget its history?", reset),
+    ),
+    problem,
+    h("h3", {}, "Conversation"),
+    conversation(session.history),
+    ...(session.context_variables && Object.keys(session.context_variables).length
+      ? [h("details", {}, h("summary", {}, "context variables"), h("pre", {}, JSON.stringify(session.context_variables, null, 2)))]
+      : []),
+    h("h3", {}, "Runs"),
     runsTable(mine),
     chatBox(sessionId),
   );
+}
+
+// The session's history as the agents see it: who said what, the tools they called and what came back.
+function conversation(history) {
+  const lines = history.map((message, index) => {
+    const who = message.role === "user" ? "you" : message.role === "tool" ? `tool ${message.name || ""}`.trim() : message.sender || message.role;
+    const calls = (message.tool_calls || []).map((call) => h("div", { class: "muted" }, `calls ${call.function ? call.function.name : "?"}(${short(call.function ? call.function.arguments : "", 80)})`));
+    return h("div", { class: `said role-${message.role}`, "data-index": index, "data-role": message.role }, h("strong", {}, `${who}> `), message.content ?? "", calls);
+  });
+  return h("div", { id: "conversation" }, lines.length ? lines : h("p", { class: "muted" }, "no message yet"));
 }
 
 function runsTable(runs) {
@@ -695,9 +852,11 @@ async function runView(view, runId, signal) {
     endings: h("section", { id: "terminations" }),
     timeline: h("section", { id: "timeline-section" }),
   };
+  const cancel = cancelControl(runId);
   view.replaceChildren(
     h("h2", {}, "Run ", h("code", {}, runId)),
     status,
+    cancel.box,
     parts.chat,
     h("h3", {}, "Handoffs"),
     parts.graph,
@@ -714,6 +873,7 @@ async function runView(view, runId, signal) {
     scheduled = false;
     const state = model.state;
     status.dataset.runState = state;
+    cancel.box.hidden = state !== "running" || !model.events.length; // nothing to cancel before the run is seen
     status.replaceChildren(
       h(
         "span",
@@ -758,6 +918,25 @@ async function runView(view, runId, signal) {
   if (model.sessionId) view.append(h("h3", {}, "Continue this session"), chatBox(model.sessionId));
 }
 
+// POST /runs/{id}/cancel (chat: a caller's own runs; admin: any): 202, then the run's events end it.
+// The page changes nothing itself: the run_cancelled event it follows is what says the cancel took.
+function cancelControl(runId) {
+  const problem = h("span", { class: "problem" });
+  const button = h("button", { type: "button", id: "run-cancel", class: "danger" }, "Cancel this run");
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    problem.textContent = "";
+    try {
+      await api(`/runs/${encodeURIComponent(runId)}/cancel`, { method: "POST" });
+      button.textContent = "cancel requested…";
+    } catch (error) {
+      problem.textContent = problemText(error);
+      button.disabled = false;
+    }
+  });
+  return { box: h("p", { id: "run-cancel-box" }, button, " ", problem) };
+}
+
 // -- the router ---------------------------------------------------------------------------------
 
 let current = null; // the AbortController of the view on screen
@@ -772,6 +951,10 @@ async function render() {
   const query = new URLSearchParams(rawQuery || "");
   const page = parts[0] || "agents";
   for (const link of document.querySelectorAll("nav a")) link.classList.toggle("active", link.dataset.nav === page);
+  const notice = document.getElementById("notice");
+  notice.textContent = flash || "";
+  notice.hidden = !flash;
+  flash = null;
   try {
     if (page === "agents") await agentsView(view);
     else if (page === "tools") await toolsView(view);
