@@ -8,7 +8,8 @@ end; a turn escalated to a human (``[swarm] fallback = "human"``) ends the task 
 input (a remote agent's ``input-required``), with its question: the caller's next message
 on that task continues the same session, and so the member's task. The card lists every
 agent of the swarm as a skill. When the gateway shuts down, tasks still going are canceled
-(state ``canceled``, final line sent), like the runs the service started itself.
+(state ``canceled``, final line sent), like the runs the service started itself. A caller
+over its spend cap (gateway/limits/) has its task end ``failed`` with the limit's message.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from gateway.recording.events import (
     StreamedMessages,
     TextDeltaEvent,
 )
+from gateway.recording.spend import charged_to
 from gateway.service.core import GatewayService
 from gateway.service.hosted import ServedAgent
 from protocol import AgentCard, AgentSkill, TaskState
@@ -56,6 +58,10 @@ def swarm_agent(service: GatewayService) -> SwarmAgent:
         if not ctx.text.strip():  # the caller's mistake, not the gateway's: no traceback in the log
             yield Failed("the message has no text: send the user's words as a text part")
             return
+        refusal = await service.quotas.spend_refusal(ctx.caller.name if ctx.caller is not None else None)
+        if refusal is not None:
+            yield Failed(refusal.message)
+            return
         streamed = False
         await service.sync_registrations()
         asking: str | None = None  # the question that ends the turn, if a member asked one or the turn escalated
@@ -64,7 +70,8 @@ def swarm_agent(service: GatewayService) -> SwarmAgent:
         async def stop(*_reason: str) -> None:  # at shutdown (no reason), or a cancel of the run
             await agent.cancel_task(ctx.task_id)
 
-        with service.runs.stoppable(stop), ExitStack() as named:
+        meter = service.quotas.meter(ctx.caller.name if ctx.caller is not None else None)
+        with service.runs.stoppable(stop), ExitStack() as named, charged_to(meter):
             turn = service.runner.run_stream(
                 ctx.session_id, ctx.text, caller=ctx.caller, message_id=ctx.message.message_id
             )
