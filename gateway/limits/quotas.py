@@ -105,7 +105,7 @@ class Quotas:
             return None
         message = (
             f"the token {token!r} has spent ${spent:.6g} of its cap of ${limits.max_spend_usd:g} "
-            f"a {limits.spend_window.word}; new turns and tool calls are refused until it resets "
+            f"per {limits.spend_window.word}; new turns and tool calls are refused until it resets "
             f"in {period.seconds_left()} s (at {_utc(period.ends_at)})"
         )
         return self._refused(Refusal(token, "spend", message, period))

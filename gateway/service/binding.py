@@ -9,7 +9,7 @@ input (a remote agent's ``input-required``), with its question: the caller's nex
 on that task continues the same session, and so the member's task. The card lists every
 agent of the swarm as a skill. When the gateway shuts down, tasks still going are canceled
 (state ``canceled``, final line sent), like the runs the service started itself. A caller
-over its spend cap (gateway/limits/) has its task end ``failed`` with the limit's message.
+over its spend cap has its task end ``failed`` with the limit's message (hosted.py).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from gateway.recording.events import (
 )
 from gateway.recording.spend import charged_to
 from gateway.service.core import GatewayService
-from gateway.service.hosted import ServedAgent
+from gateway.service.hosted import ServedAgent, spend_refused
 from protocol import AgentCard, AgentSkill, TaskState
 
 _INPUT_REQUIRED = TaskState.INPUT_REQUIRED.value
@@ -58,9 +58,9 @@ def swarm_agent(service: GatewayService) -> SwarmAgent:
         if not ctx.text.strip():  # the caller's mistake, not the gateway's: no traceback in the log
             yield Failed("the message has no text: send the user's words as a text part")
             return
-        refusal = await service.quotas.spend_refusal(ctx.caller.name if ctx.caller is not None else None)
-        if refusal is not None:
-            yield Failed(refusal.message)
+        refused = await spend_refused(service.quotas, ctx)
+        if refused is not None:
+            yield refused
             return
         streamed = False
         await service.sync_registrations()

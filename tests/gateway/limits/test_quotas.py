@@ -72,7 +72,7 @@ def test_what_a_run_records_is_charged_to_its_owner() -> None:
         await spend.charge(model_call)  # outside the block: charged to no one
         refusal = await quotas.spend_refusal("alice")
         assert refusal is not None and refusal.limit == "spend"
-        assert "'alice' has spent $1 of its cap of $1 a day" in refusal.message
+        assert "'alice' has spent $1 of its cap of $1 per day" in refusal.message
         assert await quotas.spend_refusal("bob") is None and quotas.meter("bob") is None
 
     anyio.run(main)
@@ -112,13 +112,16 @@ def test_over_its_spend_cap_a_token_starts_no_turn_and_no_tool_call(billing_url:
         again = http.post("/sessions/s1/messages", json={"message": "and now?", "stream": False}, headers=ALICE)
         assert again.status_code == 429, again.text
         message = again.json()["error"]["message"]
-        assert "'alice' has spent $0.002 of its cap of $0.001 a day; new turns and tool calls are refused" in message
+        assert "'alice' has spent $0.002 of its cap of $0.001 per day; new turns and tool calls are refused" in message
         assert int(again.headers["retry-after"]) >= 1
         assert http.get("/sessions", headers=ALICE).status_code == 200, "reading is not spending"
         face = {"jsonrpc": "2.0", "id": 1, "method": "message/send"}
         face["params"] = {"message": {"role": "user", "messageId": "m1", "parts": [{"kind": "text", "text": "hi"}]}}
         task = http.post("/", json=face, headers=ALICE).json()["result"]
         assert task["status"]["state"] == "failed" and "its cap of $0.001" in str(task["status"])
+        proxied = http.post("/proxy/billing", json=face, headers=ALICE).json()["result"]["status"]
+        assert proxied["state"] == "failed"
+        assert proxied["message"]["parts"][0]["text"].startswith("the token 'alice' has spent $0.002 of its cap")
         metrics = http.get("/metrics", headers={"authorization": "Bearer root"}).text
         assert 'switchboard_token_spend_usd{token="alice"} 0.002' in metrics
         assert 'switchboard_token_refusals_total{limit="spend",token="alice"}' in metrics
