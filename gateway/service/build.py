@@ -116,7 +116,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         _close_unstarted(event_log.aclose)
         _close_unstarted(blackboard.close)
         raise
-    quotas = _quotas(config)
+    quotas = token_quotas(config)
     providers = Providers(config.provider_table())
     models = _models(config, providers)
     board_tools = {tool.name: tool for tool in blackboard_tools(blackboard)}
@@ -190,7 +190,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
     )
 
 
-def _quotas(config: GatewayConfig) -> Quotas:
+def token_quotas(config: GatewayConfig) -> Quotas:
     """The limits of ``[[security.tokens]]``, counted in Redis when the events are there (replicas share them)."""
     limits = {
         entry.name: TokenLimits(entry.rate_per_minute, entry.max_spend_usd, Window[entry.spend_window.upper()])
