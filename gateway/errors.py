@@ -6,6 +6,7 @@
     ├── ProtocolError                     a request the binding refuses, or an error answer read back (code, status)
     │   ├── EnvelopedProtocolError        the same, raised after a JSON-RPC envelope was read
     │   ├── StoreUnavailable (503)        agent_server.stores: a store's server (Redis) cannot be reached
+    │   ├── LimitReached (429)            gateway.limits: a token over its request rate or spend cap
     │   └── ServiceError                  gateway.service: a request the gateway API refuses
     │       ├── Forbidden (403), NotFound (404), Conflict (409)
     │       ├── AgentUnreachable (502)    a card could not be fetched

@@ -122,11 +122,19 @@ class PeersConfig(Strict):
 
 
 class TokenConfig(Strict):
-    """One ``[[security.tokens]]`` entry: a caller's name, its scope, and the variable holding its token."""
+    """One ``[[security.tokens]]`` entry: a caller's name, its scope, the variable holding its token, its limits.
+
+    ``rate_per_minute``: requests a minute to the API and the A2A faces; ``max_spend_usd``:
+    dollars its runs may spend per ``spend_window`` before new turns and tool calls are refused
+    (gateway/limits/; None: no limit, the default for every token, admin ones too).
+    """
 
     name: str
     scope: Literal["admin", "chat"] = "chat"
     token_env: str
+    rate_per_minute: int | None = Field(default=None, ge=1)
+    max_spend_usd: float | None = Field(default=None, gt=0)
+    spend_window: Literal["hour", "day", "week"] = "day"
 
     @field_validator("name")
     @classmethod

@@ -17,6 +17,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from agent_server.telemetry import tracing
+from gateway.recording import spend
 from gateway.recording.events import Event, EventType, RunStartedEvent
 from gateway.recording.usage import RunUsage
 from gateway.telemetry import metrics
@@ -108,7 +109,8 @@ class RunRecorder:
         return Event.trusted(type, self.run_id, fields)
 
     async def emit(self, type: EventType | str, **fields: Any) -> Event:
-        """Append one event now; returns it with its seq. Lifecycle steps are also logged and counted."""
+        """Append one event now; returns it with its seq. Lifecycle steps are also logged, counted and charged
+        (spend.py)."""
         return await self._append(self.event(type, **fields))
 
     async def emit_all(self, events: Sequence[Event]) -> AsyncGenerator[Event, None]:
@@ -130,6 +132,7 @@ class RunRecorder:
                     metrics.record_append(time.perf_counter() - started)
                     timed = True
                 self._observe(stored)
+                await spend.charge(stored)
                 yield stored
 
     async def _append(self, event: Event) -> Event:
@@ -137,6 +140,7 @@ class RunRecorder:
         stored = await self.log.append(event)
         metrics.record_append(time.perf_counter() - started)
         self._observe(stored)
+        await spend.charge(stored)
         return stored
 
     def _observe(self, event: Event) -> None:

@@ -57,6 +57,7 @@ from agent_server.telemetry.metrics import metrics_endpoint
 from agent_server.telemetry.middleware import ObservedRequests
 from gateway.config.model import GatewayConfig
 from gateway.console import console_routes, is_console_path
+from gateway.limits.middleware import TokenLimitsMiddleware
 from gateway.service.binding import swarm_agent
 from gateway.service.build import build_service, gateway_tokens, task_store_spec
 from gateway.service.core import GatewayService
@@ -233,6 +234,7 @@ def create_gateway_app(
             Middleware(ObservedRequests),
             *browser_middleware([*(allowed_origins or ()), *page_origins], own_origin=True, refusal=refusal_at),
             Middleware(BearerAuth, tokens=tokens, is_public=_is_public, refusal=refusal_at),
+            Middleware(TokenLimitsMiddleware, quotas=service.quotas),
         ],
         exception_handlers={HTTPException: _http_exception},
     )

@@ -8,7 +8,8 @@ end; a turn escalated to a human (``[swarm] fallback = "human"``) ends the task 
 input (a remote agent's ``input-required``), with its question: the caller's next message
 on that task continues the same session, and so the member's task. The card lists every
 agent of the swarm as a skill. When the gateway shuts down, tasks still going are canceled
-(state ``canceled``, final line sent), like the runs the service started itself.
+(state ``canceled``, final line sent), like the runs the service started itself. A caller
+over its spend cap has its task end ``failed`` with the limit's message (hosted.py).
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from gateway.recording.events import (
     StreamedMessages,
     TextDeltaEvent,
 )
+from gateway.recording.spend import charged_to
 from gateway.service.core import GatewayService
-from gateway.service.hosted import ServedAgent
+from gateway.service.hosted import ServedAgent, spend_refused
 from protocol import AgentCard, AgentSkill, TaskState
 from protocol.errors import SwitchboardError
 
@@ -59,6 +61,10 @@ def swarm_agent(service: GatewayService) -> SwarmAgent:
         if not ctx.text.strip():  # the caller's mistake, not the gateway's: no traceback in the log
             yield Failed("the message has no text: send the user's words as a text part")
             return
+        refused = await spend_refused(service.quotas, ctx)
+        if refused is not None:
+            yield refused
+            return
         streamed = False
         await service.sync_registrations()
         asking: str | None = None  # the question that ends the turn, if a member asked one or the turn escalated
@@ -68,7 +74,8 @@ def swarm_agent(service: GatewayService) -> SwarmAgent:
             await agent.cancel_task(ctx.task_id)
 
         run_id: str | None = None
-        with service.runs.stoppable(stop), ExitStack() as named:
+        meter = service.quotas.meter(ctx.caller.name if ctx.caller is not None else None)
+        with service.runs.stoppable(stop), ExitStack() as named, charged_to(meter):
             turn = service.runner.run_stream(
                 ctx.session_id, ctx.text, caller=ctx.caller, message_id=ctx.message.message_id
             )

@@ -28,6 +28,8 @@ from gateway.config.python_refs import import_python_ref, is_python_ref
 from gateway.errors import ConfigError, Problem
 from gateway.event_log import EventLog, open_event_log
 from gateway.event_log.retention import Retention
+from gateway.limits.counters import MemoryCounters, Window
+from gateway.limits.quotas import Quotas, TokenLimits
 from gateway.models import ChatModel, Providers
 from gateway.peers.allowed_hosts import HostAllowlist
 from gateway.registrations import RegistryStore, open_registry
@@ -114,6 +116,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         _close_unstarted(event_log.aclose)
         _close_unstarted(blackboard.close)
         raise
+    quotas = token_quotas(config)
     providers = Providers(config.provider_table())
     models = _models(config, providers)
     board_tools = {tool.name: tool for tool in blackboard_tools(blackboard)}
@@ -175,7 +178,7 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         history_policy=_HISTORY[config.swarm.history](window=config.swarm.history_window),
         name=config.gateway.name,
         description=config.gateway.description,
-        closers=[providers.aclose],
+        closers=[providers.aclose, quotas.counters.aclose],
         startup_wait_s=config.gateway.startup_wait_secs,
         resolve_uris=config.swarm.resolve_uris,
         blackboard=blackboard,
@@ -183,7 +186,22 @@ def build_service(config: GatewayConfig, origin: str = "configuration") -> Gatew
         fallback=config.swarm.fallback,
         router=_router(config, providers),
         providers=providers,
+        quotas=quotas,
     )
+
+
+def token_quotas(config: GatewayConfig) -> Quotas:
+    """The limits of ``[[security.tokens]]``, counted in Redis when the events are there (replicas share them)."""
+    limits = {
+        entry.name: TokenLimits(entry.rate_per_minute, entry.max_spend_usd, Window[entry.spend_window.upper()])
+        for entry in config.security.tokens
+    }
+    spec = str(config.stores.events)
+    if any(limit != TokenLimits() for limit in limits.values()) and spec.lower().startswith(REDIS_SCHEMES):
+        from gateway.limits.redis import RedisCounters
+
+        return Quotas(limits, RedisCounters(spec, settings=config.stores.redis.settings()))
+    return Quotas(limits, MemoryCounters())
 
 
 _STORES = {

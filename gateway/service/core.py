@@ -43,9 +43,11 @@ from gateway.errors import AgentToolError, RunClosedError, SessionBusy, SessionC
 from gateway.event_log import EventLog, MemoryEventLog
 from gateway.event_log.cancels import CancelAsk, CancelCause, CancelRequest
 from gateway.event_log.shared_read import SharedRead
+from gateway.limits.quotas import Quotas
 from gateway.models import Providers
 from gateway.recording.events import EventType
 from gateway.recording.recorder import RunRecorder, new_run_id
+from gateway.recording.spend import charged_to
 from gateway.registrations import Registration, RegistryStore
 from gateway.service.errors import Conflict, NotFound, ServiceError, ShuttingDown
 from gateway.service.members import Members, RemoteSpec
@@ -107,6 +109,7 @@ class GatewayService:
         router: SemanticRouter | None = None,
         providers: Providers | None = None,
         registry: RegistryStore | None = None,
+        quotas: Quotas | None = None,
     ) -> None:
         """``starting_agent`` answers first; or name it with ``starting_agent_name`` when it is one of ``remotes``.
 
@@ -117,7 +120,9 @@ class GatewayService:
         an agent registered by name (its target is never taken as a URI); so are ``fallback``,
         ``router`` and ``providers``. ``blackboard``: the boards of ``/boards`` and of the
         agents' blackboard tools (default: in memory); the service closes it. ``registry``: where
-        what the API registers is kept (default: in memory, this process only).
+        what the API registers is kept (default: in memory, this process only). ``quotas``: the
+        limits per token (gateway/limits/; default none): a caller over its spend cap starts no
+        turn or tool call, and what its runs spend is charged to it.
         """
         if starting_agent is None and starting_agent_name is None:
             starting_agent = Agent(defaults.STARTING_AGENT_NAME, defaults.STARTING_AGENT_INSTRUCTIONS)
@@ -142,6 +147,7 @@ class GatewayService:
         )
         self.registry = self.members.registry
         self.runs = ServiceRuns()
+        self.quotas = quotas or Quotas()
         self.takeover = Takeover(self.runs, self.members, self.gateway, self.event_log)
         self._runner_options: dict[str, Any] = {
             "max_handoffs_per_turn": max_handoffs_per_turn,
@@ -334,10 +340,13 @@ class GatewayService:
         """
         tool = self.get_tool(name)
         tasks = self.runs.task_group()
+        owner = caller.name if caller is not None else None
+        await self.quotas.check_spend(owner)
         outcome = ToolCallOutcome(new_run_id(), anyio.Event() if waited else None)
-        await self.event_log.open_run(outcome.run_id, owner=caller.name if caller is not None else None)
+        await self.event_log.open_run(outcome.run_id, owner=owner)
         self.runs.active.add(outcome.run_id)
-        tasks.start_soon(self._background_call, tool, input, outcome)
+        with charged_to(self.quotas.meter(owner)):  # the task takes the context as it is now
+            tasks.start_soon(self._background_call, tool, input, outcome)
         return outcome
 
     async def _background_call(self, tool: AgentTool, input: ToolInput, outcome: ToolCallOutcome) -> None:
@@ -365,11 +374,14 @@ class GatewayService:
     @asynccontextmanager
     async def owned_run(self, caller: Principal | None) -> AsyncIterator[str]:
         """A new run of ``caller``'s for the block (its id), closed when the block ends, however it ends."""
+        owner = caller.name if caller is not None else None
+        await self.quotas.check_spend(owner)
         run_id = new_run_id()
-        await self.event_log.open_run(run_id, owner=caller.name if caller is not None else None)
+        await self.event_log.open_run(run_id, owner=owner)
         self.runs.active.add(run_id)
         try:
-            yield run_id
+            with charged_to(self.quotas.meter(owner)):
+                yield run_id
         finally:
             await self._finish_run(run_id)
 
@@ -394,14 +406,18 @@ class GatewayService:
     ) -> str:
         """Start one user turn in the background; returns its run id as soon as ``run_started`` is written.
 
-        Errors before the run starts are raised here: another caller's session (404), a
-        session another process changed meanwhile or held too long (409), a broken session store.
+        Errors before the run starts are raised here: a caller over its spend cap (429), another
+        caller's session (404), a session another process changed meanwhile or held too long
+        (409), a broken session store.
         """
         runner = self.runner
+        owner = caller.name if caller is not None else None
+        await self.quotas.check_spend(owner)
         try:
-            run_id: str = await self.runs.task_group().start(
-                self._turn, runner, session_id, message, dict(context_variables or {}), caller
-            )
+            with charged_to(self.quotas.meter(owner)):  # the turn's task takes the context as it is now
+                run_id: str = await self.runs.task_group().start(
+                    self._turn, runner, session_id, message, dict(context_variables or {}), caller
+                )
         except SessionNotFound as exc:
             raise NotFound(str(exc)) from None
         except SessionConflictError as exc:

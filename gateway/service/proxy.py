@@ -41,7 +41,7 @@ from gateway.errors import AgentToolError
 from gateway.models.base import TextDelta
 from gateway.recording.recorder import RunRecorder
 from gateway.service.core import GatewayService
-from gateway.service.hosted import ServedAgent
+from gateway.service.hosted import ServedAgent, spend_refused
 from gateway.swarm import RemoteAgent
 from gateway.swarm.remote import RemoteReply
 from protocol import (
@@ -120,6 +120,10 @@ def proxied_agent(
     """The agent registered as ``name`` as a HostedAgent whose every send is a run of the caller's."""
 
     async def run(ctx: TaskContext) -> AsyncGenerator[Any, None]:
+        refused = await spend_refused(service.quotas, ctx)
+        if refused is not None:
+            yield refused
+            return
         await service.sync_registrations()
         remote = registered(service, name)
         params = TaskSendParams(

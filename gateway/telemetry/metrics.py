@@ -239,3 +239,27 @@ _OBSERVED = frozenset(
     | events.CALL_END_MODELS
 )
 """The models whose events count (``_count``); the others, a relay's progress events first, only pass by."""
+
+
+TOKEN_REFUSALS = Counter(
+    "switchboard_token_refusals",
+    "Requests refused by a token's limit, by token and limit (rate, spend).",
+    ["token", "limit"],
+    registry=REGISTRY,
+)
+TOKEN_SPEND = Gauge(
+    "switchboard_token_spend_usd",
+    "Dollars a token with a spend cap has spent in its current window, as this process last read or added it.",
+    ["token"],
+    registry=REGISTRY,
+)
+
+
+def record_token_refusal(token: str, limit: str) -> None:
+    if ENABLED:
+        TOKEN_REFUSALS.labels(token, limit).inc()
+
+
+def record_token_spend(token: str, spent: float) -> None:
+    if ENABLED:
+        TOKEN_SPEND.labels(token).set(spent)
