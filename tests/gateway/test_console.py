@@ -143,3 +143,17 @@ def test_with_tokens_the_page_asks_for_one_and_sends_it_only_to_the_gateway(
         assert all(target.startswith(url) for target, _ in sent), sent
         assert (f"{url}/agents", f"Bearer {TOKEN}") in sent
     assert errors == []
+
+
+def test_a_run_whose_agent_asked_a_question_is_shown_waiting_for_the_user_not_completed(
+    tmp_path: Path, chromium: str, lockstep: Lockstep
+) -> None:
+    errors: list[str] = []
+    with support_desk(tmp_path, lockstep) as url, browser_page(chromium, errors) as page:
+        turn = httpx.post(
+            f"{url}/sessions/asked/messages", json={"message": "billing: I was charged twice", "stream": False}
+        ).json()
+        assert turn["state"] == "input-required", turn
+        page.goto(f"{url}/ui/#/runs/{turn['run_id']}")
+        page.wait_for_selector('#run-state[data-run-state="input-required"]')
+    assert errors == []

@@ -365,7 +365,7 @@ export class RunModel {
   }
 
   on_run_completed(event) {
-    this.state = "completed";
+    this.state = event.state === "input-required" ? "input-required" : "completed"; // an agent asked the user
     this.ending = event;
     this.current = event.active_agent_name || this.current;
   }
