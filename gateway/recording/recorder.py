@@ -132,7 +132,8 @@ class RunRecorder:
                     metrics.record_append(time.perf_counter() - started)
                     timed = True
                 self._observe(stored)
-                await spend.charge(stored)
+                if (charge := spend.bill(stored)) is not None:
+                    await charge
                 yield stored
 
     async def _append(self, event: Event) -> Event:
@@ -140,7 +141,8 @@ class RunRecorder:
         stored = await self.log.append(event)
         metrics.record_append(time.perf_counter() - started)
         self._observe(stored)
-        await spend.charge(stored)
+        if (charge := spend.bill(stored)) is not None:
+            await charge
         return stored
 
     def _observe(self, event: Event) -> None:

@@ -43,10 +43,11 @@ def charged_to(meter: Meter | None) -> Iterator[None]:
         _meter.reset(token)
 
 
-async def charge(event: events.Event) -> None:
-    """Charge ``event``'s dollars to the current meter, if there is one and it cost anything."""
+def bill(event: events.Event) -> Awaitable[None] | None:
+    """The charge of ``event``'s dollars to the current meter, to await; None (most events) when there is nothing
+    to charge: a plain check, since every event a run records, each relayed chunk included, passes here."""
     meter = _meter.get()
-    if meter is not None:
-        cost = event_cost(event)
-        if cost > 0:
-            await meter(cost)
+    if meter is None:
+        return None
+    cost = event_cost(event)
+    return meter(cost) if cost > 0 else None

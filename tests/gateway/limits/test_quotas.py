@@ -67,9 +67,11 @@ def test_what_a_run_records_is_charged_to_its_owner() -> None:
             "message", "run_1", agent="b", role="assistant", content="hi", tool_calls=[], remote=True, cost_usd=0.6
         )
         with spend.charged_to(quotas.meter("alice")):
-            await spend.charge(model_call)
-            await spend.charge(remote)
-        await spend.charge(model_call)  # outside the block: charged to no one
+            for event in (model_call, remote):
+                charge = spend.bill(event)
+                assert charge is not None
+                await charge
+        assert spend.bill(model_call) is None  # outside the block: charged to no one
         refusal = await quotas.spend_refusal("alice")
         assert refusal is not None and refusal.limit == "spend"
         assert "'alice' has spent $1 of its cap of $1 per day" in refusal.message
