@@ -23,7 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from agent_server.bindings.jsonrpc import JsonRpcBinding
-from agent_server.bindings.operations import Tenants
+from agent_server.bindings.operations import Admit, Tenants
 from agent_server.bindings.refusals import refusal_at
 from agent_server.bindings.rest import RestBinding
 from agent_server.extended_card import ExtendedCard
@@ -104,6 +104,7 @@ def create_app(
     grpc_port: int | None = None,
     grpc_host: str = "127.0.0.1",
     grpc_tenants: Tenants | None = None,
+    grpc_admit: Admit | None = None,
 ) -> Starlette:
     """An app serving ``agent``; its TaskManager runs for the app's lifespan (``app.state.task_manager``).
 
@@ -123,7 +124,8 @@ def create_app(
     serve A2A over gRPC on ``grpc_host:grpc_port`` (0: a free port) for the app's lifespan,
     listed in the card (needs the ``grpc`` extra; bindings/grpc.py); the port bound is
     ``app.state.grpc_port``; ``grpc_tenants``: the other agents that port serves, by the requests'
-    ``tenant`` (bindings/grpc.py; the gateway's proxied agents).
+    ``tenant`` (bindings/grpc.py; the gateway's proxied agents); ``grpc_admit``: what each gRPC call of a
+    known caller passes first (the gateway's limits per token).
     """
     tokens = (
         token
@@ -165,6 +167,7 @@ def create_app(
                     max_message_bytes=max_body_bytes,
                     extended_card=grpc_card if extended_card is not None else None,
                     tenants=grpc_tenants,
+                    admit=grpc_admit,
                 )
                 app.state.grpc_port = await stack.enter_async_context(serving)
             yield

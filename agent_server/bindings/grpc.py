@@ -43,7 +43,7 @@ from pydantic import ValidationError
 
 from agent_server.bindings import operations
 from agent_server.bindings.grpc_text import text_update_message
-from agent_server.bindings.operations import CardOf, OpenStream, Tenants
+from agent_server.bindings.operations import Admit, CardOf, OpenStream, Tenants
 from agent_server.http.auth import ANONYMOUS, Principal, TokenTable, bearer_token
 from agent_server.tasks.manager import TaskManager
 from protocol import A2A_V1, MAX_JSON_DEPTH, ErrorCode, ProtocolError, Task, json_depth
@@ -71,7 +71,8 @@ class GrpcBinding:
     """The A2AService's methods over ``manager``; ``tokens`` as the HTTP server has them (empty: everyone is admin);
     ``extended_card``: the card a caller with a token gets (None: the server offers none); ``tenants``: the
     TaskManager of each other agent served behind this endpoint, by the requests' ``tenant`` (None: only
-    ``manager``, whose tenant is empty)."""
+    ``manager``, whose tenant is empty); ``admit``: what every call of a known caller passes first (the gateway's
+    limits per token, counted over HTTP by its middleware)."""
 
     def __init__(
         self,
@@ -79,11 +80,13 @@ class GrpcBinding:
         tokens: TokenTable,
         extended_card: CardOf | None = None,
         tenants: Tenants | None = None,
+        admit: Admit | None = None,
     ) -> None:
         self.manager = manager
         self.tokens = tokens
         self.extended_card = extended_card
         self.tenants = tenants
+        self.admit = admit
 
     async def _for(self, request: Any) -> TaskManager:
         """The TaskManager of the request's tenant (A2A: one endpoint, several agents, told apart by ``tenant``)."""
@@ -212,7 +215,7 @@ class GrpcBinding:
     async def _unary(self, context: Context, work: Callable[[Principal], Awaitable[R]]) -> R:
         """``work``'s answer for the caller the metadata names; a refusal or failure aborts with its status."""
         try:
-            return await work(self._caller(context))
+            return await work(await self._admitted(context))
         except Exception as exc:
             return await _abort(context, exc if isinstance(exc, ProtocolError) else _internal(exc))
 
@@ -222,7 +225,7 @@ class GrpcBinding:
         """The opening Task, then each event; a failure, before or during the stream, aborts it with its status."""
         error: ProtocolError | None = None
         try:
-            opened = await opening(self._caller(context))
+            opened = await opening(await self._admitted(context))
             encoder = opened.encoder
             yield _stream_message(encoder.opening().to_wire())
             for wire in encoder.encode_batch_wire(opened.ready):
@@ -237,6 +240,12 @@ class GrpcBinding:
             error = _internal(exc)
         if error is not None:
             await _abort(context, error)
+
+    async def _admitted(self, context: Context) -> Principal:
+        caller = self._caller(context)
+        if self.admit is not None:
+            await self.admit(caller)
+        return caller
 
     def _caller(self, context: Context) -> Principal:
         """Who calls, by the ``authorization`` metadata; a request for a version other than 1.0 is refused."""
@@ -273,6 +282,7 @@ async def grpc_serving(
     max_message_bytes: int,
     extended_card: CardOf | None = None,
     tenants: Tenants | None = None,
+    admit: Admit | None = None,
 ) -> AsyncIterator[int]:
     """The A2AService on ``host:port`` (0: a port the kernel picks) while the block runs; yields the port bound.
 
@@ -281,7 +291,7 @@ async def grpc_serving(
     already been waited for, and the task manager is about to stop.
     """
     server = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.max_receive_message_length", max_message_bytes)])
-    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcBinding(manager, tokens, extended_card, tenants), server)
+    a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcBinding(manager, tokens, extended_card, tenants, admit), server)
     try:
         bound: int = server.add_insecure_port(f"{host}:{port}")
     except RuntimeError as exc:

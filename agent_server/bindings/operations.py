@@ -32,6 +32,8 @@ from protocol.card import AgentCard
 logger = logging.getLogger("agent_server")
 
 Batches = AsyncGenerator[list[StreamEvent], None]
+Admit = Callable[[Principal], Awaitable[None]]
+"""Whether a caller's request may go on: raises the ProtocolError that refuses it (a token over its rate, say)."""
 Tenants = Callable[[str], Awaitable[TaskManager]]
 """The TaskManager serving a tenant of an endpoint that serves several agents; a ProtocolError (404) for one it
 does not know."""

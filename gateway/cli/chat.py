@@ -179,6 +179,9 @@ class ChatView:
         elif kind in (EventType.HANDOFF_REFUSED.value, EventType.CYCLE_DETECTED.value, EventType.LIMIT_REACHED.value):
             detail = event.get("cause") or event.get("limit") or " -> ".join(event.get("path") or [])
             self._note(f"[{kind.replace('_', ' ')}: {detail}]")
+        elif kind == EventType.RUN_FAILED.value and event.get("error_type") == "AgentTaskFailed":
+            # A remote agent's own error is its operator's to read, not the person chatting's.
+            self._note(f"[the run failed: {agent}'s task failed; `switchboard events {event.get('run_id')}` says why]")
         elif kind == EventType.RUN_FAILED.value:
             self._note(f"[the run failed: {event.get('error')}]")
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from agent_server.http.auth import Principal
 from agent_server.stores import StoreUnavailable
 from gateway.limits.counters import Counters, MemoryCounters, Period, Window
 from gateway.recording.spend import Meter
@@ -69,6 +70,12 @@ class Quotas:
 
     def __bool__(self) -> bool:
         return bool(self.limits)
+
+    async def admit(self, caller: Principal) -> None:
+        """``take_request`` for a binding that has no middleware (gRPC): raises the 429's LimitReached."""
+        refusal = await self.take_request(caller.name)
+        if refusal is not None:
+            raise refusal.error()
 
     async def take_request(self, token: str) -> Refusal | None:
         """Count one request of ``token`` against its rate; the refusal when that goes over it."""

@@ -186,6 +186,7 @@ def create_gateway_app(
         push=push,
         extended_card=extended_card,
         grpc_tenants=proxies.tenant,
+        grpc_admit=service.quotas.admit if service.quotas else None,
     )
 
     @asynccontextmanager

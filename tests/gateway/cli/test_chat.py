@@ -103,3 +103,16 @@ def test_a_session_id_with_url_characters_reaches_the_gateway_whole(gateway_url:
     assert done.returncode == 1
     assert "session id 'a?b#c' is not valid" in done.stderr, done.stderr
     assert httpx.get(f"{gateway_url}/sessions/a", timeout=5).status_code == 404
+
+
+def test_a_remote_agents_own_error_is_not_shown_to_the_person_chatting() -> None:
+    out = io.StringIO()
+    view = ChatView(out)
+    failed = "the agent's task ended failed: RuntimeError: database connection lost"
+    view.event(
+        {"type": "run_failed", "run_id": "run_1", "agent": "billing", "error": failed, "error_type": "AgentTaskFailed"}
+    )
+    view.end()
+    assert out.getvalue().splitlines() == [
+        "[the run failed: billing's task failed; `switchboard events run_1` says why]"
+    ]

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import anyio
+import grpc
 import httpx
 import pytest
+from a2a.types import a2a_pb2, a2a_pb2_grpc
 
 from agent_server import Principal, TokenTable
 from gateway.limits.counters import MemoryCounters, Period, Window
@@ -127,3 +129,29 @@ def test_over_its_spend_cap_a_token_starts_no_turn_and_no_tool_call(billing_url:
         metrics = http.get("/metrics", headers={"authorization": "Bearer root"}).text
         assert 'switchboard_token_spend_usd{token="alice"} 0.002' in metrics
         assert 'switchboard_token_refusals_total{limit="spend",token="alice"}' in metrics
+
+
+def test_the_gateways_grpc_port_counts_against_the_same_rate() -> None:
+    service = triage_service(quotas=Quotas({"alice": TokenLimits(rate_per_minute=2)}))
+    app = create_gateway_app(service, tokens=TOKENS, grpc_port=0)
+
+    async def calls(target: str) -> list[grpc.StatusCode]:
+        codes: list[grpc.StatusCode] = []
+        metadata = (("authorization", "Bearer alice-secret"),)
+        async with grpc.aio.insecure_channel(target) as channel:
+            stub = a2a_pb2_grpc.A2AServiceStub(channel)
+            for _ in range(3):
+                try:
+                    await stub.GetTask(a2a_pb2.GetTaskRequest(id="none"), metadata=metadata)
+                except grpc.aio.AioRpcError as exc:
+                    codes.append(exc.code())
+        return codes
+
+    with serve_app(app) as url:
+        card = httpx.get(f"{url}/.well-known/agent-card.json", headers={"A2A-Version": "1.0"}, timeout=30).json()
+        [target] = [i["url"] for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+        window = Period.now(Window.MINUTE)
+        codes = anyio.run(calls, target)
+        if Period.now(Window.MINUTE) != window:  # the minute turned between the calls: count again in this one
+            codes = anyio.run(calls, target)
+    assert codes == [grpc.StatusCode.NOT_FOUND, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.RESOURCE_EXHAUSTED]
