@@ -91,6 +91,8 @@ def _list(collection: Collection, args: argparse.Namespace) -> int:
     (items,) = (value for value in ask(args, "GET", collection.path).values() if isinstance(value, list))
     for item in items:
         print(collection.line(item))
+    if not items:  # say so: an empty answer reads as a command that did nothing
+        print(f"no {collection.path.strip('/')} on this gateway")
     return 0
 
 

@@ -52,7 +52,7 @@ def test_agents_are_listed_added_and_removed(desk: tuple[str, str], capsys: pyte
 def test_tools_are_listed_added_and_removed(desk: tuple[str, str], capsys: pytest.CaptureFixture[str]) -> None:
     url, billing_url = desk
     assert main(["tools", "--gateway", url]) == 0
-    assert capsys.readouterr().out == ""
+    assert capsys.readouterr().out == "no tools on this gateway\n"
     assert main(["tools", "add", "ledger", billing_url, "--attach-to", "triage", "--gateway", url]) == 0
     assert capsys.readouterr().out == f"added ledger: {billing_url} (sync), used by triage\n"
     assert main(["tools", "list", "--gateway", url]) == 0
