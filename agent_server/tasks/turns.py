@@ -69,14 +69,15 @@ def handed_to_agent(task: Task, params: TaskSendParams, caller: Principal | None
 def repeats(task: Task, message: Message) -> bool:
     """Whether ``message`` is the one the task's latest turn began with: a send retried, not a new turn.
 
-    The same ``messageId`` says so whatever the task's state. Without one, an identical
-    message says so only while the task is not waiting for input: a reply that repeats the
-    last one word for word may be meant (``yes`` twice), a send into a working or finished
-    task never is.
+    The same ``messageId`` with the same parts says so whatever the task's state (the same
+    id on other parts is a client that reuses ids, as the A2A TCK's scenarios do: a new turn).
+    Without one, an identical message says so only while the task is not waiting for input:
+    a reply that repeats the last one word for word may be meant (``yes`` twice), a send into
+    a working or finished task never is.
     """
     asked = next((sent for sent in reversed(task.history or []) if sent.role == "user"), None)
     if asked is None:
         return False
     if message.message_id is not None:
-        return asked.message_id == message.message_id
+        return asked.message_id == message.message_id and asked.parts == message.parts
     return task.status.state is not TaskState.INPUT_REQUIRED and asked == message

@@ -137,3 +137,14 @@ def test_a_standard_send_message_repeated_by_message_id_on_a_finished_task_answe
     assert repeated["result"]["task"]["id"] == task["id"]
     assert repeated["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
     assert "takes no more messages" in refused["error"]["message"]
+
+
+async def test_a_message_id_reused_for_other_words_is_a_new_turn_not_a_repeat() -> None:
+    """Clients that reuse ids (the A2A TCK names its scenarios so) still get each message answered."""
+    probe = Probe()
+    async with _manager(probe) as manager:
+        asked = await manager.send(_send("ask which one?", "t-reused", "m-1"))
+        assert asked.status.state is TaskState.INPUT_REQUIRED
+        answered = await manager.send(_send("blue", "t-reused", "m-1"))
+    assert answered.status.state is TaskState.COMPLETED and answered.output_text.endswith("got: blue")
+    assert [m.text for m in answered.history or [] if m.role == "user"] == ["ask which one?", "blue"]
