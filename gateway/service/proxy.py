@@ -226,7 +226,6 @@ class AgentProxies:
         self._max_body_bytes = max_body_bytes
         self._public_url = public_url
         self._apps: dict[str, Starlette] = {}
-        self._agents: dict[str, ProxiedAgent] = {}
         self._lock = anyio.Lock()
         self._stop = anyio.Event()
         self._tasks: TaskGroup | None = None
@@ -278,7 +277,6 @@ class AgentProxies:
             )
             await self._tasks.start(self._serve, app, agent)
             self._apps[name] = app
-            self._agents[name] = agent
             logger.info("proxying the agent %s at %s/%s", name, PROXY_PATH, name)
             return app
 
