@@ -1,22 +1,35 @@
 """Many concurrent streaming tool calls through one gateway process at its defaults, against the same streams direct.
 
-    python -m bench.concurrent_streams [--quick] [--streams 1000] [--chunks 20] [--interval 0.5] [--rounds 2]
+    python -m bench.concurrent_streams [--quick] [--streams 1000] [--agents N] [--chunks 20] [--interval 0.5]
+                                       [--rounds 2]
 
-One agent server (agent_server's scripted agent) and one gateway (``python -m gateway gateway
---config FILE``) run as subprocesses on 127.0.0.1. The gateway's file sets only where it
-listens, a temporary ``data_dir`` and one streaming tool pointing at the agent server, and no
-``SWITCHBOARD_*`` variable reaches it, so everything else is the default a user gets: SQLite
-stores, the HTTP pool and its timeouts, the log level. An aiohttp client (no connection limit,
-RLIMIT_NOFILE raised to its hard limit) opens every stream at once, each ``stream CHUNKS
-INTERVAL 0`` (by default 20 chunks, one every 0.5 s: all streams are open together, each about
-10 s), and reads it to its end:
+Agent servers (agent_server's scripted agent; ``--agents``, by default one per 2,000 streams, so
+the upstream is not what a burst measures) and one gateway (``python -m gateway gateway --config
+FILE``) run as subprocesses on 127.0.0.1. The gateway's file sets where it listens, a temporary
+``data_dir``, one streaming tool per agent server, and what holding the burst needs beyond the
+defaults (bench/_scale.py): its connection cap (and with it the listen backlog) and its pool to
+the agents, each the number of streams and a margin; no ``SWITCHBOARD_*`` variable reaches it,
+so everything else is the default a user gets: SQLite stores, the pool's timeouts, the log
+level. The agent servers and the reference relay get the same caps for their share. An aiohttp
+client (no connection limit) opens every stream at once, each ``stream CHUNKS INTERVAL 0`` (by
+default 20 chunks, one every 0.5 s: all streams are open together, each about 10 s), and reads
+it to its end; stream ``k`` goes to agent server ``k mod N``:
 
-- through the gateway: ``POST /tools/stream/call`` with ``{"input": ..., "stream": true}``,
-  the call's NDJSON events;
-- through the reference relay (``bench/_reference_relay.py``), in the gateway's place: the
-  least a relay on the gateway's stack does (Starlette on uvicorn with h11, aiohttp to the
-  agent, lines passed through), so what the gateway spends beyond it is its own work;
-- directly: the agent server's ``/tasks/sendSubscribe``, its A2A stream lines (the baseline).
+- through the gateway: ``POST /tools/stream{k mod N}/call`` with ``{"input": ..., "stream":
+  true}``, the call's NDJSON events;
+- through the reference relay (``bench/_reference_relay.py``), in the gateway's place (``POST
+  /relay/{k mod N}``): the least a relay on the gateway's stack does (Starlette on uvicorn
+  with h11, aiohttp to the agent, lines passed through), so what the gateway spends beyond it
+  is its own work;
+- directly: agent server ``k mod N``'s ``/tasks/sendSubscribe``, its A2A stream lines (the
+  baseline).
+
+Descriptors: the gateway holds two per stream. The bench raises its own soft RLIMIT_NOFILE
+to the hard one; where the hard one is too low for the burst, it raises it for itself and the
+servers it starts when it runs as root, and otherwise stops with a message saying what to
+raise. The header prints the limits, the caps, the kernel's ephemeral port range and listen
+backlog cap; the summary, the connection attempts the kernel dropped on a full backlog and the
+client's own CPU time per burst (near the wall time, the client is what bounds the figures).
 
 Rounds interleave the three paths, their order alternating; each burst gets new server processes
 (warmed up with a few short streams), so its memory figures start from a process that served
@@ -55,8 +68,20 @@ from typing import Any
 import aiohttp
 import orjson
 
+from agent_server.http.limits import ServerLimits, listen_backlog
 from agent_server.http.loopback import free_port
 from agent_server.http.speedups import DEFAULT_HTTP, HTTP_PARSERS, HttpParser
+from bench._scale import (
+    STREAMS_PER_AGENT,
+    FileLimits,
+    LimitTooLow,
+    Scale,
+    default_agents,
+    ephemeral_ports,
+    file_limits,
+    listen_overflows,
+    somaxconn as kernel_somaxconn,
+)
 from bench._support import stop, tail, wait_ready
 from gateway.peers import PeerLimits
 
@@ -64,9 +89,12 @@ _DEFAULTS = PeerLimits()
 
 _AGENT_SERVER = (
     "from agent_server import serve; from agent_server.testing import scripted_agent; "
-    "import sys; serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning', http=sys.argv[2])"
+    "from agent_server import ServerLimits; import sys; "
+    "serve(scripted_agent(), port=int(sys.argv[1]), log_level='warning', http=sys.argv[2], "
+    "limits=ServerLimits(max_connections=int(sys.argv[3])))"
 )
 _TOOL = "stream"
+"""Tool ``stream{i}`` calls agent server ``i``."""
 _JSON = {"content-type": "application/json"}
 _TERMINAL = ("agent_tool_completed", "agent_tool_terminated", "agent_tool_error")
 _PATHS = ("gateway", "relay", "direct")
@@ -88,6 +116,11 @@ class Settings:
     interval_s: float = 0.5
     rounds: int = 2
     http: HttpParser = DEFAULT_HTTP
+    agents: int = 1
+
+    @property
+    def scale(self) -> Scale:
+        return Scale(self.streams, self.agents)
 
     @property
     def message(self) -> str:
@@ -99,7 +132,9 @@ class Settings:
         return 3 * self.chunks * self.interval_s + _DEFAULTS.headers_timeout_s + 30.0
 
 
-_WARMUP = Settings(streams=5, chunks=2, interval_s=0.01)
+def _warmup(settings: Settings) -> Settings:
+    """A few short streams, at least one to each agent server."""
+    return Settings(streams=max(5, settings.agents), chunks=2, interval_s=0.01, agents=settings.agents)
 
 
 @dataclass(frozen=True)
@@ -127,8 +162,13 @@ class Burst:
     gateway: Usage
     """The process between the client and the agent server: the gateway, or the reference relay on that path."""
     agent: Usage
+    """The agent servers together."""
     gateway_nofile: int
     log_errors: int
+    client_cpu_s: float
+    """This process's own CPU seconds during the burst: near ``wall_s``, the client bounds what it measured."""
+    listen_overflows: int
+    """Connection attempts the kernel dropped during the burst because a listen backlog was full."""
 
     @property
     def failed(self) -> int:
@@ -146,17 +186,24 @@ class _Placement:
 
     servers_cores: set[int] | None
     client_cores: set[int] | None
-    servers_nofile: tuple[int, int]
-    client_nofile: tuple[int, int]
+    files: FileLimits
+
+    @property
+    def servers_nofile(self) -> tuple[int, int]:
+        return self.files.servers
+
+    @property
+    def client_nofile(self) -> tuple[int, int]:
+        return self.files.client
 
 
 @dataclass(frozen=True)
 class _Servers:
     name: str
     """What runs between the client and the agent: "gateway" or "relay" (the reference relay)."""
-    agent_url: str
+    agent_urls: list[str]
     gateway_url: str
-    agent: subprocess.Popen[bytes]
+    agents: list[subprocess.Popen[bytes]]
     gateway: subprocess.Popen[bytes]
     gateway_log: Path
 
@@ -185,25 +232,34 @@ class _Open:
 
 
 class _Watch:
-    """CPU time, RSS and open fds of one process, read before a burst and then at each sample."""
+    """CPU time, RSS and open fds of some processes together, read before a burst and then at each sample."""
 
-    def __init__(self, process: subprocess.Popen[bytes]) -> None:
-        self.pid = process.pid
-        self.cpu_before = _cpu_s(self.pid)
-        self.rss_before = self.rss_peak = _rss_kib(self.pid)
-        self.fds_peak = _open_fds(self.pid)
+    def __init__(self, processes: list[subprocess.Popen[bytes]]) -> None:
+        self.pids = [process.pid for process in processes]
+        self.cpu_before = self._cpu_s()
+        self.rss_before = self.rss_peak = sum(map(_rss_kib, self.pids))
+        self.fds_peak = sum(map(_open_fds, self.pids))
+
+    def _cpu_s(self) -> float:
+        return sum(map(_cpu_s, self.pids))
 
     def sample(self) -> None:
-        self.rss_peak = max(self.rss_peak, _rss_kib(self.pid))
-        self.fds_peak = max(self.fds_peak, _open_fds(self.pid))
+        self.rss_peak = max(self.rss_peak, sum(map(_rss_kib, self.pids)))
+        self.fds_peak = max(self.fds_peak, sum(map(_open_fds, self.pids)))
 
     def usage(self) -> Usage:
-        return Usage(_cpu_s(self.pid) - self.cpu_before, self.rss_before, self.rss_peak, self.fds_peak)
+        return Usage(self._cpu_s() - self.cpu_before, self.rss_before, self.rss_peak, self.fds_peak)
 
 
 def parse_settings(argv: list[str] | None) -> Settings:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=None, help="streams per burst (default 1000; --quick: 50)")
+    parser.add_argument(
+        "--agents",
+        type=int,
+        default=None,
+        help=f"agent-server processes, streams assigned round-robin (default one per {STREAMS_PER_AGENT} streams)",
+    )
     parser.add_argument("--chunks", type=int, default=None, help="chunks per stream (default 20; --quick: 5)")
     parser.add_argument("--interval", type=float, default=None, help="s between chunks (default 0.5; --quick: 0.1)")
     parser.add_argument("--rounds", type=int, default=2, help="gateway/direct rounds, interleaved (default 2)")
@@ -213,21 +269,23 @@ def parse_settings(argv: list[str] | None) -> Settings:
     )
     args = parser.parse_args(argv)
     base = Settings(streams=50, chunks=5, interval_s=0.1) if args.quick else Settings()
+    streams = base.streams if args.streams is None else args.streams
     settings = Settings(
-        streams=base.streams if args.streams is None else args.streams,
+        streams=streams,
+        agents=default_agents(streams) if args.agents is None else args.agents,
         chunks=base.chunks if args.chunks is None else args.chunks,
         interval_s=base.interval_s if args.interval is None else args.interval,
         rounds=args.rounds,
         http=args.http,
     )
-    if settings.streams < 1 or settings.chunks < 1 or settings.interval_s < 0 or settings.rounds < 1:
-        parser.error("--streams, --chunks and --rounds must be at least 1, --interval at least 0")
+    if min(settings.streams, settings.agents, settings.chunks, settings.rounds) < 1 or settings.interval_s < 0:
+        parser.error("--streams, --agents, --chunks and --rounds must be at least 1, --interval at least 0")
     return settings
 
 
 def measure(settings: Settings, out: Out) -> list[Burst]:
     """Run the interleaved rounds and ``out`` each line of the report as soon as it is known."""
-    with tempfile.TemporaryDirectory(prefix="bench-streams-") as tmp, _placed() as placement:
+    with tempfile.TemporaryDirectory(prefix="bench-streams-") as tmp, _placed(settings.scale) as placement:
         out(_header(settings, placement))
         bursts = asyncio.run(_rounds(settings, Path(tmp), placement, out))
         out(_summary(bursts))
@@ -248,11 +306,11 @@ async def _rounds(settings: Settings, tmp: Path, placement: _Placement, out: Out
 
 async def _fresh_burst(path: str, number: int, settings: Settings, tmp: Path, placement: _Placement) -> Burst:
     """New servers (started blocking: nothing else runs then), a warm-up, the burst; a server that died fails it."""
-    with _servers(tmp, placement, relay=path == "relay", http=settings.http) as servers:
-        await _burst(path, 0, _WARMUP, servers)
+    with _servers(tmp, placement, settings, relay=path == "relay") as servers:
+        await _burst(path, 0, _warmup(settings), servers)
         await asyncio.sleep(_SETTLE_S)
         burst = await _burst(path, number, settings, servers)
-        for name, process in ((servers.name, servers.gateway), ("agent server", servers.agent)):
+        for name, process in ((servers.name, servers.gateway), *(("agent server", agent) for agent in servers.agents)):
             if process.poll() is not None:
                 raise RuntimeError(
                     f"the {name} exited with code {process.returncode} during round {number} {path}; "
@@ -263,27 +321,29 @@ async def _fresh_burst(path: str, number: int, settings: Settings, tmp: Path, pl
 
 async def _burst(path: str, number: int, settings: Settings, servers: _Servers) -> Burst:
     """Open ``settings.streams`` streams at once on a fresh client, read each to its end or the deadline."""
-    watches = {"gateway": _Watch(servers.gateway), "agent": _Watch(servers.agent)}
+    watches = {"gateway": _Watch([servers.gateway]), "agent": _Watch(servers.agents)}
     done = asyncio.Event()
     sampler = asyncio.create_task(_sample_until(done, list(watches.values())))
     is_open = _Open()
     if path == "gateway":
-        url = f"{servers.gateway_url}/tools/{_TOOL}/call"
+        urls = [f"{servers.gateway_url}/tools/{_TOOL}{i}/call" for i in range(len(servers.agents))]
         classify: Classify = _gateway_line
     elif path == "relay":
-        url = f"{servers.gateway_url}/relay"
+        urls = [f"{servers.gateway_url}/relay/{i}" for i in range(len(servers.agents))]
         classify = _direct_line
     else:
-        url = f"{servers.agent_url}/tasks/sendSubscribe"
+        urls = [f"{url}/tasks/sendSubscribe" for url in servers.agent_urls]
         classify = _direct_line
     deadline = asyncio.get_running_loop().time() + settings.deadline_s
+    overflows_before = listen_overflows()
+    client_before = _own_cpu_s()
     started = time.perf_counter()
     try:
         async with _session() as session:
             streams = await asyncio.gather(
                 *(
-                    _bounded(deadline, session, url, _body(path, settings.message), classify, is_open)
-                    for _ in range(settings.streams)
+                    _bounded(deadline, session, urls[k % len(urls)], _body(path, settings.message), classify, is_open)
+                    for k in range(settings.streams)
                 )
             )
         wall_s = time.perf_counter() - started
@@ -303,7 +363,14 @@ async def _burst(path: str, number: int, settings: Settings, servers: _Servers) 
         agent=watches["agent"].usage(),
         gateway_nofile=resource.prlimit(servers.gateway.pid, resource.RLIMIT_NOFILE)[0],
         log_errors=sum(" ERROR " in line or line.startswith("ERROR") for line in log),
+        client_cpu_s=_own_cpu_s() - client_before,
+        listen_overflows=listen_overflows() - overflows_before,
     )
+
+
+def _own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 async def _sample_until(done: asyncio.Event, watches: list[_Watch]) -> None:
@@ -394,24 +461,28 @@ def _direct_line(line: dict[str, Any]) -> str | None:
 
 
 @contextmanager
-def _servers(tmp: Path, placement: _Placement, *, relay: bool, http: HttpParser) -> Iterator[_Servers]:
-    """The agent server, then the gateway with its one tool (or the reference relay); stopped when the block ends."""
+def _servers(tmp: Path, placement: _Placement, settings: Settings, *, relay: bool) -> Iterator[_Servers]:
+    """The agent servers, then the gateway with a tool each (or the reference relay); stopped when the block ends."""
+    scale, http = settings.scale, settings.http
     with ExitStack() as stack:
-        agent_port, gateway_port = free_port(), free_port()
-        agent_url, gateway_url = f"http://127.0.0.1:{agent_port}", f"http://127.0.0.1:{gateway_port}"
-        agent_log = tmp / "agent.log"
-        agent_command = [sys.executable, "-c", _AGENT_SERVER, str(agent_port), http]
-        agent = stack.enter_context(_process(agent_command, agent_log, placement))
-        wait_ready(agent_url + "/.well-known/agent.json", agent, "the agent server", agent_log)
+        agent_urls: list[str] = []
+        agents: list[subprocess.Popen[bytes]] = []
+        for i in range(settings.agents):
+            port = free_port()
+            agent_urls.append(f"http://127.0.0.1:{port}")
+            log = tmp / f"agent{i}.log"
+            command = [sys.executable, "-c", _AGENT_SERVER, str(port), http, str(scale.agent_connections)]
+            agents.append(stack.enter_context(_process(command, log, placement)))
+            wait_ready(agent_urls[-1] + "/.well-known/agent.json", agents[-1], f"agent server {i}", log)
+        gateway_port = free_port()
+        gateway_url = f"http://127.0.0.1:{gateway_port}"
         if relay:
-            name, command, ready = (
-                "relay",
-                [sys.executable, "-m", "bench._reference_relay", str(gateway_port), agent_url, http],
-                "/ready",
-            )
+            backlog = str(listen_backlog(ServerLimits(max_connections=scale.middle_connections)))
+            relay_args = [str(gateway_port), ",".join(agent_urls), http, backlog]
+            name, command, ready = ("relay", [sys.executable, "-m", "bench._reference_relay", *relay_args], "/ready")
         else:
             config = tmp / "gateway.toml"
-            config.write_text(_gateway_config(gateway_port, tmp / "data", agent_url, http))
+            config.write_text(_gateway_config(gateway_port, tmp / "data", agent_urls, http, scale))
             name, command, ready = (
                 "gateway",
                 [sys.executable, "-m", "gateway", "gateway", "--config", str(config)],
@@ -420,14 +491,21 @@ def _servers(tmp: Path, placement: _Placement, *, relay: bool, http: HttpParser)
         gateway_log = tmp / f"{name}.log"
         gateway = stack.enter_context(_process(command, gateway_log, placement))
         wait_ready(gateway_url + ready, gateway, f"the {name}", gateway_log)
-        yield _Servers(name, agent_url, gateway_url, agent, gateway, gateway_log)
+        yield _Servers(name, agent_urls, gateway_url, agents, gateway, gateway_log)
 
 
-def _gateway_config(port: int, data_dir: Path, agent_url: str, http: HttpParser) -> str:
-    """Where to listen, where the SQLite stores go, its parser, the one tool; the rest is the defaults."""
+def _gateway_config(port: int, data_dir: Path, agent_urls: list[str], http: HttpParser, scale: Scale) -> str:
+    """Where to listen, where the SQLite stores go, its parser, the caps the burst needs, a tool per agent server.
+
+    The rest is the defaults.
+    """
+    tools = "".join(
+        f'\n[[tools]]\nname = "{_TOOL}{i}"\nagent = "{url}"\nmode = "streaming"\n' for i, url in enumerate(agent_urls)
+    )
     return (
-        f'[gateway]\nhost = "127.0.0.1"\nport = {port}\ndata_dir = "{data_dir}"\nhttp = "{http}"\n\n'
-        f'[[tools]]\nname = "{_TOOL}"\nagent = "{agent_url}"\nmode = "streaming"\n'
+        f'[gateway]\nhost = "127.0.0.1"\nport = {port}\ndata_dir = "{data_dir}"\nhttp = "{http}"\n'
+        f"max_connections = {scale.middle_connections}\n\n"
+        f"[peers]\nmax_connections = {scale.middle_connections}\n{tools}"
     )
 
 
@@ -463,24 +541,27 @@ def _process(command: list[str], log: Path, placement: _Placement) -> Iterator[s
 
 
 @contextmanager
-def _placed() -> Iterator[_Placement]:
-    """Pin this process to its own core (where there are two) and raise its RLIMIT_NOFILE soft limit to the hard one.
+def _placed(scale: Scale) -> Iterator[_Placement]:
+    """Pin this process to its own core (where there are two) and raise its RLIMIT_NOFILE to what the burst needs.
 
-    The servers keep the limit the bench was started with, as servers started from the same
-    shell would. Affinity and limit are restored at the end (a test runs this in pytest).
+    The servers are started with the bench's own limits, as servers started from the same shell
+    would be, unless the burst needs more than the hard one: then (as root) both get a hard
+    limit that fits it, and otherwise this stops with a LimitTooLow saying what to raise.
+    Affinity and limits are restored at the end (a test runs this in pytest).
     """
+    files = file_limits(scale)
     affinity = os.sched_getaffinity(0)
     cores = sorted(affinity)
     servers_cores, client_cores = ({cores[0]}, {cores[1]}) if len(cores) >= 2 else (None, None)
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    own = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, files.client)
     if client_cores:
         os.sched_setaffinity(0, client_cores)
     try:
-        yield _Placement(servers_cores, client_cores, (soft, hard), (hard, hard))
+        yield _Placement(servers_cores, client_cores, files)
     finally:
         os.sched_setaffinity(0, affinity)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        resource.setrlimit(resource.RLIMIT_NOFILE, own)
 
 
 def _rss_kib(pid: int) -> int:
@@ -525,28 +606,43 @@ _TABLE_HEAD = (
 def _header(settings: Settings, placement: _Placement) -> str:
     if placement.servers_cores and placement.client_cores:
         servers, client = min(placement.servers_cores), min(placement.client_cores)
-        pinning = f"gateway + agent server on core {servers}, client on core {client}"
+        pinning = f"gateway + agent servers on core {servers}, client on core {client}"
     else:
         pinning = "not pinned (fewer than 2 cores)"
+    scale = settings.scale
+    backlog = listen_backlog(ServerLimits(max_connections=scale.middle_connections))
+    cap = kernel_somaxconn()
+    capped = f" (the kernel caps it at net.core.somaxconn {cap})" if cap is not None and cap < backlog else ""
+    ports = ephemeral_ports()
+    port_line = (
+        f"ephemeral ports {ports[0]}-{ports[1]} ({ports[1] - ports[0] + 1}) for about "
+        f"{scale.loopback_connections} loopback connections at once (client -> middle, middle -> agents)"
+        if ports
+        else "ephemeral port range unknown"
+    )
+    raised = " (hard limit raised by the bench, as root)" if placement.files.raised_hard else ""
     return "\n".join(
         [
             f"concurrent streams: {settings.streams} at once, each '{settings.message}' ({settings.chunks} chunks "
-            f"every {settings.interval_s:g} s); {settings.rounds} rounds, gateway, relay and direct interleaved, "
-            "new servers per burst; "
+            f"every {settings.interval_s:g} s), round-robin over {settings.agents} agent server(s); "
+            f"{settings.rounds} rounds, gateway, relay and direct interleaved, new servers per burst; "
             f"deadline {settings.deadline_s:g} s per burst",
-            "gateway: python -m gateway gateway --config FILE, one streaming tool, every other setting default "
-            "(SQLite stores in a temporary data_dir, "
-            f"HTTP pool {_DEFAULTS.max_connections} connections, headers timeout "
-            f"{_DEFAULTS.headers_timeout_s:g} s, log level info); relay: python -m bench._reference_relay in its "
-            "place (Starlette, uvicorn, aiohttp, lines passed through); direct: the agent server's "
-            f"/tasks/sendSubscribe; every server parses HTTP with {settings.http}",
-            f"cores: {pinning}",
+            f"gateway: python -m gateway gateway --config FILE, one streaming tool per agent server; set for the "
+            f"burst: [gateway] max_connections {scale.middle_connections} (listen backlog {backlog}{capped}), "
+            f"[peers] max_connections {scale.middle_connections}; every other setting default (SQLite stores in a "
+            f"temporary data_dir, headers timeout {_DEFAULTS.headers_timeout_s:g} s, log level info)",
+            "relay: python -m bench._reference_relay in its place (Starlette, uvicorn, aiohttp with no connection "
+            f"limit, lines passed through; listen backlog {backlog}); direct: the agent servers' /tasks/sendSubscribe; "
+            f"agent servers: max_connections {scale.agent_connections} each; every server parses HTTP with "
+            f"{settings.http}",
+            f"cores: {pinning}; {port_line}",
             f"RLIMIT_NOFILE soft/hard: servers {placement.servers_nofile[0]}/{placement.servers_nofile[1]}, "
-            f"client {placement.client_nofile[0]}/{placement.client_nofile[1]} (aiohttp, no connection limit)",
+            f"client {placement.client_nofile[0]}/{placement.client_nofile[1]}{raised} (aiohttp, no connection "
+            "limit)",
             "1st: request sent -> first progress line, s (over the streams that saw one); open: streams open at once "
-            "(client side); gw: the gateway, or the relay on its path; cpu: CPU s during the burst; MiB: RSS before "
-            "the burst, peak during it; KiB/str: (peak - before) / open, for the server the path goes through "
-            "last; fds: peak open fds",
+            "(client side); gw: the gateway, or the relay on its path; ag: the agent servers together; cpu: CPU s "
+            "during the burst; MiB: RSS before the burst, peak during it; KiB/str: (peak - before) / open, for the "
+            "server the path goes through last; fds: peak open fds",
         ]
     )
 
@@ -567,14 +663,16 @@ def _row(burst: Burst) -> str:
 def _summary(bursts: list[Burst]) -> str:
     lines = [
         "failures per reason (and the peak open fds of the gateway, or of the relay on its path, against its soft "
-        "limit; its log lines at ERROR):"
+        "limit; its log lines at ERROR; the client's CPU time; the kernel's listen overflows):"
     ]
     for burst in bursts:
         reasons = ", ".join(f"{reason} {count}" for reason, count in burst.failures.most_common()) or "none"
         fds = f"{burst.gateway.fds_peak} of {burst.gateway_nofile} fds"
         at_limit = ", AT THE LIMIT" if burst.gateway.fds_peak >= burst.gateway_nofile else ""
         state = f"{'relay' if burst.path == 'relay' else 'gateway'}: {fds}{at_limit}; {burst.log_errors} ERROR"
-        lines.append(f"  round {burst.round} {burst.path}: {reasons} ({state})")
+        client = f"client CPU {burst.client_cpu_s:.1f} s of {burst.wall_s:.1f} s wall"
+        dropped = f"{burst.listen_overflows} connection attempts dropped on a full backlog"
+        lines.append(f"  round {burst.round} {burst.path}: {reasons} ({state}; {client}; {dropped})")
     by_path = {path: [b for b in bursts if b.path == path] for path in _PATHS}
     lines.append(
         f"medians over {len(by_path['gateway'])} rounds:{'gateway':>13}{'relay':>10}{'direct':>10}"
@@ -605,6 +703,9 @@ def main(argv: list[str] | None = None) -> None:
     settings = parse_settings(argv)
     try:
         measure(settings, lambda line: print(line, flush=True))
+    except LimitTooLow as exc:
+        print(f"bench.concurrent_streams: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
     except KeyboardInterrupt:
         print("interrupted: the servers are stopped", file=sys.stderr)
         raise SystemExit(130) from None

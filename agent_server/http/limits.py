@@ -22,7 +22,8 @@ class ServerLimits:
         so a body dripped a byte at a time cannot hold the connection. Past it: a 408 if no
         response started yet, then close.
     max_connections: connections held at once; one more gets at once a 503 with
-        ``Retry-After: 1`` and is closed. The open-file limit is raised to fit it.
+        ``Retry-After: 1`` and is closed. The open-file limit is raised to fit it, and the
+        listen backlog too (``listen_backlog``).
     keep_alive_timeout_s: how long an idle keep-alive connection waits for its next
         request (uvicorn's ``timeout_keep_alive``).
     max_drain_bytes: how much of a body an endpoint did not read is read and dropped after
@@ -49,6 +50,21 @@ class ServerLimits:
             raise ValueError(f"ServerLimits.max_connections must be at least 1, got {self.max_connections!r}")
         if self.max_drain_bytes < 0:
             raise ValueError(f"ServerLimits.max_drain_bytes must be 0 or more, got {self.max_drain_bytes!r}")
+
+
+MIN_LISTEN_BACKLOG = 2048
+"""The least listen backlog a server asks for (uvicorn's default)."""
+
+
+def listen_backlog(limits: ServerLimits) -> int:
+    """How many connections the kernel may queue before the server accepts them: as many as it may hold.
+
+    A burst of clients connecting at once beyond the backlog has its connection attempts
+    dropped by the kernel, and each retries a second or more later; a server that holds
+    ``max_connections`` at once can be asked for that many in one burst. The kernel caps the
+    value at ``net.core.somaxconn``.
+    """
+    return max(MIN_LISTEN_BACKLOG, limits.max_connections)
 
 
 CARD_MAX_AGE_S = 60

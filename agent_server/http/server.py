@@ -48,7 +48,7 @@ except ImportError:  # httptools is not installed: build_server refuses http='ht
     _HttpToolsProtocol = H11Protocol  # type: ignore[misc,assignment]
 
 import protocol.error_body  # noqa: F401 - imported at start, not on the first answer: see _error_response
-from agent_server.http.limits import ServerLimits
+from agent_server.http.limits import ServerLimits, listen_backlog
 from agent_server.http.listener import PausingListener
 from agent_server.http.speedups import (
     DEFAULT_HTTP,
@@ -92,7 +92,7 @@ def build_server(
     """A ``server_class`` serving ``app`` on ``host:port`` behind ``limits`` (default ``ServerLimits()``).
 
     ``config`` goes to ``uvicorn.Config`` (log_level, lifespan, timeout_graceful_shutdown, ...);
-    the protocol and the keep-alive timeout come from ``limits``. ``loop`` and ``http``: see
+    the protocol, the keep-alive timeout and the listen backlog come from ``limits``. ``loop`` and ``http``: see
     agent_server/http/speedups.py; asking for uvloop or httptools where it is not installed is a RuntimeError that
     says how to install it. Building it raises this process's open-file limit as far as allowed.
     """
@@ -113,6 +113,7 @@ def build_server(
         http=functools.partial(protocol, limits=limits),  # type: ignore[arg-type]
         loop="uvloop" if on_uvloop(loop) else "asyncio",
         timeout_keep_alive=limits.keep_alive_timeout_s,  # type: ignore[arg-type]
+        backlog=listen_backlog(limits),
         **config,
     )
     return server_class(uvicorn_config)

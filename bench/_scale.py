@@ -1,0 +1,139 @@
+"""What a burst of many streams needs of the machine and of the servers' settings, derived from its size.
+
+One stream holds a connection from the client to the server in the middle (the gateway or the
+reference relay) and one from it to an agent server, so the middle holds two descriptors per
+stream and every process needs a connection cap, a connection pool and a listen backlog at
+least as large as its share of the burst. Defaults that suit a few hundred streams (a server's
+2048 connections, the gateway's pool of 1024) refuse or queue the rest; the bench sets them
+from the burst's size instead, and says which it set.
+
+Descriptors: a process may raise its soft limit up to its hard limit; only root may raise the
+hard limit. Where the hard limit is too low, root's bench raises it for the servers it starts
+(and for itself), anyone else's stops with a message saying what to raise.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import resource
+from dataclasses import dataclass
+from pathlib import Path
+
+STREAMS_PER_AGENT = 2000
+"""The default share of one agent-server process, so that the upstream is not what a burst measures."""
+
+_SPARE_CONNECTIONS = 256
+"""Connections each cap leaves beyond the streams: warm-up, readiness checks, lingering closes."""
+
+_OWN_FILES = 1024
+"""Descriptors a process needs besides its streams' connections (listeners, logs, stores, modules)."""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The settings a burst of ``streams`` spread over ``agents`` agent servers needs."""
+
+    streams: int
+    agents: int
+
+    @property
+    def per_agent(self) -> int:
+        """The most streams one agent server holds (they are assigned round-robin)."""
+        return math.ceil(self.streams / self.agents)
+
+    @property
+    def middle_connections(self) -> int:
+        """The gateway's (or relay's) connection cap and the gateway's pool to its agents."""
+        return self.streams + _SPARE_CONNECTIONS
+
+    @property
+    def agent_connections(self) -> int:
+        return self.per_agent + _SPARE_CONNECTIONS
+
+    @property
+    def middle_files(self) -> int:
+        """Descriptors of the gateway or relay: a connection from the client and one to an agent per stream."""
+        return 2 * self.middle_connections + _OWN_FILES
+
+    @property
+    def client_files(self) -> int:
+        return self.streams + _OWN_FILES
+
+    @property
+    def loopback_connections(self) -> int:
+        """Connections opened on loopback at once, each with an ephemeral port of the side that connects."""
+        return 2 * self.streams
+
+
+def default_agents(streams: int) -> int:
+    return max(1, math.ceil(streams / STREAMS_PER_AGENT))
+
+
+@dataclass(frozen=True)
+class FileLimits:
+    """RLIMIT_NOFILE (soft, hard) the servers are started with and the one the client runs with."""
+
+    servers: tuple[int, int]
+    client: tuple[int, int]
+    raised_hard: bool
+    """Whether a hard limit was raised above the machine's (as root)."""
+
+
+class LimitTooLow(RuntimeError):
+    """The hard open-file limit cannot hold the burst and this process may not raise it."""
+
+
+def file_limits(scale: Scale) -> FileLimits:
+    """The limits the servers need (raising the hard one only where it is too low), or LimitTooLow saying what to do."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = max(scale.middle_files, scale.client_files)
+    if hard == resource.RLIM_INFINITY or hard >= needed:
+        return FileLimits(servers=(soft, hard), client=(hard, hard), raised_hard=False)
+    ceiling = _nr_open()
+    if os.geteuid() != 0 or needed > ceiling:
+        who = "this process is not root" if os.geteuid() != 0 else f"fs.nr_open is {ceiling}"
+        raise LimitTooLow(
+            f"{scale.streams} streams need {needed} open files in the gateway (a connection from the client and "
+            f"one to an agent per stream, and its own files), but the hard RLIMIT_NOFILE is {hard} and {who}: "
+            f"raise it (ulimit -Hn {needed} as root, LimitNOFILE= in systemd, nofile in "
+            "/etc/security/limits.conf; fs.nr_open bounds it), run the bench as root, or ask for fewer --streams"
+        )
+    return FileLimits(servers=(needed, needed), client=(needed, needed), raised_hard=True)
+
+
+def _nr_open() -> int:
+    try:
+        return int(Path("/proc/sys/fs/nr_open").read_text())
+    except (OSError, ValueError):
+        return 1 << 20
+
+
+def ephemeral_ports() -> tuple[int, int] | None:
+    """The kernel's range of ports for outgoing connections (None where it cannot be read)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    except (OSError, ValueError):
+        return None
+    return int(low), int(high)
+
+
+def somaxconn() -> int | None:
+    """The kernel's cap on a listen backlog (None where it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/core/somaxconn").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def listen_overflows() -> int:
+    """Connection attempts the kernel dropped so far because a listen backlog was full (TcpExt ListenOverflows)."""
+    try:
+        lines = Path("/proc/net/netstat").read_text().splitlines()
+    except OSError:
+        return 0
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        if names.startswith("TcpExt:"):
+            table = dict(zip(names.split()[1:], values.split()[1:], strict=False))
+            return int(table.get("ListenOverflows", 0))
+    return 0
