@@ -7,9 +7,10 @@ least as large as its share of the burst. Defaults that suit a few hundred strea
 2048 connections, the gateway's pool of 1024) refuse or queue the rest; the bench sets them
 from the burst's size instead, and says which it set.
 
-Descriptors: a process may raise its soft limit up to its hard limit; only root may raise the
-hard limit. Where the hard limit is too low, root's bench raises it for the servers it starts
-(and for itself), anyone else's stops with a message saying what to raise.
+Descriptors: a process may raise its soft limit up to its hard limit; only a process with
+CAP_SYS_RESOURCE (root, outside a container that drops it) may raise the hard limit. Where the
+hard limit is too low, the bench tries to raise it for itself and the servers it starts, and
+where it may not, stops with a message saying what to raise.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ STREAMS_PER_AGENT = 2000
 _SPARE_CONNECTIONS = 256
 """Connections each cap leaves beyond the streams: warm-up, readiness checks, lingering closes."""
 
-_OWN_FILES = 1024
-"""Descriptors a process needs besides its streams' connections (listeners, logs, stores, modules)."""
+_OWN_FILES = 64
+"""Descriptors a process needs besides its streams' connections (listeners, logs, stores, the loop's own,
+the warm-up's pooled connections); a gateway idle after start holds about twenty."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Scale:
     @property
     def middle_files(self) -> int:
         """Descriptors of the gateway or relay: a connection from the client and one to an agent per stream."""
-        return 2 * self.middle_connections + _OWN_FILES
+        return 2 * self.streams + _OWN_FILES
 
     @property
     def client_files(self) -> int:
@@ -77,7 +79,7 @@ class FileLimits:
     servers: tuple[int, int]
     client: tuple[int, int]
     raised_hard: bool
-    """Whether a hard limit was raised above the machine's (as root)."""
+    """Whether the bench raised the hard limit it was started with."""
 
 
 class LimitTooLow(RuntimeError):
@@ -85,20 +87,31 @@ class LimitTooLow(RuntimeError):
 
 
 def file_limits(scale: Scale) -> FileLimits:
-    """The limits the servers need (raising the hard one only where it is too low), or LimitTooLow saying what to do."""
+    """The limits the servers need (raising the hard one only where it is too low), or LimitTooLow saying what to do.
+
+    Raising the hard limit is tried on this process, whose limits the servers inherit from it;
+    the caller restores them at the end.
+    """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     needed = max(scale.middle_files, scale.client_files)
     if hard == resource.RLIM_INFINITY or hard >= needed:
         return FileLimits(servers=(soft, hard), client=(hard, hard), raised_hard=False)
-    ceiling = _nr_open()
-    if os.geteuid() != 0 or needed > ceiling:
-        who = "this process is not root" if os.geteuid() != 0 else f"fs.nr_open is {ceiling}"
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, needed))
+    except (ValueError, OSError):
+        why = (
+            "this process may not raise it (it is not root)"
+            if os.geteuid() != 0
+            else f"this process may not raise it (root without CAP_SYS_RESOURCE, as in a container; fs.nr_open "
+            f"{_nr_open()})"
+        )
         raise LimitTooLow(
             f"{scale.streams} streams need {needed} open files in the gateway (a connection from the client and "
-            f"one to an agent per stream, and its own files), but the hard RLIMIT_NOFILE is {hard} and {who}: "
-            f"raise it (ulimit -Hn {needed} as root, LimitNOFILE= in systemd, nofile in "
-            "/etc/security/limits.conf; fs.nr_open bounds it), run the bench as root, or ask for fewer --streams"
-        )
+            f"one to an agent per stream, and about {_OWN_FILES} of its own), but the hard RLIMIT_NOFILE is {hard} "
+            f"and {why}: raise it where the bench starts (ulimit -Hn {needed} as root, LimitNOFILE= in systemd, "
+            "nofile in /etc/security/limits.conf, docker run --ulimit nofile=N:N), or ask for at most "
+            f"{(hard - _OWN_FILES) // 2} --streams"
+        ) from None
     return FileLimits(servers=(needed, needed), client=(needed, needed), raised_hard=True)
 
 

@@ -26,10 +26,11 @@ it to its end; stream ``k`` goes to agent server ``k mod N``:
 
 Descriptors: the gateway holds two per stream. The bench raises its own soft RLIMIT_NOFILE
 to the hard one; where the hard one is too low for the burst, it raises it for itself and the
-servers it starts when it runs as root, and otherwise stops with a message saying what to
-raise. The header prints the limits, the caps, the kernel's ephemeral port range and listen
-backlog cap; the summary, the connection attempts the kernel dropped on a full backlog and the
-client's own CPU time per burst (near the wall time, the client is what bounds the figures).
+servers it starts where it may (root with CAP_SYS_RESOURCE), and otherwise stops with a
+message saying what to raise and how many streams fit. The header prints the limits, the
+caps, the kernel's ephemeral port range and listen backlog cap; the summary, the connection
+attempts the kernel dropped on a full backlog and the client's own CPU time per burst (near
+the wall time, the client is what bounds the figures).
 
 Rounds interleave the three paths, their order alternating; each burst gets new server processes
 (warmed up with a few short streams), so its memory figures start from a process that served
@@ -545,15 +546,16 @@ def _placed(scale: Scale) -> Iterator[_Placement]:
     """Pin this process to its own core (where there are two) and raise its RLIMIT_NOFILE to what the burst needs.
 
     The servers are started with the bench's own limits, as servers started from the same shell
-    would be, unless the burst needs more than the hard one: then (as root) both get a hard
-    limit that fits it, and otherwise this stops with a LimitTooLow saying what to raise.
+    would be, unless the burst needs more than the hard one: then, where this process may raise
+    it, both get a hard limit that fits it, and otherwise this stops with a LimitTooLow saying
+    what to raise.
     Affinity and limits are restored at the end (a test runs this in pytest).
     """
+    own = resource.getrlimit(resource.RLIMIT_NOFILE)
     files = file_limits(scale)
     affinity = os.sched_getaffinity(0)
     cores = sorted(affinity)
     servers_cores, client_cores = ({cores[0]}, {cores[1]}) if len(cores) >= 2 else (None, None)
-    own = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, files.client)
     if client_cores:
         os.sched_setaffinity(0, client_cores)
@@ -620,7 +622,7 @@ def _header(settings: Settings, placement: _Placement) -> str:
         if ports
         else "ephemeral port range unknown"
     )
-    raised = " (hard limit raised by the bench, as root)" if placement.files.raised_hard else ""
+    raised = " (hard limit raised by the bench)" if placement.files.raised_hard else ""
     return "\n".join(
         [
             f"concurrent streams: {settings.streams} at once, each '{settings.message}' ({settings.chunks} chunks "
