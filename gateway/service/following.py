@@ -19,18 +19,32 @@ from gateway.service.errors import ServiceError
 logger = logging.getLogger("gateway.service")
 
 
-async def followed(
+def followed(
     service: GatewayService, run_id: str, caller: Principal | None, *, cancel_on_disconnect: bool
 ) -> AsyncGenerator[bytes, None]:
-    """The run's events until it ends; closed before, with ``cancel_on_disconnect``: the run is cancelled."""
+    """The run's events until it ends; closed before, with ``cancel_on_disconnect``: the run is cancelled.
+
+    Without ``cancel_on_disconnect`` these are the log's own lines, not a generator around them:
+    an open stream holds one generator less while it waits (the response closes them either way).
+    """
+    lines = service.event_log.as_ndjson(run_id, follow=True)
+    if not cancel_on_disconnect:
+        return lines
+    return _cancelled_on_disconnect(service, run_id, caller, lines)
+
+
+async def _cancelled_on_disconnect(
+    service: GatewayService, run_id: str, caller: Principal | None, lines: AsyncGenerator[bytes, None]
+) -> AsyncGenerator[bytes, None]:
+    """``lines``; the run cancelled when they are closed before its end."""
     ended = False
     try:
-        async with aclosing(service.event_log.as_ndjson(run_id, follow=True)) as lines:
+        async with aclosing(lines):
             async for line in lines:
                 yield line
         ended = True
     finally:
-        if cancel_on_disconnect and not ended:
+        if not ended:
             try:
                 await service.cancel_run(run_id, caller, cause="disconnect")
             except ServiceError as exc:  # it ended meanwhile: nothing left to cancel
