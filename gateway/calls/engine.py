@@ -23,7 +23,6 @@ transfer request checked (reports.py), the gateway's decision to end a call and 
 from __future__ import annotations
 
 import inspect
-import math
 import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
@@ -329,7 +328,7 @@ class AgentCall:
         opened = peer.subscribe(self._params(self.message)) if reattach is None else followed_again(peer, reattach)
         async with opened as stream:
             try:
-                with anyio.move_on_after(math.inf if left is None else left) as deadline:
+                with _deadline_scope(left) as deadline:
                     async with aclosing(with_idle_timeout(stream, self.spec.idle_timeout_s)) as reads:
                         async for read in reads:
                             pieces, final = await self._on_lines(items_of(read))
@@ -574,3 +573,24 @@ class AgentCall:
     def _fields(self, fields: dict[str, Any]) -> dict[str, Any]:
         """The call's fields (``call_id``, ``agent``, who called) and those given; the None ones left out."""
         return {**self._caller, **{key: value for key, value in fields.items() if value is not None}}
+
+
+class _NoDeadline:
+    """The scope of a call without a deadline: nothing to cancel, so no cancel scope held while the stream is open."""
+
+    __slots__ = ()
+    cancelled_caught = False
+
+    def __enter__(self) -> _NoDeadline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_DEADLINE = _NoDeadline()
+
+
+def _deadline_scope(seconds: float | None) -> anyio.CancelScope | _NoDeadline:
+    """A scope that ends the block after ``seconds``; None: none (``cancelled_caught`` stays False)."""
+    return _NO_DEADLINE if seconds is None else anyio.move_on_after(seconds)
