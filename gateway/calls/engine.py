@@ -332,6 +332,7 @@ class AgentCall:
                     async with aclosing(with_idle_timeout(stream, self.spec.idle_timeout_s)) as reads:
                         async for read in reads:
                             pieces, final = await self._on_lines(items_of(read))
+                            del read  # recorded: not held while the stream waits for the next
                             if pieces:
                                 yield pieces
                             if final:

@@ -36,3 +36,4 @@ async def with_idle_timeout(items: AsyncIterator[T], seconds: float | None) -> A
         if scope.cancelled_caught:
             raise IdleTimeout(seconds or 0.0)
         yield item
+        del item  # not held while the next is awaited: an idle stream keeps none of its last read

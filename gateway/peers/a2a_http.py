@@ -267,10 +267,12 @@ class A2AHttpPeer(HttpPeer):
                     yield chunk
                     return
                 items = _items(decoder.feed(chunk), place)
+                del chunk  # decoded: an idle stream holds neither it nor its items while the next is awaited
                 if items:
                     yield items
                     if ends_stream(items):
                         return
+                del items
         items = _items(decoder.close(), place)
         if items:
             yield items

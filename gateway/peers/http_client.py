@@ -76,6 +76,7 @@ class PeerResponse:
         try:
             async for chunk in self._response.content.iter_any():
                 yield chunk
+                del chunk  # not held while the next is awaited
         except aiohttp.SocketTimeoutError:
             raise
         except (aiohttp.ClientError, OSError) as exc:

@@ -56,6 +56,7 @@ class ByteBudget:
                     yield too_large
                     return
                 yield chunk
+                del chunk  # not held while the next is awaited
 
 
 def ends_stream(read: StreamRead) -> bool:
@@ -86,6 +87,7 @@ async def resumed(segment: Segment, held: AsyncExitStack, resume: Resume, max_re
                     async for item in items:
                         yield item
                         ended = ended or ends_stream(item)
+                        del item  # not held while the next read is awaited
             except PeerConnectionError as exc:
                 broke = exc
             await held.aclose()
