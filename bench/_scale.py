@@ -29,7 +29,7 @@ _SPARE_CONNECTIONS = 256
 
 _OWN_FILES = 64
 """Descriptors a process needs besides its streams' connections (listeners, logs, stores, the loop's own,
-the warm-up's pooled connections); a gateway idle after start holds about twenty."""
+the warm-up's pooled connections), with room to spare."""
 
 
 @dataclass(frozen=True)
