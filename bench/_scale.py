@@ -4,8 +4,8 @@ One stream holds a connection from the client to the server in the middle (the g
 reference relay) and one from it to an agent server, so the middle holds two descriptors per
 stream and every process needs a connection cap, a connection pool and a listen backlog at
 least as large as its share of the burst. Defaults that suit a few hundred streams (a server's
-2048 connections, the gateway's pool of 1024) refuse or queue the rest; the bench sets them
-from the burst's size instead, and says which it set.
+connection cap, the gateway's pool) refuse or queue the rest; the bench raises them to the
+burst's size (never below the defaults), and says what it set.
 
 Descriptors: a process may raise its soft limit up to its hard limit; only a process with
 CAP_SYS_RESOURCE (root, outside a container that drops it) may raise the hard limit. Where the
@@ -21,12 +21,17 @@ import resource
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent_server.http.limits import ServerLimits
+from gateway.peers import PeerLimits
+
 STREAMS_PER_AGENT = 2000
 """The default share of one agent-server process, so that the upstream is not what a burst measures."""
 
 _SPARE_CONNECTIONS = 256
 """Connections each cap leaves beyond the streams: warm-up, readiness checks, lingering closes."""
 
+_SERVER_DEFAULTS = ServerLimits()
+_PEER_DEFAULTS = PeerLimits()
 _OWN_FILES = 64
 """Descriptors a process needs besides its streams' connections (listeners, logs, stores, the loop's own,
 the warm-up's pooled connections), with room to spare."""
@@ -45,17 +50,24 @@ class Scale:
         return math.ceil(self.streams / self.agents)
 
     @property
-    def middle_connections(self) -> int:
-        """The gateway's (or relay's) connection cap and the gateway's pool to its agents."""
-        return self.streams + _SPARE_CONNECTIONS
+    def server_connections(self) -> int:
+        """The gateway's (or relay's) connection cap: every stream's client and a margin, at least the default."""
+        return max(_SERVER_DEFAULTS.max_connections, self.streams + _SPARE_CONNECTIONS)
+
+    @property
+    def pool_connections(self) -> int:
+        """The gateway's pool to its agents: a connection per stream and a margin, at least the default."""
+        return max(_PEER_DEFAULTS.max_connections, self.streams + _SPARE_CONNECTIONS)
 
     @property
     def agent_connections(self) -> int:
-        return self.per_agent + _SPARE_CONNECTIONS
+        """An agent server's connection cap: its share of the streams and a margin, at least the default."""
+        return max(_SERVER_DEFAULTS.max_connections, self.per_agent + _SPARE_CONNECTIONS)
 
     @property
     def middle_files(self) -> int:
-        """Descriptors of the gateway or relay: a connection from the client and one to an agent per stream."""
+        """Descriptors of the gateway or relay: a connection from the client and one to an agent per stream (the
+        caps may be higher: a connection past what the burst needs is not opened)."""
         return 2 * self.streams + _OWN_FILES
 
     @property

@@ -8,7 +8,8 @@ the upstream is not what a burst measures) and one gateway (``python -m gateway 
 FILE``) run as subprocesses on 127.0.0.1. The gateway's file sets where it listens, a temporary
 ``data_dir``, one streaming tool per agent server, and what holding the burst needs beyond the
 defaults (bench/_scale.py): its connection cap (and with it the listen backlog) and its pool to
-the agents, each the number of streams and a margin; no ``SWITCHBOARD_*`` variable reaches it,
+the agents, each the number of streams and a margin (never below the default); no
+``SWITCHBOARD_*`` variable reaches it,
 so everything else is the default a user gets: SQLite stores, the pool's timeouts, the log
 level. The agent servers and the reference relay get the same caps for their share. An aiohttp
 client (no connection limit) opens every stream at once, each ``stream CHUNKS INTERVAL 0`` (by
@@ -478,7 +479,7 @@ def _servers(tmp: Path, placement: _Placement, settings: Settings, *, relay: boo
         gateway_port = free_port()
         gateway_url = f"http://127.0.0.1:{gateway_port}"
         if relay:
-            backlog = str(listen_backlog(ServerLimits(max_connections=scale.middle_connections)))
+            backlog = str(listen_backlog(ServerLimits(max_connections=scale.server_connections)))
             relay_args = [str(gateway_port), ",".join(agent_urls), http, backlog]
             name, command, ready = ("relay", [sys.executable, "-m", "bench._reference_relay", *relay_args], "/ready")
         else:
@@ -505,8 +506,8 @@ def _gateway_config(port: int, data_dir: Path, agent_urls: list[str], http: Http
     )
     return (
         f'[gateway]\nhost = "127.0.0.1"\nport = {port}\ndata_dir = "{data_dir}"\nhttp = "{http}"\n'
-        f"max_connections = {scale.middle_connections}\n\n"
-        f"[peers]\nmax_connections = {scale.middle_connections}\n{tools}"
+        f"max_connections = {scale.server_connections}\n\n"
+        f"[peers]\nmax_connections = {scale.pool_connections}\n{tools}"
     )
 
 
@@ -612,7 +613,7 @@ def _header(settings: Settings, placement: _Placement) -> str:
     else:
         pinning = "not pinned (fewer than 2 cores)"
     scale = settings.scale
-    backlog = listen_backlog(ServerLimits(max_connections=scale.middle_connections))
+    backlog = listen_backlog(ServerLimits(max_connections=scale.server_connections))
     cap = kernel_somaxconn()
     capped = f" (the kernel caps it at net.core.somaxconn {cap})" if cap is not None and cap < backlog else ""
     ports = ephemeral_ports()
@@ -630,8 +631,8 @@ def _header(settings: Settings, placement: _Placement) -> str:
             f"{settings.rounds} rounds, gateway, relay and direct interleaved, new servers per burst; "
             f"deadline {settings.deadline_s:g} s per burst",
             f"gateway: python -m gateway gateway --config FILE, one streaming tool per agent server; set for the "
-            f"burst: [gateway] max_connections {scale.middle_connections} (listen backlog {backlog}{capped}), "
-            f"[peers] max_connections {scale.middle_connections}; every other setting default (SQLite stores in a "
+            f"burst: [gateway] max_connections {scale.server_connections} (listen backlog {backlog}{capped}), "
+            f"[peers] max_connections {scale.pool_connections}; every other setting default (SQLite stores in a "
             f"temporary data_dir, headers timeout {_DEFAULTS.headers_timeout_s:g} s, log level info)",
             "relay: python -m bench._reference_relay in its place (Starlette, uvicorn, aiohttp with no connection "
             f"limit, lines passed through; listen backlog {backlog}); direct: the agent servers' /tasks/sendSubscribe; "

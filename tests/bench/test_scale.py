@@ -20,7 +20,9 @@ def test_the_agents_default_to_one_per_two_thousand_streams_and_the_caps_follow_
     assert [default_agents(n) for n in (1, 2000, 2001, 10_000)] == [1, 1, 2, 5]
     scale = Scale(streams=10_000, agents=5)
     assert scale.per_agent == 2000
-    assert scale.middle_connections > 10_000 and scale.agent_connections > 2000
+    assert scale.server_connections > 10_000 and scale.pool_connections > 10_000 and scale.agent_connections > 2000
+    small = Scale(streams=50, agents=1)  # the caps are raised for a burst, never lowered below the defaults
+    assert (small.server_connections, small.pool_connections, small.agent_connections) == (2048, 1024, 2048)
     assert scale.middle_files > 2 * 10_000
 
 
@@ -48,6 +50,6 @@ def test_a_small_burst_spread_over_two_agents_completes_every_stream_on_every_pa
         assert burst.client_cpu_s >= 0 and burst.listen_overflows >= 0
     report = "\n".join(lines)
     assert "round-robin over 2 agent server(s)" in report
-    assert f"[gateway] max_connections {settings.scale.middle_connections}" in report
-    assert f"[peers] max_connections {settings.scale.middle_connections}" in report
+    assert f"[gateway] max_connections {settings.scale.server_connections}" in report
+    assert f"[peers] max_connections {settings.scale.pool_connections}" in report
     assert "connection attempts dropped on a full backlog" in report
