@@ -9,10 +9,10 @@ FILE``) run as subprocesses on 127.0.0.1. The gateway's file sets where it liste
 ``data_dir``, one streaming tool per agent server, and what holding the burst needs beyond the
 defaults (bench/_scale.py): its connection cap (and with it the listen backlog) and its pool to
 the agents, each the number of streams and a margin (never below the default); no
-``SWITCHBOARD_*`` variable reaches it,
-so everything else is the default a user gets: SQLite stores, the pool's timeouts, the log
-level. The agent servers and the reference relay get the same caps for their share. An aiohttp
-client (no connection limit) opens every stream at once, each ``stream CHUNKS INTERVAL 0`` (by
+``SWITCHBOARD_*`` variable reaches it, so everything else is the default a user gets: SQLite
+stores, the pool's timeouts, the log level. The agent servers and the reference relay get the
+same caps for their share. An aiohttp client (no connection limit) opens every stream at once,
+each ``stream CHUNKS INTERVAL 0`` (by
 default 20 chunks, one every 0.5 s: all streams are open together, each about 10 s), and reads
 it to its end; stream ``k`` goes to agent server ``k mod N``:
 
