@@ -12,9 +12,8 @@ the agents, each the number of streams and a margin (never below the default); n
 ``SWITCHBOARD_*`` variable reaches it, so everything else is the default a user gets: SQLite
 stores, the pool's timeouts, the log level. The agent servers and the reference relay get the
 same caps for their share. An aiohttp client (no connection limit) opens every stream at once,
-each ``stream CHUNKS INTERVAL 0`` (by
-default 20 chunks, one every 0.5 s: all streams are open together, each about 10 s), and reads
-it to its end; stream ``k`` goes to agent server ``k mod N``:
+each ``stream CHUNKS INTERVAL 0`` (by default 20 chunks, one every 0.5 s: all streams are open
+together, each about 10 s), and reads it to its end; stream ``k`` goes to agent server ``k mod N``:
 
 - through the gateway: ``POST /tools/stream{k mod N}/call`` with ``{"input": ..., "stream":
   true}``, the call's NDJSON events;
