@@ -1,7 +1,7 @@
 """Many concurrent streaming tool calls through one gateway process at its defaults, against the same streams direct.
 
     python -m bench.concurrent_streams [--quick] [--streams 1000] [--agents N] [--chunks 20] [--interval 0.5]
-                                       [--rounds 2]
+                                       [--rounds 2] [--connect-timeout S]
 
 Agent servers (agent_server's scripted agent; ``--agents``, by default one per 2,000 streams, so
 the upstream is not what a burst measures) and one gateway (``python -m gateway gateway --config
@@ -31,6 +31,10 @@ message saying what to raise and how many streams fit. The header prints the lim
 caps, the kernel's ephemeral port range and listen backlog cap; the summary, the connection
 attempts the kernel dropped on a full backlog and the client's own CPU time per burst (near
 the wall time, the client is what bounds the figures).
+
+``--connect-timeout`` sets the gateway's ``[peers] connect_timeout_secs`` (the header says when it is
+not the default): that timeout also counts the time the gateway's event loop takes to come back to
+a connection, which thousands of streams starting at once stretch past the default.
 
 Rounds interleave the three paths, their order alternating; each burst gets new server processes
 (warmed up with a few short streams), so its memory figures start from a process that served
@@ -118,6 +122,9 @@ class Settings:
     rounds: int = 2
     http: HttpParser = DEFAULT_HTTP
     agents: int = 1
+    connect_timeout_s: float = _DEFAULTS.connect_timeout_s
+    """The gateway's ``[peers] connect_timeout_secs``: it counts the event loop's lag too, which a burst of
+    thousands of starts at once stretches past the default."""
 
     @property
     def scale(self) -> Scale:
@@ -268,6 +275,12 @@ def parse_settings(argv: list[str] | None) -> Settings:
     parser.add_argument(
         "--http", choices=HTTP_PARSERS, default=DEFAULT_HTTP, help="every server's HTTP parser (default: %(default)s)"
     )
+    parser.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=_DEFAULTS.connect_timeout_s,
+        help="the gateway's [peers] connect_timeout_secs (default: the gateway's, %(default)g s)",
+    )
     args = parser.parse_args(argv)
     base = Settings(streams=50, chunks=5, interval_s=0.1) if args.quick else Settings()
     streams = base.streams if args.streams is None else args.streams
@@ -278,9 +291,12 @@ def parse_settings(argv: list[str] | None) -> Settings:
         interval_s=base.interval_s if args.interval is None else args.interval,
         rounds=args.rounds,
         http=args.http,
+        connect_timeout_s=args.connect_timeout,
     )
     if min(settings.streams, settings.agents, settings.chunks, settings.rounds) < 1 or settings.interval_s < 0:
         parser.error("--streams, --agents, --chunks and --rounds must be at least 1, --interval at least 0")
+    if not settings.connect_timeout_s > 0:
+        parser.error("--connect-timeout must be a positive number of seconds")
     return settings
 
 
@@ -483,7 +499,7 @@ def _servers(tmp: Path, placement: _Placement, settings: Settings, *, relay: boo
             name, command, ready = ("relay", [sys.executable, "-m", "bench._reference_relay", *relay_args], "/ready")
         else:
             config = tmp / "gateway.toml"
-            config.write_text(_gateway_config(gateway_port, tmp / "data", agent_urls, http, scale))
+            config.write_text(_gateway_config(gateway_port, tmp / "data", agent_urls, settings))
             name, command, ready = (
                 "gateway",
                 [sys.executable, "-m", "gateway", "gateway", "--config", str(config)],
@@ -495,18 +511,18 @@ def _servers(tmp: Path, placement: _Placement, settings: Settings, *, relay: boo
         yield _Servers(name, agent_urls, gateway_url, agents, gateway, gateway_log)
 
 
-def _gateway_config(port: int, data_dir: Path, agent_urls: list[str], http: HttpParser, scale: Scale) -> str:
-    """Where to listen, where the SQLite stores go, its parser, the caps the burst needs, a tool per agent server.
-
-    The rest is the defaults.
-    """
+def _gateway_config(port: int, data_dir: Path, agent_urls: list[str], settings: Settings) -> str:
+    """Where to listen, where the SQLite stores go, its parser, the caps the burst needs, the connect timeout
+    asked for, a tool per agent server. The rest is the defaults."""
+    scale, http = settings.scale, settings.http
     tools = "".join(
         f'\n[[tools]]\nname = "{_TOOL}{i}"\nagent = "{url}"\nmode = "streaming"\n' for i, url in enumerate(agent_urls)
     )
     return (
         f'[gateway]\nhost = "127.0.0.1"\nport = {port}\ndata_dir = "{data_dir}"\nhttp = "{http}"\n'
         f"max_connections = {scale.server_connections}\n\n"
-        f"[peers]\nmax_connections = {scale.pool_connections}\n{tools}"
+        f"[peers]\nmax_connections = {scale.pool_connections}\nconnect_timeout_secs = {settings.connect_timeout_s:g}\n"
+        f"{tools}"
     )
 
 
@@ -631,7 +647,9 @@ def _header(settings: Settings, placement: _Placement) -> str:
             f"deadline {settings.deadline_s:g} s per burst",
             f"gateway: python -m gateway gateway --config FILE, one streaming tool per agent server; set for the "
             f"burst: [gateway] max_connections {scale.server_connections} (listen backlog {backlog}{capped}), "
-            f"[peers] max_connections {scale.pool_connections}; every other setting default (SQLite stores in a "
+            f"[peers] max_connections {scale.pool_connections}, connect_timeout_secs {settings.connect_timeout_s:g}"
+            f"{'' if settings.connect_timeout_s == _DEFAULTS.connect_timeout_s else ' (not the default)'}; "
+            "every other setting default (SQLite stores in a "
             f"temporary data_dir, headers timeout {_DEFAULTS.headers_timeout_s:g} s, log level info)",
             "relay: python -m bench._reference_relay in its place (Starlette, uvicorn, aiohttp with no connection "
             f"limit, lines passed through; listen backlog {backlog}); direct: the agent servers' /tasks/sendSubscribe; "

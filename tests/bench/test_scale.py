@@ -37,8 +37,9 @@ def test_a_burst_past_what_the_hard_fd_limit_allows_is_refused_saying_what_to_ra
 
 
 def test_a_small_burst_spread_over_two_agents_completes_every_stream_on_every_path() -> None:
-    settings = concurrent_streams.parse_settings(["--quick", "--streams", "20", "--agents", "2", "--rounds", "1"])
-    assert (settings.streams, settings.agents) == (20, 2)
+    argv = ["--quick", "--streams", "20", "--agents", "2", "--rounds", "1", "--connect-timeout", "7"]
+    settings = concurrent_streams.parse_settings(argv)
+    assert (settings.streams, settings.agents, settings.connect_timeout_s) == (20, 2, 7.0)
     lines: list[str] = []
 
     bursts = concurrent_streams.measure(settings, lines.append)
@@ -51,5 +52,6 @@ def test_a_small_burst_spread_over_two_agents_completes_every_stream_on_every_pa
     report = "\n".join(lines)
     assert "round-robin over 2 agent server(s)" in report
     assert f"[gateway] max_connections {settings.scale.server_connections}" in report
-    assert f"[peers] max_connections {settings.scale.pool_connections}" in report
+    peers = f"[peers] max_connections {settings.scale.pool_connections}, connect_timeout_secs 7 (not the default)"
+    assert peers in report
     assert "connection attempts dropped on a full backlog" in report
