@@ -178,15 +178,15 @@ def create_app(
     card_of = http_card if extended_card is not None else None
     jsonrpc = JsonRpcBinding(_manager, max_body_bytes=max_body_bytes, extended_card=card_of)
     rest = RestBinding(_manager, max_body_bytes=max_body_bytes, extended_card=card_of)
-    routes = [
-        Route("/", guarded(jsonrpc.endpoint), methods=["POST"]),
-        *rest.routes(REST_PATH),
+    routes = [  # matched in order, and no two share a path: the NDJSON binding's, the most called, first
         Route("/tasks/send", guarded(handlers.send), methods=["POST"]),
         Route("/tasks/sendSubscribe", guarded(handlers.send_subscribe), methods=["POST"]),
         Route("/tasks/get", guarded(handlers.get), methods=["POST"]),
         Route("/tasks/cancel", guarded(handlers.cancel), methods=["POST"]),
         Route("/tasks/resubscribe", guarded(handlers.resubscribe), methods=["POST"]),
         Route("/tasks/{task_id}", guarded(handlers.get_by_path), methods=["GET"]),
+        Route("/", guarded(jsonrpc.endpoint), methods=["POST"]),
+        *rest.routes(REST_PATH),
         *(Route(path, guarded(handlers.agent_card), methods=["GET"]) for path in sorted(CARD_PATHS)),
         Route("/metrics", guarded(metrics_endpoint), methods=["GET"]),
     ]
