@@ -1,17 +1,20 @@
 """Counters, gauges and histograms kept as plain numbers, turned into Prometheus metrics only when scraped.
 
-prometheus-client's metrics take a lock and walk their objects at every ``inc`` and
-``observe``; the metrics counted per request (every request, every task's states, every open
-stream) would pay that on every request for a value read once per scrape. A ``Tallies``
-keeps each one as numbers in dicts keyed by its label values, and is a collector of the
-process's registry: at a scrape it hands prometheus-client the same families, samples and
-``_created`` times its own metrics would have. Values change on the event loop's thread
-only (the requests, runs and streams that count them run there), so no lock is taken.
+prometheus-client's metrics look their child up by label values, then walk their objects
+and take a lock per value at every ``inc`` and ``observe``; the metrics counted per request
+(every request, every task's states, every open stream) would pay that on every request for
+a value read once per scrape. A ``Tallies`` keeps each one as numbers in dicts keyed by its
+label values, and is a collector of the process's registry: at a scrape it hands
+prometheus-client the same families, samples and ``_created`` times its own metrics would
+have. Each tally takes one lock per change and copies its numbers under it at a scrape: a
+process may serve from several threads (servers in threads, as tests run them), and an
+increment must not be lost nor a scrape see a dict change under it.
 """
 
 from __future__ import annotations
 
 import bisect
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import cast
@@ -34,20 +37,24 @@ class Tally:
         self.name, self.documentation, self.labels = name, documentation, tuple(labels)
         self.counts: dict[Labels, float] = {}
         self.created: dict[Labels, float] = {}
+        self._lock = threading.Lock()
 
     def add(self, values: Labels, amount: float = 1.0) -> None:
-        count = self.counts.get(values)
-        if count is None:
-            self.created[values] = time.time()
-            count = 0.0
-        self.counts[values] = count + amount
+        with self._lock:
+            count = self.counts.get(values)
+            if count is None:
+                self.created[values] = time.time()
+                count = 0.0
+            self.counts[values] = count + amount
 
     def metric(self) -> Metric:
+        with self._lock:
+            series = [(values, count, self.created[values]) for values, count in self.counts.items()]
         metric = Metric(self.name, self.documentation, self.kind)
-        for values, count in self.counts.items():
+        for values, count, created in series:
             labels = dict(zip(self.labels, values, strict=True))
             metric.add_sample(self.name + "_total", labels, count)
-            metric.add_sample(self.name + "_created", labels, self.created[values])
+            metric.add_sample(self.name + "_created", labels, created)
         return metric
 
 
@@ -59,13 +66,17 @@ class Level:
     def __init__(self, name: str, documentation: str, labels: Sequence[str]) -> None:
         self.name, self.documentation, self.labels = name, documentation, tuple(labels)
         self.levels: dict[Labels, float] = {}
+        self._lock = threading.Lock()
 
     def add(self, values: Labels, amount: float) -> None:
-        self.levels[values] = self.levels.get(values, 0.0) + amount
+        with self._lock:
+            self.levels[values] = self.levels.get(values, 0.0) + amount
 
     def metric(self) -> Metric:
+        with self._lock:
+            series = list(self.levels.items())
         metric = Metric(self.name, self.documentation, self.kind)
-        for values, level in self.levels.items():
+        for values, level in series:
             metric.add_sample(self.name, dict(zip(self.labels, values, strict=True)), level)
         return metric
 
@@ -82,27 +93,35 @@ class Spread:
         self.buckets: dict[Labels, list[int]] = {}  # one count per bound, then one for +Inf
         self.sums: dict[Labels, float] = {}
         self.created: dict[Labels, float] = {}
+        self._lock = threading.Lock()
 
     def observe(self, values: Labels, amount: float) -> None:
-        counts = self.buckets.get(values)
-        if counts is None:
-            counts = self.buckets[values] = [0] * (len(self.bounds) + 1)
-            self.sums[values] = 0.0
-            self.created[values] = time.time()
-        counts[bisect.bisect_left(self.bounds, amount)] += 1
-        self.sums[values] += amount
+        bucket = bisect.bisect_left(self.bounds, amount)
+        with self._lock:
+            counts = self.buckets.get(values)
+            if counts is None:
+                counts = self.buckets[values] = [0] * (len(self.bounds) + 1)
+                self.sums[values] = 0.0
+                self.created[values] = time.time()
+            counts[bucket] += 1
+            self.sums[values] += amount
 
     def metric(self) -> Metric:
+        with self._lock:
+            series = [
+                (values, list(counts), self.sums[values], self.created[values])
+                for values, counts in self.buckets.items()
+            ]
         metric = Metric(self.name, self.documentation, self.kind)
-        for values, counts in self.buckets.items():
+        for values, counts, total, created in series:
             labels = dict(zip(self.labels, values, strict=True))
             cumulated = 0
             for le, count in zip(self.les, counts, strict=True):
                 cumulated += count
                 metric.add_sample(self.name + "_bucket", {**labels, "le": le}, float(cumulated))
             metric.add_sample(self.name + "_count", labels, float(cumulated))
-            metric.add_sample(self.name + "_sum", labels, self.sums[values])
-            metric.add_sample(self.name + "_created", labels, self.created[values])
+            metric.add_sample(self.name + "_sum", labels, total)
+            metric.add_sample(self.name + "_created", labels, created)
         return metric
 
 

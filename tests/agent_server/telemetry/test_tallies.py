@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 from agent_server.telemetry.tallies import Level, Spread, Tallies, Tally
@@ -38,3 +40,22 @@ def test_tallies_scrape_like_prometheus_client_metrics() -> None:
     created = [line for line in generate_latest(ours).decode().splitlines() if line.startswith("t_requests_created{")]
     assert len(created) == 3, "a counter's series each say when they were first counted"
     assert ours.get_sample_value("t_duration_seconds_bucket", {"route": "/a", "le": "0.01"}) == 2.0
+
+
+def test_counts_from_several_threads_are_all_kept() -> None:
+    requests = Tally("t_threaded", "Requests.", ["route"])
+    registry = CollectorRegistry()
+    registry.register(Tallies(requests))
+
+    def count() -> None:
+        for number in range(20_000):
+            requests.add((f"/{number % 50}",))
+
+    threads = [threading.Thread(target=count) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    while any(thread.is_alive() for thread in threads):
+        generate_latest(registry)  # a scrape meanwhile sees no dict change under it
+    for thread in threads:
+        thread.join()
+    assert sum(requests.counts.values()) == 80_000
