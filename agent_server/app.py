@@ -186,7 +186,7 @@ def create_app(
         Route("/tasks/cancel", guarded(handlers.cancel), methods=["POST"]),
         Route("/tasks/resubscribe", guarded(handlers.resubscribe), methods=["POST"]),
     ]
-    routes = [  # matched in order, and no two share a path: the NDJSON binding's, the most called, first
+    routes = [  # tried in order, the most called first: the JSON-RPC and HTTP+JSON ones match none of their paths
         *direct,
         Route("/tasks/{task_id}", guarded(handlers.get_by_path), methods=["GET"]),
         Route("/", guarded(jsonrpc.endpoint), methods=["POST"]),
