@@ -30,6 +30,7 @@ from agent_server.extended_card import ExtendedCard
 from agent_server.hosted import AgentHandler, HostedAgent, as_hosted_agent
 from agent_server.http.auth import BearerAuth, Principal, TokenTable, principal_of
 from agent_server.http.browsers import browser_middleware
+from agent_server.http.direct_routes import DirectRoutes
 from agent_server.http.limits import ServerLimits
 from agent_server.http.own_url import own_url
 from agent_server.http.responses import (
@@ -178,15 +179,18 @@ def create_app(
     card_of = http_card if extended_card is not None else None
     jsonrpc = JsonRpcBinding(_manager, max_body_bytes=max_body_bytes, extended_card=card_of)
     rest = RestBinding(_manager, max_body_bytes=max_body_bytes, extended_card=card_of)
-    routes = [
-        Route("/", guarded(jsonrpc.endpoint), methods=["POST"]),
-        *rest.routes(REST_PATH),
+    direct = [  # the NDJSON binding's, the most called: answered before the router (http/direct_routes.py)
         Route("/tasks/send", guarded(handlers.send), methods=["POST"]),
         Route("/tasks/sendSubscribe", guarded(handlers.send_subscribe), methods=["POST"]),
         Route("/tasks/get", guarded(handlers.get), methods=["POST"]),
         Route("/tasks/cancel", guarded(handlers.cancel), methods=["POST"]),
         Route("/tasks/resubscribe", guarded(handlers.resubscribe), methods=["POST"]),
+    ]
+    routes = [  # tried in order, the most called first: the JSON-RPC and HTTP+JSON ones match none of their paths
+        *direct,
         Route("/tasks/{task_id}", guarded(handlers.get_by_path), methods=["GET"]),
+        Route("/", guarded(jsonrpc.endpoint), methods=["POST"]),
+        *rest.routes(REST_PATH),
         *(Route(path, guarded(handlers.agent_card), methods=["GET"]) for path in sorted(CARD_PATHS)),
         Route("/metrics", guarded(metrics_endpoint), methods=["GET"]),
     ]
@@ -197,6 +201,7 @@ def create_app(
             Middleware(ObservedRequests),
             *browser_middleware(allowed_origins, refusal=refusal_at),
             Middleware(BearerAuth, tokens=tokens, is_public=is_card_path, refusal=refusal_at),
+            Middleware(DirectRoutes, routes=direct, on_http_exception=_http_exception),
         ],
         exception_handlers={HTTPException: _http_exception, Exception: _unexpected_exception},
     )

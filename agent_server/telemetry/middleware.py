@@ -20,6 +20,8 @@ _NDJSON = NDJSON_MEDIA_TYPE.encode()
 
 
 class ObservedRequests:
+    """The span and the counts of each request; a process that records no spans makes none of their parts."""
+
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
@@ -28,37 +30,52 @@ class ObservedRequests:
             await self.app(scope, receive, send)
             return
         scope[_SEEN] = True
-        method: str = scope["method"]
-        status = 500
-        streaming = False
+        answer = _Answer(send)
         started = time.perf_counter()
-
-        async def sending(message: Message) -> None:
-            nonlocal status, streaming
-            if message["type"] == "http.response.start":
-                status = message["status"]
-                streaming = any(k == b"content-type" and v.startswith(_NDJSON) for k, v in message.get("headers", ()))
-                if streaming:
-                    metrics.stream_opened("server")
-            await send(message)
-
-        name = f"{method} {scope['path']}"
-        traced = tracing.enabled()
-        context = tracing.extract(_headers(scope)) if traced else None
-        attributes = _request_attributes(scope) if traced else None
         try:
-            with tracing.span(name, attributes, kind="server", context=context) as span:
-                try:
-                    await self.app(scope, receive, sending)
-                finally:
-                    route = _route(scope)
-                    if span is not None:
-                        span.update_name(f"{method} {route}")
-                        tracing.set_attributes(span, {"http.route": route, "http.response.status_code": status})
+            if tracing.enabled():
+                await self._traced(scope, receive, answer)
+            else:
+                await self.app(scope, receive, answer)
         finally:
-            if streaming:
+            if answer.streaming:
                 metrics.stream_closed("server")
-            metrics.record_request(_route(scope), method, status, time.perf_counter() - started)
+            metrics.record_request(_route(scope), scope["method"], answer.status, time.perf_counter() - started)
+
+    async def _traced(self, scope: Scope, receive: Receive, answer: _Answer) -> None:
+        method: str = scope["method"]
+        context = tracing.extract(_headers(scope))
+        attributes = _request_attributes(scope)
+        with tracing.span(f"{method} {scope['path']}", attributes, kind="server", context=context) as span:
+            try:
+                await self.app(scope, receive, answer)
+            finally:
+                if span is not None:
+                    route = _route(scope)
+                    span.update_name(f"{method} {route}")
+                    tracing.set_attributes(span, {"http.route": route, "http.response.status_code": answer.status})
+
+
+class _Answer:
+    """The ``send`` the app is handed: it notes the response's status and whether it is a stream (counted open)."""
+
+    __slots__ = ("send", "status", "streaming")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.status = 500
+        self.streaming = False
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+            for name, value in message.get("headers", ()):
+                if name == b"content-type":
+                    self.streaming = value.startswith(_NDJSON)
+                    break
+            if self.streaming:
+                metrics.stream_opened("server")
+        await self.send(message)
 
 
 def _route(scope: Scope) -> str:

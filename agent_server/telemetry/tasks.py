@@ -5,8 +5,6 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from types import TracebackType
 
-from prometheus_client import Gauge
-
 from agent_server.telemetry import metrics, tracing
 
 
@@ -17,7 +15,7 @@ class handler_span:
     """
 
     def __init__(self, agent: str, task_id: str, session_id: str | None) -> None:
-        self._running: Gauge | None = metrics.labelled(metrics.TASKS_RUNNING, agent) if metrics.ENABLED else None
+        self._agent = agent
         self._span: AbstractContextManager[object] | None = None
         if tracing.enabled():
             attributes = {"switchboard.agent": agent, "a2a.task_id": task_id}
@@ -26,8 +24,7 @@ class handler_span:
             self._span = tracing.span(f"handle {agent}", attributes)
 
     def __enter__(self) -> None:
-        if self._running is not None:
-            self._running.inc()
+        metrics.task_running(self._agent, 1)
         if self._span is not None:
             self._span.__enter__()
 
@@ -38,5 +35,4 @@ class handler_span:
             if self._span is not None:
                 self._span.__exit__(kind, error, trace)
         finally:
-            if self._running is not None:
-                self._running.dec()
+            metrics.task_running(self._agent, -1)
