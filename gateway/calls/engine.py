@@ -444,9 +444,8 @@ class AgentCall:
 
     async def _record(self, lines: list[Line]) -> list[str]:
         """Append the lines' progress events together, add each line to the result once its event is appended."""
-        trusted = self.recorder.trusted_event
         progress = [line.progress for line in lines if line.progress is not None]
-        events = [trusted(EventType.AGENT_TOOL_PROGRESS, fields) for fields in progress]
+        events = self.recorder.trusted_events(EventType.AGENT_TOOL_PROGRESS, progress)
         self._chunk_texts.extend(text for fields in progress if (text := fields.get("text")))  # an event's own fields
         pieces: list[str] = []
         async with aclosing(self.recorder.emit_all(events)) as appended:

@@ -102,17 +102,27 @@ class Event(BaseModel):
         ``fields`` leaves out the None ones, as ``create`` would, and is kept as it is (not to be changed
         after); a field its type does not declare, or a required one missing, is still refused (ValueError).
         """
+        return cls.trusted_all(type, run_id, (fields,))[0]
+
+    @classmethod
+    def trusted_all(cls, type: EventType, run_id: str, given: Iterable[dict[str, Any]]) -> list[Event]:
+        """``trusted`` for events of one type made together (the progress of the lines of one peer read): the
+        model and its defaults looked up once, and one timestamp, the time they were made at."""
         kind = _KINDS[type]
         model = _MODELS[kind]
-        if not fields.keys() <= _DECLARED[model]:
-            raise ValueError(f"{kind} has no field {sorted(fields.keys() - _DECLARED[model])}")
-        if not _REQUIRED[model] <= fields.keys():
-            raise ValueError(f"{kind} needs the fields {sorted(_REQUIRED[model] - fields.keys())}")
-        values = {**_DEFAULTS[model], "type": kind, "run_id": run_id, "seq": -1, "timestamp_ms": now_ms(), **fields}
-        event = encoding.unvalidated(model, values, {*_BASE_FIELDS, *fields})
-        encoding.assign(event, "_json", None)
-        encoding.assign(event, "_given", fields)
-        return event
+        declared, required = _DECLARED[model], _REQUIRED[model]
+        head = {**_DEFAULTS[model], "type": kind, "run_id": run_id, "seq": -1, "timestamp_ms": now_ms()}
+        made: list[Event] = []
+        for fields in given:
+            if not fields.keys() <= declared:
+                raise ValueError(f"{kind} has no field {sorted(fields.keys() - declared)}")
+            if not required <= fields.keys():
+                raise ValueError(f"{kind} needs the fields {sorted(required - fields.keys())}")
+            event = encoding.unvalidated(model, {**head, **fields}, {*_BASE_FIELDS, *fields})
+            encoding.assign(event, "_json", None)
+            encoding.assign(event, "_given", fields)
+            made.append(event)
+        return made
 
     @property
     def fields(self) -> dict[str, Any]:
