@@ -163,8 +163,15 @@ class Event(BaseModel):
     def _given_wire(self) -> dict[str, Any]:
         """The wire form of an event made by ``trusted``: its base fields and the fields given."""
         values = self.__dict__
-        base = {key: values[key] for key in ("type", "run_id", "seq", "timestamp_ms")}
-        return {**base, **(self._given or {})}
+        given = self._given or {}
+        # written out, not a comprehension over the names: this runs once per relayed chunk
+        return {
+            "type": values["type"],
+            "run_id": values["run_id"],
+            "seq": values["seq"],
+            "timestamp_ms": values["timestamp_ms"],
+            **given,
+        }
 
     def _validated_json(self) -> bytes:
         complete = self.__pydantic_fields_set__ >= _BASE_FIELDS
