@@ -289,7 +289,9 @@ def _items(lines: list[DecodedLine], place: _Place) -> list[StreamItem]:
     for line in lines:
         item = _item(line)
         items.append(item)
-        if isinstance(item, _EVENTS):
+        if type(item) is TextLine:  # most lines: never final (no isinstance of a pydantic model to fail)
+            last = item
+        elif isinstance(item, _EVENTS):
             last = item
             if isinstance(item, StatusEvent) and item.final:
                 break
