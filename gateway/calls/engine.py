@@ -446,7 +446,8 @@ class AgentCall:
         """Append the lines' progress events together, add each line to the result once its event is appended."""
         progress = [line.progress for line in lines if line.progress is not None]
         events = self.recorder.trusted_events(EventType.AGENT_TOOL_PROGRESS, progress)
-        self._chunk_texts.extend(text for fields in progress if (text := fields.get("text")))  # an event's own fields
+        # each event's text read from the fields it was made from (kept as given), not through ``Event.fields``
+        self._chunk_texts.extend(text for fields in progress if (text := fields.get("text")))
         pieces: list[str] = []
         async with aclosing(self.recorder.emit_all(events)) as appended:
             for line in lines:
