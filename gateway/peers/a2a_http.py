@@ -287,11 +287,16 @@ def _items(lines: list[DecodedLine], place: _Place) -> list[StreamItem]:
     items: list[StreamItem] = []
     last: StreamItem | None = None
     for line in lines:
-        item = _item(line)
+        # most lines: a text line, read here rather than in one more call, and never final (no isinstance of a
+        # pydantic model to fail)
+        chunk = _text_chunk(line) if type(line) is dict else None
+        if chunk is not None:
+            items.append(chunk)
+            last = chunk
+            continue
+        item = _other_item(line)
         items.append(item)
-        if type(item) is TextLine:  # most lines: never final (no isinstance of a pydantic model to fail)
-            last = item
-        elif isinstance(item, _EVENTS):
+        if isinstance(item, _EVENTS):
             last = item
             if isinstance(item, StatusEvent) and item.final:
                 break
@@ -302,11 +307,9 @@ def _items(lines: list[DecodedLine], place: _Place) -> list[StreamItem]:
     return items
 
 
-def _item(decoded: DecodedLine) -> StreamItem:
+def _other_item(decoded: DecodedLine) -> StreamItem:
+    """A line that is not a ``TextLine`` (``_text_chunk`` refused it) as the item it stands for."""
     if isinstance(decoded, dict):
-        chunk = _text_chunk(decoded)
-        if chunk is not None:
-            return chunk
         try:
             return parse_stream_event(decoded)
         except ValidationError:
