@@ -14,7 +14,8 @@ compared; medians are printed with their ratio to the direct figure of the same 
   httpx read of the agent server's ``/tasks/sendSubscribe`` (every line parsed into its event).
   The reference relay (``bench/_reference_relay.py``: Starlette on uvicorn, aiohttp to the agent,
   lines passed through, no run or log) on the same core is read the same way: the most a relay on
-  the gateway's stack gets in this layout, where it shares its core with the agent server.
+  the gateway's stack gets in this layout, where it shares its core with the agent server. Each
+  gateway's rate is also given as a ratio to the reference relay's, of the same rounds.
 - **sync calls**: ``Gateway.call_tool`` calls per second in this process (memory log) at
   ``CALLERS`` concurrent callers, against direct aiohttp ``/tasks/send`` calls (the Task parsed)
   on one session.
@@ -206,8 +207,14 @@ async def added_latency(agent_url: str, tmp: Path, *, quick: bool) -> dict[str, 
 async def measure(agent_url: str, relays: dict[str, str], tmp: Path, *, quick: bool) -> list[str]:
     out = [f"  relay, chunks/s of one {'200' if quick else STREAM_CHUNKS}-chunk stream read with httpx:"]
     out.append(f"    {'through':<30}{'through it':>12}{'direct':>10}{'ratio':>8}")
-    for name, (through, direct) in (await relay(agent_url, relays, quick=quick)).items():
+    relayed = await relay(agent_url, relays, quick=quick)
+    for name, (through, direct) in relayed.items():
         out.append(f"    {name:<30}{through:>12.0f}{direct:>10.0f}{ratio(through, direct):>8}")
+    reference = relayed[_RELAY][0]
+    out.append(f"    against the {_RELAY}:")
+    for name, (through, _) in relayed.items():
+        if name != _RELAY:
+            out.append(f"      {name:<28}{ratio(through, reference):>30}")
     out.append("  sync calls/s, Gateway.call_tool (memory log) against direct aiohttp:")
     out.append(f"    {'callers':<30}{'through it':>12}{'direct':>10}{'ratio':>8}")
     for callers, (through, direct) in (await sync_calls(agent_url, quick=quick)).items():

@@ -10,7 +10,7 @@ as in the gateway; medians of rounds), in microseconds per chunk:
 - **split**: the NDJSON decoder (each line parsed by orjson);
 - **check**: each line read into its stream item (``a2a_http._items``);
 - **read**: its cost and budget checked, its progress event's fields written (``LineReader.read``);
-- **event**: the progress events made (``RunRecorder.trusted_event``);
+- **event**: the progress events made (``RunRecorder.trusted_events``);
 - **insert**: numbered, serialised and committed in one transaction (``sqlite._append_all``,
   on a file, in this thread);
 - **add**: each event observed (counted, logged) and its line added to the result.
@@ -102,7 +102,7 @@ def _round(reads: list[bytes], conn: sqlite3.Connection, chunks: int) -> dict[st
             lines.append(call._lines.read(item, call.result.cost_usd, index))
             index += 1
         clock.append(time.process_time())
-        events = [recorder.trusted_event(EventType.AGENT_TOOL_PROGRESS, line.progress or {}) for line in lines]
+        events = recorder.trusted_events(EventType.AGENT_TOOL_PROGRESS, [line.progress or {} for line in lines])
         clock.append(time.process_time())
         stored = _append_all(conn, events, [], [])
         clock.append(time.process_time())

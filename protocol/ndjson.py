@@ -75,18 +75,32 @@ class NDJSONDecoder:
 
     def feed(self, data: bytes) -> list[DecodedLine]:
         out: list[DecodedLine] = []
-        start = 0
-        while True:
-            newline = data.find(b"\n", start)
+        if self._buffer or self._skipping:  # the end of a line begun before: through the buffer
+            newline = data.find(b"\n")
             if newline < 0:
-                self._take(data[start:], out)
+                self._take(data, out)
                 return out
-            if self._buffer or self._skipping or newline - start > self.max_line_bytes:
-                self._take(data[start:newline], out)
-                self._end_line(out)
-            else:  # a whole line within ``data``: decoded from its slice, not copied through the buffer
-                _decode_line(data[start:newline], out)
-            start = newline + 1
+            self._take(data[:newline], out)
+            self._end_line(out)
+            data = data[newline + 1 :]
+        # The whole lines within ``data``, each parsed from its own slice (one split for them all, not a search
+        # and a slice each); the piece after the last newline starts the next line.
+        *lines, rest = data.split(b"\n")
+        limit = self.max_line_bytes
+        for line in lines:
+            if len(line) > limit:
+                out.append(OversizedLine(size=len(line), limit=limit))
+                continue
+            try:  # the common case, a JSON object in UTF-8 (orjson checks the UTF-8)
+                value = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                value = None
+            if type(value) is dict:
+                out.append(value)
+            else:
+                _decode_line(line, out)
+        self._take(rest, out)
+        return out
 
     def close(self) -> list[DecodedLine]:
         """Flush a last line that had no newline."""

@@ -444,9 +444,10 @@ class AgentCall:
 
     async def _record(self, lines: list[Line]) -> list[str]:
         """Append the lines' progress events together, add each line to the result once its event is appended."""
-        trusted = self.recorder.trusted_event
-        events = [trusted(EventType.AGENT_TOOL_PROGRESS, line.progress) for line in lines if line.progress is not None]
-        self._chunk_texts.extend(text for event in events if (text := event.fields.get("text")))
+        progress = [line.progress for line in lines if line.progress is not None]
+        events = self.recorder.trusted_events(EventType.AGENT_TOOL_PROGRESS, progress)
+        # each event's text read from the fields it was made from (kept as given), not through ``Event.fields``
+        self._chunk_texts.extend(text for fields in progress if (text := fields.get("text")))
         pieces: list[str] = []
         async with aclosing(self.recorder.emit_all(events)) as appended:
             for line in lines:

@@ -289,7 +289,14 @@ def _items(lines: list[DecodedLine], place: _Place) -> list[StreamItem]:
     items: list[StreamItem] = []
     last: StreamItem | None = None
     for line in lines:
-        item = _item(line)
+        # most lines: a text line, read here rather than in one more call, and never final (no isinstance of a
+        # pydantic model to fail)
+        chunk = _text_chunk(line) if type(line) is dict else None
+        if chunk is not None:
+            items.append(chunk)
+            last = chunk
+            continue
+        item = _other_item(line)
         items.append(item)
         if isinstance(item, _EVENTS):
             last = item
@@ -302,11 +309,9 @@ def _items(lines: list[DecodedLine], place: _Place) -> list[StreamItem]:
     return items
 
 
-def _item(decoded: DecodedLine) -> StreamItem:
+def _other_item(decoded: DecodedLine) -> StreamItem:
+    """A line that is not a ``TextLine`` (``_text_chunk`` refused it) as the item it stands for."""
     if isinstance(decoded, dict):
-        chunk = _text_chunk(decoded)
-        if chunk is not None:
-            return chunk
         try:
             return parse_stream_event(decoded)
         except ValidationError:
@@ -324,25 +329,25 @@ def _text_chunk(line: dict[str, Any]) -> TextLine | None:
     it), so a line taken here is one ``parse_stream_event`` accepts, and reads the same
     (``tests/gateway/peers/test_text_lines.py``). The cost must be finite and >= 0, as the call checks it.
     """
-    if line.get("type") != "artifact" or not line.keys() <= _TEXT_CHUNK_KEYS:
-        return None
-    seq, task_id, cost, artifact = line.get("seq"), line.get("id"), line.get("cost_usd"), line.get("artifact")
-    if type(seq) is not int or seq < 0 or type(task_id) is not str or line.get("final", False) is not False:
-        return None
-    if cost is not None and (type(cost) is not float or not 0.0 <= cost < math.inf):
-        return None
-    if type(artifact) is not dict or not artifact.keys() <= _TEXT_ARTIFACT_KEYS:
-        return None
-    parts, index, append = artifact.get("parts"), artifact.get("index", 0), artifact.get("append")
-    if type(parts) is not list or len(parts) != 1 or type(index) is not int or type(append) not in (bool, NoneType):
-        return None
-    part = parts[0]
-    if (
-        type(part) is not dict
-        or len(part) != 2
-        or part.get("type") != "text"
-        or type(text := part.get("text")) is not str
-    ):
+    # A key that must be there is read by subscript (fewer calls than ``get``): missing, it refuses the line.
+    try:
+        if line["type"] != "artifact" or not line.keys() <= _TEXT_CHUNK_KEYS:
+            return None
+        seq, task_id, artifact = line["seq"], line["id"], line["artifact"]
+        if type(seq) is not int or seq < 0 or type(task_id) is not str or line.get("final", False) is not False:
+            return None
+        cost = line.get("cost_usd")
+        if cost is not None and (type(cost) is not float or not 0.0 <= cost < math.inf):
+            return None
+        if type(artifact) is not dict or not artifact.keys() <= _TEXT_ARTIFACT_KEYS:
+            return None
+        parts, index, append = artifact["parts"], artifact.get("index", 0), artifact.get("append")
+        if type(parts) is not list or len(parts) != 1 or type(index) is not int or type(append) not in (bool, NoneType):
+            return None
+        part = parts[0]
+        if type(part) is not dict or len(part) != 2 or part["type"] != "text" or type(text := part["text"]) is not str:
+            return None
+    except KeyError:
         return None
     return TextLine(seq, task_id, cost, index, append, text)
 

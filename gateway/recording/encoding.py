@@ -47,12 +47,22 @@ def right_sized(encoded: bytes) -> bytes:
     return b"".join((encoded, b""))
 
 
-def plain_json(wire: dict[str, Any]) -> bytes | None:
-    """``wire`` as JSON, written by orjson; None when a value is not a plain JSON type (pydantic writes those)."""
+def line_head(kind: str, run_id: str) -> bytes:
+    """The JSON an event's line begins with, up to its seq: its type and its run, the same for the events of one
+    type that a run makes together, so written once for them."""
+    return b'{"type":%s,"run_id":%s,"seq":' % (orjson.dumps(kind), orjson.dumps(run_id))
+
+
+def given_json(head: bytes, seq: int, timestamp_ms: int, given: dict[str, Any]) -> bytes | None:
+    """An event's JSON from ``line_head``'s bytes, its seq and timestamp, then ``given`` (its own fields), written by
+    orjson: the bytes orjson writes for the whole event as one dict, without the dict. None when a value is not a
+    plain JSON type (pydantic writes those)."""
     try:
-        return right_sized(orjson.dumps(wire, option=_JSON_TYPES_ONLY))
+        fields = orjson.dumps(given, option=_JSON_TYPES_ONLY)
     except TypeError:
         return None
+    # ``fields`` opens with its brace, left out; a slice and a format make a copy of just their bytes
+    return b'%s%d,"timestamp_ms":%d%s%s' % (head, seq, timestamp_ms, b"," if given else b"", fields[1:])
 
 
 def model_json(model: BaseModel, *, complete: bool, wire: Callable[[], dict[str, Any]]) -> bytes:

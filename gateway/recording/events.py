@@ -79,13 +79,15 @@ class Event(BaseModel):
     timestamp_ms: int
 
     event_type: ClassVar[EventType | None] = None
-    __slots__ = ("_given", "_json")
+    __slots__ = ("_given", "_head", "_json")
     """``_json``: the JSON once numbered (``to_json``), unset in an event made by validation, None in one made by
-    ``trusted`` until then; ``_given``: ``trusted``'s fields, until then. Slots rather than pydantic private
+    ``trusted`` until then; ``_given``: ``trusted``'s fields, and ``_head``: the JSON its line begins with (its
+    type and run, shared by the events made together), until then. Slots rather than pydantic private
     attributes, which the relay would set up and look up once per chunk (encoding.py)."""
     if TYPE_CHECKING:
         _json: bytes | None
         _given: dict[str, Any] | None
+        _head: bytes | None
 
     @classmethod
     def create(cls, type: EventType | str, run_id: str, **fields: Any) -> Event:
@@ -102,17 +104,29 @@ class Event(BaseModel):
         ``fields`` leaves out the None ones, as ``create`` would, and is kept as it is (not to be changed
         after); a field its type does not declare, or a required one missing, is still refused (ValueError).
         """
+        return cls.trusted_all(type, run_id, (fields,))[0]
+
+    @classmethod
+    def trusted_all(cls, type: EventType, run_id: str, given: Iterable[dict[str, Any]]) -> list[Event]:
+        """``trusted`` for events of one type made together (the progress of the lines of one peer read): the
+        model and its defaults looked up once, and one timestamp, the time they were made at."""
         kind = _KINDS[type]
         model = _MODELS[kind]
-        if not fields.keys() <= _DECLARED[model]:
-            raise ValueError(f"{kind} has no field {sorted(fields.keys() - _DECLARED[model])}")
-        if not _REQUIRED[model] <= fields.keys():
-            raise ValueError(f"{kind} needs the fields {sorted(_REQUIRED[model] - fields.keys())}")
-        values = {**_DEFAULTS[model], "type": kind, "run_id": run_id, "seq": -1, "timestamp_ms": now_ms(), **fields}
-        event = encoding.unvalidated(model, values, {*_BASE_FIELDS, *fields})
-        encoding.assign(event, "_json", None)
-        encoding.assign(event, "_given", fields)
-        return event
+        declared, required = _DECLARED[model], _REQUIRED[model]
+        head = {**_DEFAULTS[model], "type": kind, "run_id": run_id, "seq": -1, "timestamp_ms": now_ms()}
+        line_head = encoding.line_head(kind, run_id)
+        made: list[Event] = []
+        for fields in given:
+            if not fields.keys() <= declared:
+                raise ValueError(f"{kind} has no field {sorted(fields.keys() - declared)}")
+            if not required <= fields.keys():
+                raise ValueError(f"{kind} needs the fields {sorted(required - fields.keys())}")
+            event = encoding.unvalidated(model, {**head, **fields}, {*_BASE_FIELDS, *fields})
+            encoding.assign(event, "_json", None)
+            encoding.assign(event, "_given", fields)
+            encoding.assign(event, "_head", line_head)
+            made.append(event)
+        return made
 
     @property
     def fields(self) -> dict[str, Any]:
@@ -144,17 +158,17 @@ class Event(BaseModel):
         else:
             if encoded is not None:
                 return encoded
-            encoded = encoding.plain_json(self._given_wire()) or self._validated_json()
+            values = self.__dict__
+            given, head = self._given, self._head
+            plain = None
+            if given is not None and head is not None:
+                plain = encoding.given_json(head, values["seq"], values["timestamp_ms"], given)
+            encoded = plain or self._validated_json()
         if self.seq != -1:
             encoding.assign(self, "_json", encoded)  # frozen for everyone else
             encoding.assign(self, "_given", None)
+            encoding.assign(self, "_head", None)
         return encoded
-
-    def _given_wire(self) -> dict[str, Any]:
-        """The wire form of an event made by ``trusted``: its base fields and the fields given."""
-        values = self.__dict__
-        base = {key: values[key] for key in ("type", "run_id", "seq", "timestamp_ms")}
-        return {**base, **(self._given or {})}
 
     def _validated_json(self) -> bytes:
         complete = self.__pydantic_fields_set__ >= _BASE_FIELDS

@@ -102,11 +102,14 @@ class RunRecorder:
             fields["trace_id"] = tracing.current_trace_id()
         return Event.create(type, self.run_id, **fields)
 
-    def trusted_event(self, type: EventType, fields: dict[str, Any]) -> Event:
-        """``event`` for fields of their declared types already, not validated again (``Event.trusted``)."""
-        if type in _TRACED_EVENTS and "trace_id" not in fields and tracing.enabled():
-            fields["trace_id"] = tracing.current_trace_id()
-        return Event.trusted(type, self.run_id, fields)
+    def trusted_events(self, type: EventType, given: list[dict[str, Any]]) -> list[Event]:
+        """``event`` for events of one type made together (a read's progress), of fields of their declared types
+        already, not validated again (``Event.trusted_all``)."""
+        if type in _TRACED_EVENTS and tracing.enabled():
+            for fields in given:
+                if "trace_id" not in fields:
+                    fields["trace_id"] = tracing.current_trace_id()
+        return Event.trusted_all(type, self.run_id, given)
 
     async def emit(self, type: EventType | str, **fields: Any) -> Event:
         """Append one event now; returns it with its seq. Lifecycle steps are also logged, counted and charged
@@ -114,7 +117,7 @@ class RunRecorder:
         return await self._append(self.event(type, **fields))
 
     async def emit_all(self, events: Sequence[Event]) -> AsyncGenerator[Event, None]:
-        """Append ``events`` (built by ``event`` or ``trusted_event``) together, in order: each yielded once
+        """Append ``events`` (built by ``event`` or ``trusted_events``) together, in order: each yielded once
         durable, like ``emit``'s.
 
         One event is an ``append``; several go to the log at once (``EventLog.append_all``:
