@@ -196,14 +196,6 @@ class _Placement:
     client_cores: set[int] | None
     files: FileLimits
 
-    @property
-    def servers_nofile(self) -> tuple[int, int]:
-        return self.files.servers
-
-    @property
-    def client_nofile(self) -> tuple[int, int]:
-        return self.files.client
-
 
 @dataclass(frozen=True)
 class _Servers:
@@ -534,7 +526,7 @@ def _process(command: list[str], log: Path, placement: _Placement) -> Iterator[s
     """
 
     def place() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, placement.servers_nofile)
+        resource.setrlimit(resource.RLIMIT_NOFILE, placement.files.servers)
         if placement.servers_cores:
             os.sched_setaffinity(0, placement.servers_cores)
 
@@ -656,8 +648,8 @@ def _header(settings: Settings, placement: _Placement) -> str:
             f"agent servers: max_connections {scale.agent_connections} each; every server parses HTTP with "
             f"{settings.http}",
             f"cores: {pinning}; {port_line}",
-            f"RLIMIT_NOFILE soft/hard: servers {placement.servers_nofile[0]}/{placement.servers_nofile[1]}, "
-            f"client {placement.client_nofile[0]}/{placement.client_nofile[1]}{raised} (aiohttp, no connection "
+            f"RLIMIT_NOFILE soft/hard: servers {placement.files.servers[0]}/{placement.files.servers[1]}, "
+            f"client {placement.files.client[0]}/{placement.files.client[1]}{raised} (aiohttp, no connection "
             "limit)",
             "1st: request sent -> first progress line, s (over the streams that saw one); open: streams open at once "
             "(client side); gw: the gateway, or the relay on its path; ag: the agent servers together; cpu: CPU s "
